@@ -149,14 +149,14 @@ class LlmKernels(unittest.TestCase):
 
     def each_variant(self, kernel, count):
         """Kernel instance `kernel` pinned to each of its `count` variants
-        (its tune space, all kept: the runtime launches whichever it timed
-        fastest, so each must be right), and no variant `count`."""
+        (the runtime launches whichever it timed fastest, so each must be
+        right), and no variant `count`."""
         with self.assertRaises(tilec.TilecError, msg=f"{kernel} has more than {count} variants"):
             self.mod.kernel(kernel, count)
         return [(v, self.mod.kernel(kernel, v)) for v in range(count)]
 
     def test_every_tuned_variant(self):
-        """examples/llm.tile's tune spaces, each configuration pinned, bf16,
+        """examples/llm.tile's variants of tiles and warps, each pinned, bf16,
         at ragged sizes: rows shorter than every tile and longer than every
         tile (9000 columns), a column count no tile divides, n no block
         divides, fewer heads than the tile."""

@@ -80,8 +80,8 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* rmsnorm_fwd__f16, tune candidate 0: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -89,17 +89,17 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __half tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -135,7 +135,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __half tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -171,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -207,14 +207,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -222,7 +222,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = __half2float(__float2half_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
@@ -268,7 +268,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -276,11 +276,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __half tl_t4[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -316,7 +316,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = __half2float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -327,7 +327,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -356,20 +356,20 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __half tl_t7[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -405,7 +405,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = __half2float(__float2half_rn((__half2float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __half tl_t8[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -482,8 +482,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, tune candidate 1: BLOCK = 4096, warps = 4 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f16, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -491,17 +491,17 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 4;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __half tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -537,7 +537,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __half tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -573,7 +573,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -609,14 +609,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -624,7 +624,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = __half2float(__float2half_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
             const int tl_j = tl_c;
@@ -670,7 +670,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -678,11 +678,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __half tl_t4[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -718,7 +718,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = __half2float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -729,7 +729,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -758,20 +758,20 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __half tl_t7[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -807,7 +807,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = __half2float(__float2half_rn((__half2float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __half tl_t8[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -884,8 +884,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, tune candidate 2: BLOCK = 4096, warps = 16 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f16, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -893,17 +893,17 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 16;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __half tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -939,7 +939,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __half tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -975,7 +975,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -1011,14 +1011,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -1026,7 +1026,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = __half2float(__float2half_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -1072,7 +1072,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -1080,11 +1080,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __half tl_t4[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -1120,7 +1120,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = __half2float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -1131,7 +1131,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -1160,20 +1160,20 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __half tl_t7[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -1209,7 +1209,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = __half2float(__float2half_rn((__half2float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __half tl_t8[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -1286,8 +1286,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, tune candidate 3: BLOCK = 8192, warps = 8 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f16, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1295,17 +1295,17 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 8;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __half tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -1341,7 +1341,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __half tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -1377,7 +1377,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1413,14 +1413,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1428,7 +1428,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = __half2float(__float2half_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
             const int tl_j = tl_c;
@@ -1474,7 +1474,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1482,11 +1482,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __half tl_t4[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -1522,7 +1522,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = __half2float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1533,7 +1533,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -1562,20 +1562,20 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __half tl_t7[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -1611,7 +1611,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = __half2float(__float2half_rn((__half2float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __half tl_t8[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -1688,8 +1688,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, tune candidate 4: BLOCK = 8192, warps = 4 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f16, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1697,17 +1697,17 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 4;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __half tl_t0[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -1743,7 +1743,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __half tl_t1[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -1779,7 +1779,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -1815,14 +1815,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -1830,7 +1830,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = __half2float(__float2half_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
             const int tl_j = tl_c;
@@ -1876,7 +1876,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -1884,11 +1884,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __half tl_t4[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -1924,7 +1924,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = __half2float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -1935,7 +1935,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -1964,20 +1964,20 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __half tl_t7[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -2013,7 +2013,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = __half2float(__float2half_rn((__half2float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __half tl_t8[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -2090,8 +2090,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, tune candidate 5: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f16, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -2099,17 +2099,17 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __half tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2145,7 +2145,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __half tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2181,7 +2181,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2217,14 +2217,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2232,7 +2232,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = __half2float(__float2half_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
@@ -2278,7 +2278,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2286,11 +2286,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __half tl_t4[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2326,7 +2326,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = __half2float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2337,7 +2337,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -2366,20 +2366,20 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __half tl_t7[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2415,7 +2415,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = __half2float(__float2half_rn((__half2float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __half tl_t8[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2492,8 +2492,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
     }
 }
 
-/* rmsnorm_fwd__bf16, tune candidate 0: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__bf16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -2501,17 +2501,17 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __nv_bfloat16 tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2547,7 +2547,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __nv_bfloat16 tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2583,7 +2583,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2619,14 +2619,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2634,7 +2634,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
@@ -2680,7 +2680,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2688,11 +2688,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __nv_bfloat16 tl_t4[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2728,7 +2728,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = __bfloat162float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2739,7 +2739,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -2768,20 +2768,20 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __nv_bfloat16 tl_t7[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2817,7 +2817,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((__bfloat162float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __nv_bfloat16 tl_t8[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2894,8 +2894,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, tune candidate 1: BLOCK = 4096, warps = 4 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__bf16, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -2903,17 +2903,17 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 4;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __nv_bfloat16 tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -2949,7 +2949,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __nv_bfloat16 tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -2985,7 +2985,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3021,14 +3021,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3036,7 +3036,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
             const int tl_j = tl_c;
@@ -3082,7 +3082,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3090,11 +3090,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __nv_bfloat16 tl_t4[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -3130,7 +3130,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = __bfloat162float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3141,7 +3141,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -3170,20 +3170,20 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __nv_bfloat16 tl_t7[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -3219,7 +3219,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((__bfloat162float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __nv_bfloat16 tl_t8[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -3296,8 +3296,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, tune candidate 2: BLOCK = 4096, warps = 16 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__bf16, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -3305,17 +3305,17 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 16;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __nv_bfloat16 tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -3351,7 +3351,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __nv_bfloat16 tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -3387,7 +3387,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -3423,14 +3423,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -3438,7 +3438,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -3484,7 +3484,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -3492,11 +3492,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __nv_bfloat16 tl_t4[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -3532,7 +3532,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = __bfloat162float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -3543,7 +3543,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -3572,20 +3572,20 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __nv_bfloat16 tl_t7[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -3621,7 +3621,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((__bfloat162float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __nv_bfloat16 tl_t8[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -3698,8 +3698,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, tune candidate 3: BLOCK = 8192, warps = 8 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__bf16, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -3707,17 +3707,17 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 8;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __nv_bfloat16 tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -3753,7 +3753,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __nv_bfloat16 tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -3789,7 +3789,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3825,14 +3825,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3840,7 +3840,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
             const int tl_j = tl_c;
@@ -3886,7 +3886,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3894,11 +3894,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __nv_bfloat16 tl_t4[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -3934,7 +3934,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = __bfloat162float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3945,7 +3945,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -3974,20 +3974,20 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __nv_bfloat16 tl_t7[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -4023,7 +4023,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((__bfloat162float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __nv_bfloat16 tl_t8[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -4100,8 +4100,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, tune candidate 4: BLOCK = 8192, warps = 4 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__bf16, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -4109,17 +4109,17 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 4;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __nv_bfloat16 tl_t0[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -4155,7 +4155,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __nv_bfloat16 tl_t1[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -4191,7 +4191,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -4227,14 +4227,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -4242,7 +4242,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
             const int tl_j = tl_c;
@@ -4288,7 +4288,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -4296,11 +4296,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __nv_bfloat16 tl_t4[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -4336,7 +4336,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = __bfloat162float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -4347,7 +4347,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -4376,20 +4376,20 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __nv_bfloat16 tl_t7[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -4425,7 +4425,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((__bfloat162float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __nv_bfloat16 tl_t8[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -4502,8 +4502,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, tune candidate 5: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__bf16, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -4511,17 +4511,17 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         __nv_bfloat16 tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -4557,7 +4557,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         __nv_bfloat16 tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -4593,7 +4593,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4629,14 +4629,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4644,7 +4644,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((v_v[tl_j] * v_r)));
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
@@ -4690,7 +4690,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4698,11 +4698,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             __nv_bfloat16 tl_t4[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -4738,7 +4738,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = __bfloat162float(tl_t4[tl_j]);
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4749,7 +4749,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -4778,20 +4778,20 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             __nv_bfloat16 tl_t7[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -4827,7 +4827,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = __bfloat162float(__float2bfloat16_rn((__bfloat162float(tl_t7[tl_j]) * v_r)));
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             __nv_bfloat16 tl_t8[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -4904,8 +4904,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__f32, tune candidate 0: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f32, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -4913,17 +4913,17 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -4951,7 +4951,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         float tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -4979,7 +4979,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -5015,14 +5015,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -5030,7 +5030,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = (v_v[tl_j] * v_r);
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -5060,7 +5060,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -5068,11 +5068,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             float tl_t4[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -5100,7 +5100,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = tl_t4[tl_j];
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -5111,7 +5111,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -5140,20 +5140,20 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             float tl_t7[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -5181,7 +5181,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = (tl_t7[tl_j] * v_r);
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             float tl_t8[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -5234,8 +5234,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, tune candidate 1: BLOCK = 4096, warps = 4 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f32, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -5243,17 +5243,17 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 4;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         float tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5281,7 +5281,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         float tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5309,7 +5309,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5345,14 +5345,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5360,7 +5360,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = (v_v[tl_j] * v_r);
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -5390,7 +5390,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5398,11 +5398,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             float tl_t4[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5430,7 +5430,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = tl_t4[tl_j];
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5441,7 +5441,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -5470,20 +5470,20 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             float tl_t7[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5511,7 +5511,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = (tl_t7[tl_j] * v_r);
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             float tl_t8[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5564,8 +5564,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, tune candidate 2: BLOCK = 4096, warps = 16 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f32, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -5573,17 +5573,17 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 16;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -5611,7 +5611,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         float tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -5639,7 +5639,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -5675,14 +5675,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -5690,7 +5690,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_h[tl_j] = (v_v[tl_j] * v_r);
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -5720,7 +5720,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -5728,11 +5728,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             float tl_t4[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -5760,7 +5760,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_v[tl_j] = tl_t4[tl_j];
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -5771,7 +5771,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -5800,20 +5800,20 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             float tl_t7[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -5841,7 +5841,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_h[tl_j] = (tl_t7[tl_j] * v_r);
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             float tl_t8[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -5894,8 +5894,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, tune candidate 3: BLOCK = 8192, warps = 8 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f32, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -5903,17 +5903,17 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 8;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         float tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5941,7 +5941,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         float tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5969,7 +5969,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -6005,14 +6005,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -6020,7 +6020,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = (v_v[tl_j] * v_r);
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -6050,7 +6050,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -6058,11 +6058,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             float tl_t4[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -6090,7 +6090,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = tl_t4[tl_j];
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -6101,7 +6101,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -6130,20 +6130,20 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             float tl_t7[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -6171,7 +6171,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = (tl_t7[tl_j] * v_r);
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             float tl_t8[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -6224,8 +6224,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, tune candidate 4: BLOCK = 8192, warps = 4 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f32, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -6233,17 +6233,17 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 4;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         float tl_t0[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -6271,7 +6271,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         float tl_t1[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -6299,7 +6299,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -6335,14 +6335,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -6350,7 +6350,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = (v_v[tl_j] * v_r);
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 4) {
             const int tl_j = tl_c;
@@ -6380,7 +6380,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -6388,11 +6388,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             float tl_t4[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -6420,7 +6420,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = tl_t4[tl_j];
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -6431,7 +6431,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -6460,20 +6460,20 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             float tl_t7[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -6501,7 +6501,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = (tl_t7[tl_j] * v_r);
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             float tl_t8[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -6554,8 +6554,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, tune candidate 5: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for base (lines 20, 26, 30, 35, 43, 44), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_fwd__f32, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -6563,17 +6563,17 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:20
+    // examples/llm.tile:26
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:21
+    // examples/llm.tile:27
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:22
+    // examples/llm.tile:28
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:23
+        // examples/llm.tile:29
         // v_c: index tile computed where it is used
-        // examples/llm.tile:24
+        // examples/llm.tile:30
         // v_m: index tile computed where it is used
-        // examples/llm.tile:25
+        // examples/llm.tile:31
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -6601,7 +6601,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:26
+        // examples/llm.tile:32
         float tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -6629,7 +6629,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:27
+        // examples/llm.tile:33
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6665,14 +6665,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:28
+        // examples/llm.tile:34
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:29
+        // examples/llm.tile:35
         float v_h[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6680,7 +6680,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_h[tl_j] = (v_v[tl_j] * v_r);
         }
-        // examples/llm.tile:30
+        // examples/llm.tile:36
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -6710,7 +6710,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             }
         }
     } else {
-        // examples/llm.tile:32
+        // examples/llm.tile:38
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6718,11 +6718,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:33
+        // examples/llm.tile:39
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:34
+            // examples/llm.tile:40
             // v_c: index tile computed where it is used
-            // examples/llm.tile:35
+            // examples/llm.tile:41
             float tl_t4[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -6750,7 +6750,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_v[tl_j] = tl_t4[tl_j];
             }
-            // examples/llm.tile:36
+            // examples/llm.tile:42
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6761,7 +6761,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n5[tl_j];
         }
-        // examples/llm.tile:38
+        // examples/llm.tile:44
         float tl_t6;
         {
             float tl_a = ((float)0);
@@ -6790,20 +6790,20 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             tl_t6 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t6 / v_n) + v_eps));
-        // examples/llm.tile:39
+        // examples/llm.tile:45
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:40
+        // examples/llm.tile:46
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:41
+            // examples/llm.tile:47
             // v_c: index tile computed where it is used
-            // examples/llm.tile:42
+            // examples/llm.tile:48
             // v_m: index tile computed where it is used
-            // examples/llm.tile:43
+            // examples/llm.tile:49
             float tl_t7[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -6831,7 +6831,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_h[tl_j] = (tl_t7[tl_j] * v_r);
             }
-            // examples/llm.tile:44
+            // examples/llm.tile:50
             float tl_t8[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -6884,8 +6884,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
     }
 }
 
-/* rmsnorm_bwd__f16, tune candidate 0: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -6893,19 +6893,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __half tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -6941,7 +6941,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6949,13 +6949,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __half tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -6991,7 +6991,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (__half2float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __half tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -7027,7 +7027,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = __half2float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -7037,7 +7037,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -7045,7 +7045,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -7081,7 +7081,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -7127,7 +7127,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -7157,11 +7157,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -7191,13 +7191,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -7205,13 +7205,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __half tl_t6[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -7275,7 +7275,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (__half2float(tl_t6[tl_j]) * __half2float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __half tl_t8[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -7314,7 +7314,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -7343,13 +7343,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __half tl_t11[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -7385,7 +7385,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (__half2float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __half tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -7421,7 +7421,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = __half2float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -7470,7 +7470,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __half tl_t14[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -7548,8 +7548,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, tune candidate 1: BLOCK = 4096, warps = 4 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f16, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -7557,19 +7557,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 4;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __half tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -7605,7 +7605,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -7613,13 +7613,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __half tl_t1[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -7655,7 +7655,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (__half2float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __half tl_t2[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -7691,7 +7691,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = __half2float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -7701,7 +7701,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -7709,7 +7709,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -7745,7 +7745,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -7791,7 +7791,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -7821,11 +7821,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -7855,13 +7855,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -7869,13 +7869,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __half tl_t6[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -7939,7 +7939,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (__half2float(tl_t6[tl_j]) * __half2float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __half tl_t8[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -7978,7 +7978,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -8007,13 +8007,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __half tl_t11[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -8049,7 +8049,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (__half2float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __half tl_t12[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -8085,7 +8085,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = __half2float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -8134,7 +8134,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __half tl_t14[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -8212,8 +8212,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, tune candidate 2: BLOCK = 4096, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f16, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8221,19 +8221,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 16;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __half tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8269,7 +8269,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8277,13 +8277,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __half tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8319,7 +8319,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (__half2float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __half tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8355,7 +8355,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = __half2float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8365,7 +8365,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8373,7 +8373,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8409,7 +8409,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -8455,7 +8455,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -8485,11 +8485,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -8519,13 +8519,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -8533,13 +8533,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __half tl_t6[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8603,7 +8603,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (__half2float(tl_t6[tl_j]) * __half2float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __half tl_t8[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8642,7 +8642,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -8671,13 +8671,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __half tl_t11[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8713,7 +8713,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (__half2float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __half tl_t12[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8749,7 +8749,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = __half2float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -8798,7 +8798,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __half tl_t14[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -8876,8 +8876,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, tune candidate 3: BLOCK = 8192, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f16, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -8885,19 +8885,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 8;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __half tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -8933,7 +8933,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -8941,13 +8941,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __half tl_t1[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -8983,7 +8983,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (__half2float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __half tl_t2[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -9019,7 +9019,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = __half2float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -9029,7 +9029,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -9037,7 +9037,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -9073,7 +9073,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -9119,7 +9119,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -9149,11 +9149,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -9183,13 +9183,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -9197,13 +9197,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __half tl_t6[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -9267,7 +9267,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (__half2float(tl_t6[tl_j]) * __half2float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __half tl_t8[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -9306,7 +9306,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -9335,13 +9335,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __half tl_t11[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -9377,7 +9377,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (__half2float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __half tl_t12[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -9413,7 +9413,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = __half2float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -9462,7 +9462,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __half tl_t14[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -9540,8 +9540,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, tune candidate 4: BLOCK = 8192, warps = 4 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f16, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9549,19 +9549,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 4;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __half tl_t0[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -9597,7 +9597,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9605,13 +9605,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __half tl_t1[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -9647,7 +9647,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (__half2float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __half tl_t2[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -9683,7 +9683,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = __half2float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9693,7 +9693,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9701,7 +9701,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9737,7 +9737,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -9783,7 +9783,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 4) {
             const int tl_j = tl_c;
@@ -9813,11 +9813,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -9847,13 +9847,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9861,13 +9861,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __half tl_t6[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -9931,7 +9931,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (__half2float(tl_t6[tl_j]) * __half2float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __half tl_t8[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -9970,7 +9970,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -9999,13 +9999,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __half tl_t11[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -10041,7 +10041,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (__half2float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __half tl_t12[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -10077,7 +10077,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = __half2float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -10126,7 +10126,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __half tl_t14[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -10204,8 +10204,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, tune candidate 5: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f16, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10213,19 +10213,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __half tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10261,7 +10261,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -10269,13 +10269,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __half tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10311,7 +10311,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (__half2float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __half tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10347,7 +10347,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = __half2float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -10357,7 +10357,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -10365,7 +10365,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -10401,7 +10401,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -10447,7 +10447,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -10477,11 +10477,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -10511,13 +10511,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -10525,13 +10525,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __half tl_t6[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10595,7 +10595,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (__half2float(tl_t6[tl_j]) * __half2float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __half tl_t8[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10634,7 +10634,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -10663,13 +10663,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __half tl_t11[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10705,7 +10705,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (__half2float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __half tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10741,7 +10741,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = __half2float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -10790,7 +10790,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __half tl_t14[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10868,8 +10868,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
     }
 }
 
-/* rmsnorm_bwd__bf16, tune candidate 0: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__bf16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10877,19 +10877,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __nv_bfloat16 tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10925,7 +10925,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -10933,13 +10933,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __nv_bfloat16 tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -10975,7 +10975,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (__bfloat162float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __nv_bfloat16 tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -11011,7 +11011,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -11021,7 +11021,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -11029,7 +11029,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -11065,7 +11065,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -11111,7 +11111,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -11141,11 +11141,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -11175,13 +11175,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -11189,13 +11189,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __nv_bfloat16 tl_t6[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -11259,7 +11259,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (__bfloat162float(tl_t6[tl_j]) * __bfloat162float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __nv_bfloat16 tl_t8[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -11298,7 +11298,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -11327,13 +11327,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __nv_bfloat16 tl_t11[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -11369,7 +11369,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (__bfloat162float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __nv_bfloat16 tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -11405,7 +11405,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = __bfloat162float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -11454,7 +11454,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __nv_bfloat16 tl_t14[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -11532,8 +11532,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, tune candidate 1: BLOCK = 4096, warps = 4 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__bf16, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -11541,19 +11541,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 4;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __nv_bfloat16 tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -11589,7 +11589,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -11597,13 +11597,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __nv_bfloat16 tl_t1[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -11639,7 +11639,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (__bfloat162float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __nv_bfloat16 tl_t2[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -11675,7 +11675,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -11685,7 +11685,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -11693,7 +11693,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -11729,7 +11729,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -11775,7 +11775,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -11805,11 +11805,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -11839,13 +11839,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -11853,13 +11853,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __nv_bfloat16 tl_t6[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -11923,7 +11923,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (__bfloat162float(tl_t6[tl_j]) * __bfloat162float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __nv_bfloat16 tl_t8[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -11962,7 +11962,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -11991,13 +11991,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __nv_bfloat16 tl_t11[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -12033,7 +12033,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (__bfloat162float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __nv_bfloat16 tl_t12[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -12069,7 +12069,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = __bfloat162float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -12118,7 +12118,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __nv_bfloat16 tl_t14[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -12196,8 +12196,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, tune candidate 2: BLOCK = 4096, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__bf16, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -12205,19 +12205,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 16;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __nv_bfloat16 tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -12253,7 +12253,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -12261,13 +12261,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __nv_bfloat16 tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -12303,7 +12303,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (__bfloat162float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __nv_bfloat16 tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -12339,7 +12339,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -12349,7 +12349,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -12357,7 +12357,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -12393,7 +12393,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -12439,7 +12439,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -12469,11 +12469,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -12503,13 +12503,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -12517,13 +12517,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __nv_bfloat16 tl_t6[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -12587,7 +12587,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (__bfloat162float(tl_t6[tl_j]) * __bfloat162float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __nv_bfloat16 tl_t8[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -12626,7 +12626,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -12655,13 +12655,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __nv_bfloat16 tl_t11[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -12697,7 +12697,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (__bfloat162float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __nv_bfloat16 tl_t12[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -12733,7 +12733,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = __bfloat162float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -12782,7 +12782,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __nv_bfloat16 tl_t14[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -12860,8 +12860,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, tune candidate 3: BLOCK = 8192, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__bf16, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -12869,19 +12869,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 8;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __nv_bfloat16 tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -12917,7 +12917,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -12925,13 +12925,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __nv_bfloat16 tl_t1[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -12967,7 +12967,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (__bfloat162float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __nv_bfloat16 tl_t2[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -13003,7 +13003,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -13013,7 +13013,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -13021,7 +13021,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -13057,7 +13057,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -13103,7 +13103,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -13133,11 +13133,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -13167,13 +13167,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -13181,13 +13181,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __nv_bfloat16 tl_t6[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -13251,7 +13251,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (__bfloat162float(tl_t6[tl_j]) * __bfloat162float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __nv_bfloat16 tl_t8[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -13290,7 +13290,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -13319,13 +13319,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __nv_bfloat16 tl_t11[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -13361,7 +13361,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (__bfloat162float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __nv_bfloat16 tl_t12[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -13397,7 +13397,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = __bfloat162float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -13446,7 +13446,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __nv_bfloat16 tl_t14[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -13524,8 +13524,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, tune candidate 4: BLOCK = 8192, warps = 4 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__bf16, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -13533,19 +13533,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 4;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __nv_bfloat16 tl_t0[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -13581,7 +13581,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -13589,13 +13589,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __nv_bfloat16 tl_t1[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -13631,7 +13631,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (__bfloat162float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __nv_bfloat16 tl_t2[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -13667,7 +13667,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -13677,7 +13677,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -13685,7 +13685,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -13721,7 +13721,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -13767,7 +13767,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 4) {
             const int tl_j = tl_c;
@@ -13797,11 +13797,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -13831,13 +13831,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -13845,13 +13845,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __nv_bfloat16 tl_t6[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -13915,7 +13915,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (__bfloat162float(tl_t6[tl_j]) * __bfloat162float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __nv_bfloat16 tl_t8[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -13954,7 +13954,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -13983,13 +13983,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __nv_bfloat16 tl_t11[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -14025,7 +14025,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (__bfloat162float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __nv_bfloat16 tl_t12[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -14061,7 +14061,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = __bfloat162float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -14110,7 +14110,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __nv_bfloat16 tl_t14[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -14188,8 +14188,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, tune candidate 5: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__bf16, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -14197,19 +14197,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         __nv_bfloat16 tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -14245,7 +14245,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -14253,13 +14253,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             __nv_bfloat16 tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -14295,7 +14295,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (__bfloat162float(tl_t1[tl_j]) * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             __nv_bfloat16 tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -14331,7 +14331,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -14341,7 +14341,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -14349,7 +14349,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -14385,7 +14385,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -14431,7 +14431,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -14461,11 +14461,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -14495,13 +14495,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -14509,13 +14509,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 __nv_bfloat16 tl_t6[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -14579,7 +14579,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (__bfloat162float(tl_t6[tl_j]) * __bfloat162float(tl_t7[tl_j]));
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 __nv_bfloat16 tl_t8[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -14618,7 +14618,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -14647,13 +14647,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 __nv_bfloat16 tl_t11[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -14689,7 +14689,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (__bfloat162float(tl_t11[tl_j]) * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 __nv_bfloat16 tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -14725,7 +14725,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = __bfloat162float(tl_t12[tl_j]);
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -14774,7 +14774,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 __nv_bfloat16 tl_t14[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -14852,8 +14852,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__f32, tune candidate 0: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f32, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -14861,19 +14861,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -14901,7 +14901,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -14909,13 +14909,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             float tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -14943,7 +14943,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (tl_t1[tl_j] * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             float tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -14971,7 +14971,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = tl_t2[tl_j];
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -14981,7 +14981,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -14989,7 +14989,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -15025,7 +15025,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -15055,7 +15055,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -15085,11 +15085,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -15119,13 +15119,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -15133,13 +15133,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 float tl_t6[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -15187,7 +15187,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (tl_t6[tl_j] * tl_t7[tl_j]);
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 float tl_t8[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -15218,7 +15218,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -15247,13 +15247,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 float tl_t11[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -15281,7 +15281,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (tl_t11[tl_j] * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 float tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -15309,7 +15309,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = tl_t12[tl_j];
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -15358,7 +15358,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 float tl_t14[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -15412,8 +15412,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, tune candidate 1: BLOCK = 4096, warps = 4 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f32, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -15421,19 +15421,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 4;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         float tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15461,7 +15461,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -15469,13 +15469,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             float tl_t1[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15503,7 +15503,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (tl_t1[tl_j] * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             float tl_t2[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15531,7 +15531,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = tl_t2[tl_j];
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -15541,7 +15541,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -15549,7 +15549,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -15585,7 +15585,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -15615,7 +15615,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -15645,11 +15645,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -15679,13 +15679,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -15693,13 +15693,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 float tl_t6[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15747,7 +15747,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (tl_t6[tl_j] * tl_t7[tl_j]);
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 float tl_t8[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15778,7 +15778,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -15807,13 +15807,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 float tl_t11[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15841,7 +15841,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (tl_t11[tl_j] * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 float tl_t12[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15869,7 +15869,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = tl_t12[tl_j];
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15918,7 +15918,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 float tl_t14[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -15972,8 +15972,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, tune candidate 2: BLOCK = 4096, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f32, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -15981,19 +15981,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 16;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16021,7 +16021,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -16029,13 +16029,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             float tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16063,7 +16063,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = (tl_t1[tl_j] * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             float tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16091,7 +16091,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = tl_t2[tl_j];
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -16101,7 +16101,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -16109,7 +16109,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -16145,7 +16145,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -16175,7 +16175,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -16205,11 +16205,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -16239,13 +16239,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -16253,13 +16253,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 float tl_t6[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16307,7 +16307,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (tl_t6[tl_j] * tl_t7[tl_j]);
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 float tl_t8[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16338,7 +16338,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -16367,13 +16367,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 float tl_t11[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16401,7 +16401,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (tl_t11[tl_j] * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 float tl_t12[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16429,7 +16429,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = tl_t12[tl_j];
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16478,7 +16478,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 float tl_t14[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -16532,8 +16532,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, tune candidate 3: BLOCK = 8192, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f32, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -16541,19 +16541,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 8;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         float tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -16581,7 +16581,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -16589,13 +16589,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             float tl_t1[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -16623,7 +16623,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (tl_t1[tl_j] * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             float tl_t2[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -16651,7 +16651,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = tl_t2[tl_j];
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -16661,7 +16661,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -16669,7 +16669,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -16705,7 +16705,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -16735,7 +16735,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
             const int tl_j = tl_c;
@@ -16765,11 +16765,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -16799,13 +16799,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[32];
             #pragma unroll
             for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -16813,13 +16813,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 float tl_t6[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -16867,7 +16867,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (tl_t6[tl_j] * tl_t7[tl_j]);
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 float tl_t8[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -16898,7 +16898,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -16927,13 +16927,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 float tl_t11[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -16961,7 +16961,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (tl_t11[tl_j] * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 float tl_t12[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -16989,7 +16989,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = tl_t12[tl_j];
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -17038,7 +17038,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 float tl_t14[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -17092,8 +17092,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, tune candidate 4: BLOCK = 8192, warps = 4 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f32, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -17101,19 +17101,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 4;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         float tl_t0[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17141,7 +17141,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -17149,13 +17149,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             float tl_t1[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17183,7 +17183,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (tl_t1[tl_j] * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             float tl_t2[64];
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17211,7 +17211,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = tl_t2[tl_j];
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -17221,7 +17221,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -17229,7 +17229,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -17265,7 +17265,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -17295,7 +17295,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 4) {
             const int tl_j = tl_c;
@@ -17325,11 +17325,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 64; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -17359,13 +17359,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[64];
             #pragma unroll
             for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -17373,13 +17373,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 float tl_t6[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17427,7 +17427,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (tl_t6[tl_j] * tl_t7[tl_j]);
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 float tl_t8[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17458,7 +17458,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -17487,13 +17487,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 float tl_t11[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17521,7 +17521,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (tl_t11[tl_j] * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 float tl_t12[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17549,7 +17549,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = tl_t12[tl_j];
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17598,7 +17598,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 float tl_t14[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -17652,8 +17652,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, tune candidate 5: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 61, 62, 68, 69, 70, 71, 72, 76, 84, 85, 86, 91, 92, 98, 99, 101), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rmsnorm_bwd__f32, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -17661,19 +17661,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:60
+    // examples/llm.tile:68
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:61
+    // examples/llm.tile:69
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:62
+    // examples/llm.tile:70
     float *const  v_part = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:63
+    // examples/llm.tile:71
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:64
+        // examples/llm.tile:72
         // v_c: index tile computed where it is used
-        // examples/llm.tile:65
+        // examples/llm.tile:73
         // v_m: index tile computed where it is used
-        // examples/llm.tile:66
+        // examples/llm.tile:74
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -17701,7 +17701,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:67
+        // examples/llm.tile:75
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -17709,13 +17709,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:68
+        // examples/llm.tile:76
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:69
+            // examples/llm.tile:77
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:70
+            // examples/llm.tile:78
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:71
+            // examples/llm.tile:79
             float tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -17743,7 +17743,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = (tl_t1[tl_j] * v_rs);
             }
-            // examples/llm.tile:72
+            // examples/llm.tile:80
             float tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -17771,7 +17771,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = tl_t2[tl_j];
             }
-            // examples/llm.tile:73
+            // examples/llm.tile:81
             float tl_n3[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -17781,7 +17781,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n3[tl_j];
-            // examples/llm.tile:74
+            // examples/llm.tile:82
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -17789,7 +17789,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:75
+            // examples/llm.tile:83
             float tl_t5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -17825,7 +17825,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 tl_t4 = tl_a;
             }
             const float v_k = (tl_t4 / v_n);
-            // examples/llm.tile:76
+            // examples/llm.tile:84
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -17855,7 +17855,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 }
             }
         }
-        // examples/llm.tile:78
+        // examples/llm.tile:86
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -17885,11 +17885,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             }
         }
     } else {
-        // examples/llm.tile:80
+        // examples/llm.tile:88
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:81
+            // examples/llm.tile:89
             // v_c: index tile computed where it is used
-            // examples/llm.tile:82
+            // examples/llm.tile:90
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -17919,13 +17919,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 }
             }
         }
-        // examples/llm.tile:84
+        // examples/llm.tile:92
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:85
+            // examples/llm.tile:93
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:86
+            // examples/llm.tile:94
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:87
+            // examples/llm.tile:95
             float v_acc[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -17933,13 +17933,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_acc[tl_j] = ((float)0);
             }
-            // examples/llm.tile:88
+            // examples/llm.tile:96
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:89
+                // examples/llm.tile:97
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:90
+                // examples/llm.tile:98
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:91
+                // examples/llm.tile:99
                 float tl_t6[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -17987,7 +17987,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (tl_t6[tl_j] * tl_t7[tl_j]);
                 }
-                // examples/llm.tile:92
+                // examples/llm.tile:100
                 float tl_t8[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -18018,7 +18018,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n9[tl_j];
             }
-            // examples/llm.tile:94
+            // examples/llm.tile:102
             float tl_t10;
             {
                 float tl_a = ((float)0);
@@ -18047,13 +18047,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 tl_t10 = tl_a;
             }
             const float v_k = (tl_t10 / v_n);
-            // examples/llm.tile:95
+            // examples/llm.tile:103
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:96
+                // examples/llm.tile:104
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:97
+                // examples/llm.tile:105
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:98
+                // examples/llm.tile:106
                 float tl_t11[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -18081,7 +18081,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (tl_t11[tl_j] * v_rs);
                 }
-                // examples/llm.tile:99
+                // examples/llm.tile:107
                 float tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -18109,7 +18109,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = tl_t12[tl_j];
                 }
-                // examples/llm.tile:100
+                // examples/llm.tile:108
                 float tl_t13[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -18158,7 +18158,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:101
+                // examples/llm.tile:109
                 float tl_t14[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -18213,7 +18213,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
 }
 
 /* layernorm_fwd__f16, variant cols = 4096: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for base (lines 116, 121, 129, 134, 140, 149, 150), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *v_x, __half *v_w, __half *v_b, __half *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -18221,17 +18221,17 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:116
+    // examples/llm.tile:124
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:117
+    // examples/llm.tile:125
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:118
+    // examples/llm.tile:126
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:119
+        // examples/llm.tile:127
         // v_c: index tile computed where it is used
-        // examples/llm.tile:120
+        // examples/llm.tile:128
         // v_m: index tile computed where it is used
-        // examples/llm.tile:121
+        // examples/llm.tile:129
         __half tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18267,7 +18267,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:122
+        // examples/llm.tile:130
         float tl_t1;
         {
             float tl_a = ((float)0);
@@ -18296,7 +18296,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             tl_t1 = tl_a;
         }
         const float v_mu = (tl_t1 / v_n);
-        // examples/llm.tile:123
+        // examples/llm.tile:131
         float v_d[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -18304,7 +18304,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mu) : 0.0f);
         }
-        // examples/llm.tile:124
+        // examples/llm.tile:132
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -18340,21 +18340,21 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:125
+        // examples/llm.tile:133
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:126
+        // examples/llm.tile:134
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:127
+        // examples/llm.tile:135
         __half tl_t4[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18390,7 +18390,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __half2float(tl_t4[tl_j]);
         }
-        // examples/llm.tile:128
+        // examples/llm.tile:136
         __half tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18426,7 +18426,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_bc[tl_j] = __half2float(tl_t5[tl_j]);
         }
-        // examples/llm.tile:129
+        // examples/llm.tile:137
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
@@ -18472,7 +18472,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             }
         }
     } else {
-        // examples/llm.tile:131
+        // examples/llm.tile:139
         float v_acc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -18480,11 +18480,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_acc[tl_j] = ((float)0);
         }
-        // examples/llm.tile:132
+        // examples/llm.tile:140
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:133
+            // examples/llm.tile:141
             // v_c: index tile computed where it is used
-            // examples/llm.tile:134
+            // examples/llm.tile:142
             __half tl_t6[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18523,7 +18523,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n7[tl_j];
         }
-        // examples/llm.tile:136
+        // examples/llm.tile:144
         float tl_t8;
         {
             float tl_a = ((float)0);
@@ -18552,7 +18552,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             tl_t8 = tl_a;
         }
         const float v_mu = (tl_t8 / v_n);
-        // examples/llm.tile:137
+        // examples/llm.tile:145
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -18560,11 +18560,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:138
+        // examples/llm.tile:146
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:139
+            // examples/llm.tile:147
             // v_c: index tile computed where it is used
-            // examples/llm.tile:140
+            // examples/llm.tile:148
             __half tl_t9[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18600,7 +18600,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (__half2float(tl_t9[tl_j]) - v_mu) : 0.0f);
             }
-            // examples/llm.tile:141
+            // examples/llm.tile:149
             float tl_n10[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -18611,7 +18611,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n10[tl_j];
         }
-        // examples/llm.tile:143
+        // examples/llm.tile:151
         float tl_t11;
         {
             float tl_a = ((float)0);
@@ -18640,27 +18640,27 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             tl_t11 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t11 / v_n) + v_eps));
-        // examples/llm.tile:144
+        // examples/llm.tile:152
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:145
+        // examples/llm.tile:153
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:146
+        // examples/llm.tile:154
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:147
+            // examples/llm.tile:155
             // v_c: index tile computed where it is used
-            // examples/llm.tile:148
+            // examples/llm.tile:156
             // v_m: index tile computed where it is used
-            // examples/llm.tile:149
+            // examples/llm.tile:157
             __half tl_t12[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18696,7 +18696,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_d[tl_j] = (__half2float(tl_t12[tl_j]) - v_mu);
             }
-            // examples/llm.tile:150
+            // examples/llm.tile:158
             __half tl_t13[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18802,7 +18802,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
 }
 
 /* layernorm_fwd__f16, variant cols = 8192: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for base (lines 116, 121, 129, 134, 140, 149, 150), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *v_x, __half *v_w, __half *v_b, __half *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -18810,17 +18810,17 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:116
+    // examples/llm.tile:124
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:117
+    // examples/llm.tile:125
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:118
+    // examples/llm.tile:126
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:119
+        // examples/llm.tile:127
         // v_c: index tile computed where it is used
-        // examples/llm.tile:120
+        // examples/llm.tile:128
         // v_m: index tile computed where it is used
-        // examples/llm.tile:121
+        // examples/llm.tile:129
         __half tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18856,7 +18856,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:122
+        // examples/llm.tile:130
         float tl_t1;
         {
             float tl_a = ((float)0);
@@ -18885,7 +18885,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             tl_t1 = tl_a;
         }
         const float v_mu = (tl_t1 / v_n);
-        // examples/llm.tile:123
+        // examples/llm.tile:131
         float v_d[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -18893,7 +18893,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mu) : 0.0f);
         }
-        // examples/llm.tile:124
+        // examples/llm.tile:132
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -18929,21 +18929,21 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:125
+        // examples/llm.tile:133
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:126
+        // examples/llm.tile:134
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:127
+        // examples/llm.tile:135
         __half tl_t4[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -18979,7 +18979,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __half2float(tl_t4[tl_j]);
         }
-        // examples/llm.tile:128
+        // examples/llm.tile:136
         __half tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19015,7 +19015,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_bc[tl_j] = __half2float(tl_t5[tl_j]);
         }
-        // examples/llm.tile:129
+        // examples/llm.tile:137
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
@@ -19061,7 +19061,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             }
         }
     } else {
-        // examples/llm.tile:131
+        // examples/llm.tile:139
         float v_acc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19069,11 +19069,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_acc[tl_j] = ((float)0);
         }
-        // examples/llm.tile:132
+        // examples/llm.tile:140
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:133
+            // examples/llm.tile:141
             // v_c: index tile computed where it is used
-            // examples/llm.tile:134
+            // examples/llm.tile:142
             __half tl_t6[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19112,7 +19112,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n7[tl_j];
         }
-        // examples/llm.tile:136
+        // examples/llm.tile:144
         float tl_t8;
         {
             float tl_a = ((float)0);
@@ -19141,7 +19141,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             tl_t8 = tl_a;
         }
         const float v_mu = (tl_t8 / v_n);
-        // examples/llm.tile:137
+        // examples/llm.tile:145
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19149,11 +19149,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:138
+        // examples/llm.tile:146
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:139
+            // examples/llm.tile:147
             // v_c: index tile computed where it is used
-            // examples/llm.tile:140
+            // examples/llm.tile:148
             __half tl_t9[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19189,7 +19189,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (__half2float(tl_t9[tl_j]) - v_mu) : 0.0f);
             }
-            // examples/llm.tile:141
+            // examples/llm.tile:149
             float tl_n10[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19200,7 +19200,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n10[tl_j];
         }
-        // examples/llm.tile:143
+        // examples/llm.tile:151
         float tl_t11;
         {
             float tl_a = ((float)0);
@@ -19229,27 +19229,27 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             tl_t11 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t11 / v_n) + v_eps));
-        // examples/llm.tile:144
+        // examples/llm.tile:152
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:145
+        // examples/llm.tile:153
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:146
+        // examples/llm.tile:154
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:147
+            // examples/llm.tile:155
             // v_c: index tile computed where it is used
-            // examples/llm.tile:148
+            // examples/llm.tile:156
             // v_m: index tile computed where it is used
-            // examples/llm.tile:149
+            // examples/llm.tile:157
             __half tl_t12[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19285,7 +19285,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_d[tl_j] = (__half2float(tl_t12[tl_j]) - v_mu);
             }
-            // examples/llm.tile:150
+            // examples/llm.tile:158
             __half tl_t13[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19391,7 +19391,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
 }
 
 /* layernorm_fwd__bf16, variant cols = 4096: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for base (lines 116, 121, 129, 134, 140, 149, 150), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_b, __nv_bfloat16 *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -19399,17 +19399,17 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:116
+    // examples/llm.tile:124
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:117
+    // examples/llm.tile:125
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:118
+    // examples/llm.tile:126
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:119
+        // examples/llm.tile:127
         // v_c: index tile computed where it is used
-        // examples/llm.tile:120
+        // examples/llm.tile:128
         // v_m: index tile computed where it is used
-        // examples/llm.tile:121
+        // examples/llm.tile:129
         __nv_bfloat16 tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19445,7 +19445,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:122
+        // examples/llm.tile:130
         float tl_t1;
         {
             float tl_a = ((float)0);
@@ -19474,7 +19474,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             tl_t1 = tl_a;
         }
         const float v_mu = (tl_t1 / v_n);
-        // examples/llm.tile:123
+        // examples/llm.tile:131
         float v_d[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19482,7 +19482,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mu) : 0.0f);
         }
-        // examples/llm.tile:124
+        // examples/llm.tile:132
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19518,21 +19518,21 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:125
+        // examples/llm.tile:133
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:126
+        // examples/llm.tile:134
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:127
+        // examples/llm.tile:135
         __nv_bfloat16 tl_t4[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19568,7 +19568,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __bfloat162float(tl_t4[tl_j]);
         }
-        // examples/llm.tile:128
+        // examples/llm.tile:136
         __nv_bfloat16 tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19604,7 +19604,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_bc[tl_j] = __bfloat162float(tl_t5[tl_j]);
         }
-        // examples/llm.tile:129
+        // examples/llm.tile:137
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
@@ -19650,7 +19650,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             }
         }
     } else {
-        // examples/llm.tile:131
+        // examples/llm.tile:139
         float v_acc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19658,11 +19658,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_acc[tl_j] = ((float)0);
         }
-        // examples/llm.tile:132
+        // examples/llm.tile:140
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:133
+            // examples/llm.tile:141
             // v_c: index tile computed where it is used
-            // examples/llm.tile:134
+            // examples/llm.tile:142
             __nv_bfloat16 tl_t6[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19701,7 +19701,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n7[tl_j];
         }
-        // examples/llm.tile:136
+        // examples/llm.tile:144
         float tl_t8;
         {
             float tl_a = ((float)0);
@@ -19730,7 +19730,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             tl_t8 = tl_a;
         }
         const float v_mu = (tl_t8 / v_n);
-        // examples/llm.tile:137
+        // examples/llm.tile:145
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19738,11 +19738,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:138
+        // examples/llm.tile:146
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:139
+            // examples/llm.tile:147
             // v_c: index tile computed where it is used
-            // examples/llm.tile:140
+            // examples/llm.tile:148
             __nv_bfloat16 tl_t9[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19778,7 +19778,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (__bfloat162float(tl_t9[tl_j]) - v_mu) : 0.0f);
             }
-            // examples/llm.tile:141
+            // examples/llm.tile:149
             float tl_n10[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19789,7 +19789,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n10[tl_j];
         }
-        // examples/llm.tile:143
+        // examples/llm.tile:151
         float tl_t11;
         {
             float tl_a = ((float)0);
@@ -19818,27 +19818,27 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             tl_t11 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t11 / v_n) + v_eps));
-        // examples/llm.tile:144
+        // examples/llm.tile:152
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:145
+        // examples/llm.tile:153
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:146
+        // examples/llm.tile:154
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:147
+            // examples/llm.tile:155
             // v_c: index tile computed where it is used
-            // examples/llm.tile:148
+            // examples/llm.tile:156
             // v_m: index tile computed where it is used
-            // examples/llm.tile:149
+            // examples/llm.tile:157
             __nv_bfloat16 tl_t12[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19874,7 +19874,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_d[tl_j] = (__bfloat162float(tl_t12[tl_j]) - v_mu);
             }
-            // examples/llm.tile:150
+            // examples/llm.tile:158
             __nv_bfloat16 tl_t13[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19980,7 +19980,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
 }
 
 /* layernorm_fwd__bf16, variant cols = 8192: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for base (lines 116, 121, 129, 134, 140, 149, 150), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_b, __nv_bfloat16 *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -19988,17 +19988,17 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:116
+    // examples/llm.tile:124
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:117
+    // examples/llm.tile:125
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:118
+    // examples/llm.tile:126
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:119
+        // examples/llm.tile:127
         // v_c: index tile computed where it is used
-        // examples/llm.tile:120
+        // examples/llm.tile:128
         // v_m: index tile computed where it is used
-        // examples/llm.tile:121
+        // examples/llm.tile:129
         __nv_bfloat16 tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -20034,7 +20034,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:122
+        // examples/llm.tile:130
         float tl_t1;
         {
             float tl_a = ((float)0);
@@ -20063,7 +20063,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             tl_t1 = tl_a;
         }
         const float v_mu = (tl_t1 / v_n);
-        // examples/llm.tile:123
+        // examples/llm.tile:131
         float v_d[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20071,7 +20071,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mu) : 0.0f);
         }
-        // examples/llm.tile:124
+        // examples/llm.tile:132
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20107,21 +20107,21 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:125
+        // examples/llm.tile:133
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:126
+        // examples/llm.tile:134
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:127
+        // examples/llm.tile:135
         __nv_bfloat16 tl_t4[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -20157,7 +20157,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __bfloat162float(tl_t4[tl_j]);
         }
-        // examples/llm.tile:128
+        // examples/llm.tile:136
         __nv_bfloat16 tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -20193,7 +20193,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_bc[tl_j] = __bfloat162float(tl_t5[tl_j]);
         }
-        // examples/llm.tile:129
+        // examples/llm.tile:137
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
             const int tl_j = tl_c;
@@ -20239,7 +20239,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             }
         }
     } else {
-        // examples/llm.tile:131
+        // examples/llm.tile:139
         float v_acc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20247,11 +20247,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_acc[tl_j] = ((float)0);
         }
-        // examples/llm.tile:132
+        // examples/llm.tile:140
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:133
+            // examples/llm.tile:141
             // v_c: index tile computed where it is used
-            // examples/llm.tile:134
+            // examples/llm.tile:142
             __nv_bfloat16 tl_t6[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -20290,7 +20290,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n7[tl_j];
         }
-        // examples/llm.tile:136
+        // examples/llm.tile:144
         float tl_t8;
         {
             float tl_a = ((float)0);
@@ -20319,7 +20319,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             tl_t8 = tl_a;
         }
         const float v_mu = (tl_t8 / v_n);
-        // examples/llm.tile:137
+        // examples/llm.tile:145
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20327,11 +20327,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:138
+        // examples/llm.tile:146
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:139
+            // examples/llm.tile:147
             // v_c: index tile computed where it is used
-            // examples/llm.tile:140
+            // examples/llm.tile:148
             __nv_bfloat16 tl_t9[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -20367,7 +20367,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (__bfloat162float(tl_t9[tl_j]) - v_mu) : 0.0f);
             }
-            // examples/llm.tile:141
+            // examples/llm.tile:149
             float tl_n10[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20378,7 +20378,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n10[tl_j];
         }
-        // examples/llm.tile:143
+        // examples/llm.tile:151
         float tl_t11;
         {
             float tl_a = ((float)0);
@@ -20407,27 +20407,27 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             tl_t11 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t11 / v_n) + v_eps));
-        // examples/llm.tile:144
+        // examples/llm.tile:152
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:145
+        // examples/llm.tile:153
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:146
+        // examples/llm.tile:154
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:147
+            // examples/llm.tile:155
             // v_c: index tile computed where it is used
-            // examples/llm.tile:148
+            // examples/llm.tile:156
             // v_m: index tile computed where it is used
-            // examples/llm.tile:149
+            // examples/llm.tile:157
             __nv_bfloat16 tl_t12[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -20463,7 +20463,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_d[tl_j] = (__bfloat162float(tl_t12[tl_j]) - v_mu);
             }
-            // examples/llm.tile:150
+            // examples/llm.tile:158
             __nv_bfloat16 tl_t13[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -20569,7 +20569,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
 }
 
 /* layernorm_fwd__f32, variant cols = 4096: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for base (lines 116, 121, 129, 134, 140, 149, 150), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v_x, float *v_w, float *v_b, float *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -20577,17 +20577,17 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:116
+    // examples/llm.tile:124
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:117
+    // examples/llm.tile:125
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:118
+    // examples/llm.tile:126
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:119
+        // examples/llm.tile:127
         // v_c: index tile computed where it is used
-        // examples/llm.tile:120
+        // examples/llm.tile:128
         // v_m: index tile computed where it is used
-        // examples/llm.tile:121
+        // examples/llm.tile:129
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -20615,7 +20615,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_v[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:122
+        // examples/llm.tile:130
         float tl_t1;
         {
             float tl_a = ((float)0);
@@ -20644,7 +20644,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             tl_t1 = tl_a;
         }
         const float v_mu = (tl_t1 / v_n);
-        // examples/llm.tile:123
+        // examples/llm.tile:131
         float v_d[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20652,7 +20652,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mu) : 0.0f);
         }
-        // examples/llm.tile:124
+        // examples/llm.tile:132
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20688,21 +20688,21 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:125
+        // examples/llm.tile:133
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:126
+        // examples/llm.tile:134
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:127
+        // examples/llm.tile:135
         float tl_t4[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -20730,7 +20730,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = tl_t4[tl_j];
         }
-        // examples/llm.tile:128
+        // examples/llm.tile:136
         float tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -20758,7 +20758,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_bc[tl_j] = tl_t5[tl_j];
         }
-        // examples/llm.tile:129
+        // examples/llm.tile:137
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -20788,7 +20788,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             }
         }
     } else {
-        // examples/llm.tile:131
+        // examples/llm.tile:139
         float v_acc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20796,11 +20796,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_acc[tl_j] = ((float)0);
         }
-        // examples/llm.tile:132
+        // examples/llm.tile:140
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:133
+            // examples/llm.tile:141
             // v_c: index tile computed where it is used
-            // examples/llm.tile:134
+            // examples/llm.tile:142
             float tl_t6[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -20831,7 +20831,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n7[tl_j];
         }
-        // examples/llm.tile:136
+        // examples/llm.tile:144
         float tl_t8;
         {
             float tl_a = ((float)0);
@@ -20860,7 +20860,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             tl_t8 = tl_a;
         }
         const float v_mu = (tl_t8 / v_n);
-        // examples/llm.tile:137
+        // examples/llm.tile:145
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20868,11 +20868,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:138
+        // examples/llm.tile:146
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:139
+            // examples/llm.tile:147
             // v_c: index tile computed where it is used
-            // examples/llm.tile:140
+            // examples/llm.tile:148
             float tl_t9[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -20900,7 +20900,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (tl_t9[tl_j] - v_mu) : 0.0f);
             }
-            // examples/llm.tile:141
+            // examples/llm.tile:149
             float tl_n10[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20911,7 +20911,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n10[tl_j];
         }
-        // examples/llm.tile:143
+        // examples/llm.tile:151
         float tl_t11;
         {
             float tl_a = ((float)0);
@@ -20940,27 +20940,27 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             tl_t11 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t11 / v_n) + v_eps));
-        // examples/llm.tile:144
+        // examples/llm.tile:152
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:145
+        // examples/llm.tile:153
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:146
+        // examples/llm.tile:154
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:147
+            // examples/llm.tile:155
             // v_c: index tile computed where it is used
-            // examples/llm.tile:148
+            // examples/llm.tile:156
             // v_m: index tile computed where it is used
-            // examples/llm.tile:149
+            // examples/llm.tile:157
             float tl_t12[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -20988,7 +20988,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_d[tl_j] = (tl_t12[tl_j] - v_mu);
             }
-            // examples/llm.tile:150
+            // examples/llm.tile:158
             float tl_t13[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -21062,7 +21062,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
 }
 
 /* layernorm_fwd__f32, variant cols = 8192: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for base (lines 116, 121, 129, 134, 140, 149, 150), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v_x, float *v_w, float *v_b, float *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -21070,17 +21070,17 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:116
+    // examples/llm.tile:124
     const long long v_base = (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)));
-    // examples/llm.tile:117
+    // examples/llm.tile:125
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:118
+    // examples/llm.tile:126
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:119
+        // examples/llm.tile:127
         // v_c: index tile computed where it is used
-        // examples/llm.tile:120
+        // examples/llm.tile:128
         // v_m: index tile computed where it is used
-        // examples/llm.tile:121
+        // examples/llm.tile:129
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -21108,7 +21108,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:122
+        // examples/llm.tile:130
         float tl_t1;
         {
             float tl_a = ((float)0);
@@ -21137,7 +21137,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             tl_t1 = tl_a;
         }
         const float v_mu = (tl_t1 / v_n);
-        // examples/llm.tile:123
+        // examples/llm.tile:131
         float v_d[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21145,7 +21145,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_d[tl_j] = ((tl_i0 < v_cols) ? (v_v[tl_j] - v_mu) : 0.0f);
         }
-        // examples/llm.tile:124
+        // examples/llm.tile:132
         float tl_t3[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21181,21 +21181,21 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             tl_t2 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t2 / v_n) + v_eps));
-        // examples/llm.tile:125
+        // examples/llm.tile:133
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:126
+        // examples/llm.tile:134
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:127
+        // examples/llm.tile:135
         float tl_t4[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -21223,7 +21223,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = tl_t4[tl_j];
         }
-        // examples/llm.tile:128
+        // examples/llm.tile:136
         float tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -21251,7 +21251,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_bc[tl_j] = tl_t5[tl_j];
         }
-        // examples/llm.tile:129
+        // examples/llm.tile:137
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -21281,7 +21281,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             }
         }
     } else {
-        // examples/llm.tile:131
+        // examples/llm.tile:139
         float v_acc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21289,11 +21289,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_acc[tl_j] = ((float)0);
         }
-        // examples/llm.tile:132
+        // examples/llm.tile:140
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:133
+            // examples/llm.tile:141
             // v_c: index tile computed where it is used
-            // examples/llm.tile:134
+            // examples/llm.tile:142
             float tl_t6[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -21324,7 +21324,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n7[tl_j];
         }
-        // examples/llm.tile:136
+        // examples/llm.tile:144
         float tl_t8;
         {
             float tl_a = ((float)0);
@@ -21353,7 +21353,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             tl_t8 = tl_a;
         }
         const float v_mu = (tl_t8 / v_n);
-        // examples/llm.tile:137
+        // examples/llm.tile:145
         float v_sq[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21361,11 +21361,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_sq[tl_j] = ((float)0);
         }
-        // examples/llm.tile:138
+        // examples/llm.tile:146
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:139
+            // examples/llm.tile:147
             // v_c: index tile computed where it is used
-            // examples/llm.tile:140
+            // examples/llm.tile:148
             float tl_t9[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -21393,7 +21393,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_d[tl_j] = (((v_c0 + tl_i0) < v_cols) ? (tl_t9[tl_j] - v_mu) : 0.0f);
             }
-            // examples/llm.tile:141
+            // examples/llm.tile:149
             float tl_n10[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21404,7 +21404,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_sq[tl_j] = tl_n10[tl_j];
         }
-        // examples/llm.tile:143
+        // examples/llm.tile:151
         float tl_t11;
         {
             float tl_a = ((float)0);
@@ -21433,27 +21433,27 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             tl_t11 = tl_a;
         }
         const float v_r = rsqrtf(((tl_t11 / v_n) + v_eps));
-        // examples/llm.tile:144
+        // examples/llm.tile:152
         {
             float *tl_p = (v_mean + ((int)blockIdx.x));
             const float tl_v0 = v_mu;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:145
+        // examples/llm.tile:153
         {
             float *tl_p = (v_rstd + ((int)blockIdx.x));
             const float tl_v0 = v_r;
             const bool tl_m0 = true;
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
-        // examples/llm.tile:146
+        // examples/llm.tile:154
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:147
+            // examples/llm.tile:155
             // v_c: index tile computed where it is used
-            // examples/llm.tile:148
+            // examples/llm.tile:156
             // v_m: index tile computed where it is used
-            // examples/llm.tile:149
+            // examples/llm.tile:157
             float tl_t12[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -21481,7 +21481,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_d[tl_j] = (tl_t12[tl_j] - v_mu);
             }
-            // examples/llm.tile:150
+            // examples/llm.tile:158
             float tl_t13[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -21555,7 +21555,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
 }
 
 /* layernorm_bwd__f16, variant cols = 4096: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 167, 168, 169, 176, 177, 178, 179, 180, 186, 196, 197, 198, 199, 205, 207, 214), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *v_dy, __half *v_x, __half *v_w, float *v_mean, float *v_rstd, __half *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -21563,21 +21563,21 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:166
+    // examples/llm.tile:174
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:167
+    // examples/llm.tile:175
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:168
+    // examples/llm.tile:176
     float *const  v_wpart = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:169
+    // examples/llm.tile:177
     float *const  v_bpart = (v_dbp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:170
+    // examples/llm.tile:178
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:171
+        // examples/llm.tile:179
         // v_c: index tile computed where it is used
-        // examples/llm.tile:172
+        // examples/llm.tile:180
         // v_m: index tile computed where it is used
-        // examples/llm.tile:173
+        // examples/llm.tile:181
         __half tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -21613,7 +21613,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:174
+        // examples/llm.tile:182
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21621,7 +21621,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:175
+        // examples/llm.tile:183
         float v_db[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21629,13 +21629,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_db[tl_j] = ((float)0);
         }
-        // examples/llm.tile:176
+        // examples/llm.tile:184
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:177
+            // examples/llm.tile:185
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:178
+            // examples/llm.tile:186
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:179
+            // examples/llm.tile:187
             __half tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -21672,7 +21672,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__half2float(tl_t1[tl_j]) - tl_t2) * v_rs) : 0.0f);
             }
-            // examples/llm.tile:180
+            // examples/llm.tile:188
             __half tl_t3[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -21708,7 +21708,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = __half2float(tl_t3[tl_j]);
             }
-            // examples/llm.tile:181
+            // examples/llm.tile:189
             float tl_n4[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21718,7 +21718,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n4[tl_j];
-            // examples/llm.tile:182
+            // examples/llm.tile:190
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21728,7 +21728,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_db[tl_j] = tl_n5[tl_j];
-            // examples/llm.tile:183
+            // examples/llm.tile:191
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21736,7 +21736,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:184
+            // examples/llm.tile:192
             float tl_t6;
             {
                 float tl_a = ((float)0);
@@ -21765,7 +21765,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 tl_t6 = tl_a;
             }
             const float v_k1 = (tl_t6 / v_n);
-            // examples/llm.tile:185
+            // examples/llm.tile:193
             float tl_t8[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21801,7 +21801,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 tl_t7 = tl_a;
             }
             const float v_k2 = (tl_t7 / v_n);
-            // examples/llm.tile:186
+            // examples/llm.tile:194
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -21847,7 +21847,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 }
             }
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:196
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -21876,7 +21876,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 if (tl_m3) tl_p[3] = tl_v3;
             }
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:197
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -21906,11 +21906,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             }
         }
     } else {
-        // examples/llm.tile:191
+        // examples/llm.tile:199
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:192
+            // examples/llm.tile:200
             // v_c: index tile computed where it is used
-            // examples/llm.tile:193
+            // examples/llm.tile:201
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -21939,7 +21939,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/llm.tile:194
+            // examples/llm.tile:202
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -21969,15 +21969,15 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 }
             }
         }
-        // examples/llm.tile:196
+        // examples/llm.tile:204
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:197
+            // examples/llm.tile:205
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:198
+            // examples/llm.tile:206
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:199
+            // examples/llm.tile:207
             float v_mu = *((v_mean + v_r));
-            // examples/llm.tile:200
+            // examples/llm.tile:208
             float v_a1[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21985,7 +21985,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_a1[tl_j] = ((float)0);
             }
-            // examples/llm.tile:201
+            // examples/llm.tile:209
             float v_a2[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21993,13 +21993,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_a2[tl_j] = ((float)0);
             }
-            // examples/llm.tile:202
+            // examples/llm.tile:210
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:203
+                // examples/llm.tile:211
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:204
+                // examples/llm.tile:212
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:205
+                // examples/llm.tile:213
                 __half tl_t9[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22063,7 +22063,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (__half2float(tl_t9[tl_j]) * __half2float(tl_t10[tl_j]));
                 }
-                // examples/llm.tile:206
+                // examples/llm.tile:214
                 float tl_n11[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22073,7 +22073,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a1[tl_j] = tl_n11[tl_j];
-                // examples/llm.tile:207
+                // examples/llm.tile:215
                 __half tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22112,7 +22112,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a2[tl_j] = tl_n13[tl_j];
             }
-            // examples/llm.tile:209
+            // examples/llm.tile:217
             float tl_t14;
             {
                 float tl_a = ((float)0);
@@ -22141,7 +22141,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 tl_t14 = tl_a;
             }
             const float v_k1 = (tl_t14 / v_n);
-            // examples/llm.tile:210
+            // examples/llm.tile:218
             float tl_t15;
             {
                 float tl_a = ((float)0);
@@ -22170,13 +22170,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 tl_t15 = tl_a;
             }
             const float v_k2 = (tl_t15 / v_n);
-            // examples/llm.tile:211
+            // examples/llm.tile:219
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:212
+                // examples/llm.tile:220
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:213
+                // examples/llm.tile:221
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:214
+                // examples/llm.tile:222
                 __half tl_t16[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22212,7 +22212,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__half2float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
                 }
-                // examples/llm.tile:215
+                // examples/llm.tile:223
                 __half tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22248,7 +22248,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = __half2float(tl_t17[tl_j]);
                 }
-                // examples/llm.tile:216
+                // examples/llm.tile:224
                 float tl_t18[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -22297,7 +22297,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:217
+                // examples/llm.tile:225
                 float tl_t19[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -22346,7 +22346,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:218
+                // examples/llm.tile:226
                 __half tl_t20[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22425,7 +22425,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
 }
 
 /* layernorm_bwd__f16, variant cols = 8192: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 167, 168, 169, 176, 177, 178, 179, 180, 186, 196, 197, 198, 199, 205, 207, 214), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *v_dy, __half *v_x, __half *v_w, float *v_mean, float *v_rstd, __half *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -22433,21 +22433,21 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:166
+    // examples/llm.tile:174
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:167
+    // examples/llm.tile:175
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:168
+    // examples/llm.tile:176
     float *const  v_wpart = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:169
+    // examples/llm.tile:177
     float *const  v_bpart = (v_dbp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:170
+    // examples/llm.tile:178
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:171
+        // examples/llm.tile:179
         // v_c: index tile computed where it is used
-        // examples/llm.tile:172
+        // examples/llm.tile:180
         // v_m: index tile computed where it is used
-        // examples/llm.tile:173
+        // examples/llm.tile:181
         __half tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22483,7 +22483,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __half2float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:174
+        // examples/llm.tile:182
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22491,7 +22491,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:175
+        // examples/llm.tile:183
         float v_db[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22499,13 +22499,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_db[tl_j] = ((float)0);
         }
-        // examples/llm.tile:176
+        // examples/llm.tile:184
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:177
+            // examples/llm.tile:185
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:178
+            // examples/llm.tile:186
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:179
+            // examples/llm.tile:187
             __half tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22542,7 +22542,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__half2float(tl_t1[tl_j]) - tl_t2) * v_rs) : 0.0f);
             }
-            // examples/llm.tile:180
+            // examples/llm.tile:188
             __half tl_t3[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22578,7 +22578,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = __half2float(tl_t3[tl_j]);
             }
-            // examples/llm.tile:181
+            // examples/llm.tile:189
             float tl_n4[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22588,7 +22588,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n4[tl_j];
-            // examples/llm.tile:182
+            // examples/llm.tile:190
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22598,7 +22598,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_db[tl_j] = tl_n5[tl_j];
-            // examples/llm.tile:183
+            // examples/llm.tile:191
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22606,7 +22606,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:184
+            // examples/llm.tile:192
             float tl_t6;
             {
                 float tl_a = ((float)0);
@@ -22635,7 +22635,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 tl_t6 = tl_a;
             }
             const float v_k1 = (tl_t6 / v_n);
-            // examples/llm.tile:185
+            // examples/llm.tile:193
             float tl_t8[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22671,7 +22671,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 tl_t7 = tl_a;
             }
             const float v_k2 = (tl_t7 / v_n);
-            // examples/llm.tile:186
+            // examples/llm.tile:194
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -22717,7 +22717,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 }
             }
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:196
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -22746,7 +22746,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 if (tl_m3) tl_p[3] = tl_v3;
             }
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:197
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -22776,11 +22776,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             }
         }
     } else {
-        // examples/llm.tile:191
+        // examples/llm.tile:199
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:192
+            // examples/llm.tile:200
             // v_c: index tile computed where it is used
-            // examples/llm.tile:193
+            // examples/llm.tile:201
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -22809,7 +22809,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/llm.tile:194
+            // examples/llm.tile:202
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -22839,15 +22839,15 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 }
             }
         }
-        // examples/llm.tile:196
+        // examples/llm.tile:204
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:197
+            // examples/llm.tile:205
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:198
+            // examples/llm.tile:206
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:199
+            // examples/llm.tile:207
             float v_mu = *((v_mean + v_r));
-            // examples/llm.tile:200
+            // examples/llm.tile:208
             float v_a1[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22855,7 +22855,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_a1[tl_j] = ((float)0);
             }
-            // examples/llm.tile:201
+            // examples/llm.tile:209
             float v_a2[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22863,13 +22863,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_a2[tl_j] = ((float)0);
             }
-            // examples/llm.tile:202
+            // examples/llm.tile:210
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:203
+                // examples/llm.tile:211
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:204
+                // examples/llm.tile:212
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:205
+                // examples/llm.tile:213
                 __half tl_t9[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22933,7 +22933,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (__half2float(tl_t9[tl_j]) * __half2float(tl_t10[tl_j]));
                 }
-                // examples/llm.tile:206
+                // examples/llm.tile:214
                 float tl_n11[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22943,7 +22943,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a1[tl_j] = tl_n11[tl_j];
-                // examples/llm.tile:207
+                // examples/llm.tile:215
                 __half tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -22982,7 +22982,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a2[tl_j] = tl_n13[tl_j];
             }
-            // examples/llm.tile:209
+            // examples/llm.tile:217
             float tl_t14;
             {
                 float tl_a = ((float)0);
@@ -23011,7 +23011,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 tl_t14 = tl_a;
             }
             const float v_k1 = (tl_t14 / v_n);
-            // examples/llm.tile:210
+            // examples/llm.tile:218
             float tl_t15;
             {
                 float tl_a = ((float)0);
@@ -23040,13 +23040,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 tl_t15 = tl_a;
             }
             const float v_k2 = (tl_t15 / v_n);
-            // examples/llm.tile:211
+            // examples/llm.tile:219
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:212
+                // examples/llm.tile:220
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:213
+                // examples/llm.tile:221
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:214
+                // examples/llm.tile:222
                 __half tl_t16[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23082,7 +23082,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__half2float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
                 }
-                // examples/llm.tile:215
+                // examples/llm.tile:223
                 __half tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23118,7 +23118,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = __half2float(tl_t17[tl_j]);
                 }
-                // examples/llm.tile:216
+                // examples/llm.tile:224
                 float tl_t18[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -23167,7 +23167,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:217
+                // examples/llm.tile:225
                 float tl_t19[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -23216,7 +23216,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:218
+                // examples/llm.tile:226
                 __half tl_t20[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23295,7 +23295,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
 }
 
 /* layernorm_bwd__bf16, variant cols = 4096: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 167, 168, 169, 176, 177, 178, 179, 180, 186, 196, 197, 198, 199, 205, 207, 214), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_mean, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -23303,21 +23303,21 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:166
+    // examples/llm.tile:174
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:167
+    // examples/llm.tile:175
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:168
+    // examples/llm.tile:176
     float *const  v_wpart = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:169
+    // examples/llm.tile:177
     float *const  v_bpart = (v_dbp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:170
+    // examples/llm.tile:178
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:171
+        // examples/llm.tile:179
         // v_c: index tile computed where it is used
-        // examples/llm.tile:172
+        // examples/llm.tile:180
         // v_m: index tile computed where it is used
-        // examples/llm.tile:173
+        // examples/llm.tile:181
         __nv_bfloat16 tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23353,7 +23353,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:174
+        // examples/llm.tile:182
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23361,7 +23361,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:175
+        // examples/llm.tile:183
         float v_db[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23369,13 +23369,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_db[tl_j] = ((float)0);
         }
-        // examples/llm.tile:176
+        // examples/llm.tile:184
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:177
+            // examples/llm.tile:185
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:178
+            // examples/llm.tile:186
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:179
+            // examples/llm.tile:187
             __nv_bfloat16 tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23412,7 +23412,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__bfloat162float(tl_t1[tl_j]) - tl_t2) * v_rs) : 0.0f);
             }
-            // examples/llm.tile:180
+            // examples/llm.tile:188
             __nv_bfloat16 tl_t3[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23448,7 +23448,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = __bfloat162float(tl_t3[tl_j]);
             }
-            // examples/llm.tile:181
+            // examples/llm.tile:189
             float tl_n4[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23458,7 +23458,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n4[tl_j];
-            // examples/llm.tile:182
+            // examples/llm.tile:190
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23468,7 +23468,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_db[tl_j] = tl_n5[tl_j];
-            // examples/llm.tile:183
+            // examples/llm.tile:191
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23476,7 +23476,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:184
+            // examples/llm.tile:192
             float tl_t6;
             {
                 float tl_a = ((float)0);
@@ -23505,7 +23505,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 tl_t6 = tl_a;
             }
             const float v_k1 = (tl_t6 / v_n);
-            // examples/llm.tile:185
+            // examples/llm.tile:193
             float tl_t8[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23541,7 +23541,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 tl_t7 = tl_a;
             }
             const float v_k2 = (tl_t7 / v_n);
-            // examples/llm.tile:186
+            // examples/llm.tile:194
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -23587,7 +23587,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 }
             }
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:196
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -23616,7 +23616,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 if (tl_m3) tl_p[3] = tl_v3;
             }
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:197
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -23646,11 +23646,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             }
         }
     } else {
-        // examples/llm.tile:191
+        // examples/llm.tile:199
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:192
+            // examples/llm.tile:200
             // v_c: index tile computed where it is used
-            // examples/llm.tile:193
+            // examples/llm.tile:201
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -23679,7 +23679,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/llm.tile:194
+            // examples/llm.tile:202
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -23709,15 +23709,15 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 }
             }
         }
-        // examples/llm.tile:196
+        // examples/llm.tile:204
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:197
+            // examples/llm.tile:205
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:198
+            // examples/llm.tile:206
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:199
+            // examples/llm.tile:207
             float v_mu = *((v_mean + v_r));
-            // examples/llm.tile:200
+            // examples/llm.tile:208
             float v_a1[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23725,7 +23725,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_a1[tl_j] = ((float)0);
             }
-            // examples/llm.tile:201
+            // examples/llm.tile:209
             float v_a2[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23733,13 +23733,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_a2[tl_j] = ((float)0);
             }
-            // examples/llm.tile:202
+            // examples/llm.tile:210
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:203
+                // examples/llm.tile:211
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:204
+                // examples/llm.tile:212
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:205
+                // examples/llm.tile:213
                 __nv_bfloat16 tl_t9[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23803,7 +23803,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (__bfloat162float(tl_t9[tl_j]) * __bfloat162float(tl_t10[tl_j]));
                 }
-                // examples/llm.tile:206
+                // examples/llm.tile:214
                 float tl_n11[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23813,7 +23813,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a1[tl_j] = tl_n11[tl_j];
-                // examples/llm.tile:207
+                // examples/llm.tile:215
                 __nv_bfloat16 tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23852,7 +23852,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a2[tl_j] = tl_n13[tl_j];
             }
-            // examples/llm.tile:209
+            // examples/llm.tile:217
             float tl_t14;
             {
                 float tl_a = ((float)0);
@@ -23881,7 +23881,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 tl_t14 = tl_a;
             }
             const float v_k1 = (tl_t14 / v_n);
-            // examples/llm.tile:210
+            // examples/llm.tile:218
             float tl_t15;
             {
                 float tl_a = ((float)0);
@@ -23910,13 +23910,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 tl_t15 = tl_a;
             }
             const float v_k2 = (tl_t15 / v_n);
-            // examples/llm.tile:211
+            // examples/llm.tile:219
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:212
+                // examples/llm.tile:220
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:213
+                // examples/llm.tile:221
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:214
+                // examples/llm.tile:222
                 __nv_bfloat16 tl_t16[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23952,7 +23952,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__bfloat162float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
                 }
-                // examples/llm.tile:215
+                // examples/llm.tile:223
                 __nv_bfloat16 tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23988,7 +23988,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = __bfloat162float(tl_t17[tl_j]);
                 }
-                // examples/llm.tile:216
+                // examples/llm.tile:224
                 float tl_t18[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -24037,7 +24037,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:217
+                // examples/llm.tile:225
                 float tl_t19[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -24086,7 +24086,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:218
+                // examples/llm.tile:226
                 __nv_bfloat16 tl_t20[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24165,7 +24165,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
 }
 
 /* layernorm_bwd__bf16, variant cols = 8192: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 167, 168, 169, 176, 177, 178, 179, 180, 186, 196, 197, 198, 199, 205, 207, 214), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_mean, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -24173,21 +24173,21 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:166
+    // examples/llm.tile:174
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:167
+    // examples/llm.tile:175
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:168
+    // examples/llm.tile:176
     float *const  v_wpart = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:169
+    // examples/llm.tile:177
     float *const  v_bpart = (v_dbp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:170
+    // examples/llm.tile:178
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:171
+        // examples/llm.tile:179
         // v_c: index tile computed where it is used
-        // examples/llm.tile:172
+        // examples/llm.tile:180
         // v_m: index tile computed where it is used
-        // examples/llm.tile:173
+        // examples/llm.tile:181
         __nv_bfloat16 tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24223,7 +24223,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
         }
-        // examples/llm.tile:174
+        // examples/llm.tile:182
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24231,7 +24231,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:175
+        // examples/llm.tile:183
         float v_db[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24239,13 +24239,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_db[tl_j] = ((float)0);
         }
-        // examples/llm.tile:176
+        // examples/llm.tile:184
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:177
+            // examples/llm.tile:185
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:178
+            // examples/llm.tile:186
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:179
+            // examples/llm.tile:187
             __nv_bfloat16 tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24282,7 +24282,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__bfloat162float(tl_t1[tl_j]) - tl_t2) * v_rs) : 0.0f);
             }
-            // examples/llm.tile:180
+            // examples/llm.tile:188
             __nv_bfloat16 tl_t3[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24318,7 +24318,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = __bfloat162float(tl_t3[tl_j]);
             }
-            // examples/llm.tile:181
+            // examples/llm.tile:189
             float tl_n4[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24328,7 +24328,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n4[tl_j];
-            // examples/llm.tile:182
+            // examples/llm.tile:190
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24338,7 +24338,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_db[tl_j] = tl_n5[tl_j];
-            // examples/llm.tile:183
+            // examples/llm.tile:191
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24346,7 +24346,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:184
+            // examples/llm.tile:192
             float tl_t6;
             {
                 float tl_a = ((float)0);
@@ -24375,7 +24375,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 tl_t6 = tl_a;
             }
             const float v_k1 = (tl_t6 / v_n);
-            // examples/llm.tile:185
+            // examples/llm.tile:193
             float tl_t8[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24411,7 +24411,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 tl_t7 = tl_a;
             }
             const float v_k2 = (tl_t7 / v_n);
-            // examples/llm.tile:186
+            // examples/llm.tile:194
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -24457,7 +24457,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 }
             }
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:196
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -24486,7 +24486,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 if (tl_m3) tl_p[3] = tl_v3;
             }
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:197
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -24516,11 +24516,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             }
         }
     } else {
-        // examples/llm.tile:191
+        // examples/llm.tile:199
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:192
+            // examples/llm.tile:200
             // v_c: index tile computed where it is used
-            // examples/llm.tile:193
+            // examples/llm.tile:201
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -24549,7 +24549,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/llm.tile:194
+            // examples/llm.tile:202
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -24579,15 +24579,15 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 }
             }
         }
-        // examples/llm.tile:196
+        // examples/llm.tile:204
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:197
+            // examples/llm.tile:205
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:198
+            // examples/llm.tile:206
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:199
+            // examples/llm.tile:207
             float v_mu = *((v_mean + v_r));
-            // examples/llm.tile:200
+            // examples/llm.tile:208
             float v_a1[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24595,7 +24595,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_a1[tl_j] = ((float)0);
             }
-            // examples/llm.tile:201
+            // examples/llm.tile:209
             float v_a2[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24603,13 +24603,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_a2[tl_j] = ((float)0);
             }
-            // examples/llm.tile:202
+            // examples/llm.tile:210
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:203
+                // examples/llm.tile:211
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:204
+                // examples/llm.tile:212
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:205
+                // examples/llm.tile:213
                 __nv_bfloat16 tl_t9[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24673,7 +24673,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (__bfloat162float(tl_t9[tl_j]) * __bfloat162float(tl_t10[tl_j]));
                 }
-                // examples/llm.tile:206
+                // examples/llm.tile:214
                 float tl_n11[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24683,7 +24683,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a1[tl_j] = tl_n11[tl_j];
-                // examples/llm.tile:207
+                // examples/llm.tile:215
                 __nv_bfloat16 tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24722,7 +24722,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a2[tl_j] = tl_n13[tl_j];
             }
-            // examples/llm.tile:209
+            // examples/llm.tile:217
             float tl_t14;
             {
                 float tl_a = ((float)0);
@@ -24751,7 +24751,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 tl_t14 = tl_a;
             }
             const float v_k1 = (tl_t14 / v_n);
-            // examples/llm.tile:210
+            // examples/llm.tile:218
             float tl_t15;
             {
                 float tl_a = ((float)0);
@@ -24780,13 +24780,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 tl_t15 = tl_a;
             }
             const float v_k2 = (tl_t15 / v_n);
-            // examples/llm.tile:211
+            // examples/llm.tile:219
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:212
+                // examples/llm.tile:220
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:213
+                // examples/llm.tile:221
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:214
+                // examples/llm.tile:222
                 __nv_bfloat16 tl_t16[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24822,7 +24822,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__bfloat162float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
                 }
-                // examples/llm.tile:215
+                // examples/llm.tile:223
                 __nv_bfloat16 tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24858,7 +24858,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = __bfloat162float(tl_t17[tl_j]);
                 }
-                // examples/llm.tile:216
+                // examples/llm.tile:224
                 float tl_t18[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -24907,7 +24907,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:217
+                // examples/llm.tile:225
                 float tl_t19[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -24956,7 +24956,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:218
+                // examples/llm.tile:226
                 __nv_bfloat16 tl_t20[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -25035,7 +25035,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
 }
 
 /* layernorm_bwd__f32, variant cols = 4096: BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit for r0, r, base (lines 167, 168, 169, 176, 177, 178, 179, 180, 186, 196, 197, 198, 199, 205, 207, 214), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v_dy, float *v_x, float *v_w, float *v_mean, float *v_rstd, float *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -25043,21 +25043,21 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:166
+    // examples/llm.tile:174
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:167
+    // examples/llm.tile:175
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:168
+    // examples/llm.tile:176
     float *const  v_wpart = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:169
+    // examples/llm.tile:177
     float *const  v_bpart = (v_dbp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:170
+    // examples/llm.tile:178
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:171
+        // examples/llm.tile:179
         // v_c: index tile computed where it is used
-        // examples/llm.tile:172
+        // examples/llm.tile:180
         // v_m: index tile computed where it is used
-        // examples/llm.tile:173
+        // examples/llm.tile:181
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25085,7 +25085,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:174
+        // examples/llm.tile:182
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25093,7 +25093,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:175
+        // examples/llm.tile:183
         float v_db[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25101,13 +25101,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             v_db[tl_j] = ((float)0);
         }
-        // examples/llm.tile:176
+        // examples/llm.tile:184
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:177
+            // examples/llm.tile:185
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:178
+            // examples/llm.tile:186
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:179
+            // examples/llm.tile:187
             float tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25136,7 +25136,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_xh[tl_j] = ((tl_i0 < v_cols) ? ((tl_t1[tl_j] - tl_t2) * v_rs) : 0.0f);
             }
-            // examples/llm.tile:180
+            // examples/llm.tile:188
             float tl_t3[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25164,7 +25164,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_g[tl_j] = tl_t3[tl_j];
             }
-            // examples/llm.tile:181
+            // examples/llm.tile:189
             float tl_n4[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25174,7 +25174,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n4[tl_j];
-            // examples/llm.tile:182
+            // examples/llm.tile:190
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25184,7 +25184,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_db[tl_j] = tl_n5[tl_j];
-            // examples/llm.tile:183
+            // examples/llm.tile:191
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25192,7 +25192,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:184
+            // examples/llm.tile:192
             float tl_t6;
             {
                 float tl_a = ((float)0);
@@ -25221,7 +25221,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 tl_t6 = tl_a;
             }
             const float v_k1 = (tl_t6 / v_n);
-            // examples/llm.tile:185
+            // examples/llm.tile:193
             float tl_t8[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25257,7 +25257,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 tl_t7 = tl_a;
             }
             const float v_k2 = (tl_t7 / v_n);
-            // examples/llm.tile:186
+            // examples/llm.tile:194
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -25287,7 +25287,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 }
             }
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:196
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -25316,7 +25316,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 if (tl_m3) tl_p[3] = tl_v3;
             }
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:197
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -25346,11 +25346,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             }
         }
     } else {
-        // examples/llm.tile:191
+        // examples/llm.tile:199
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:192
+            // examples/llm.tile:200
             // v_c: index tile computed where it is used
-            // examples/llm.tile:193
+            // examples/llm.tile:201
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -25379,7 +25379,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/llm.tile:194
+            // examples/llm.tile:202
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -25409,15 +25409,15 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 }
             }
         }
-        // examples/llm.tile:196
+        // examples/llm.tile:204
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:197
+            // examples/llm.tile:205
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:198
+            // examples/llm.tile:206
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:199
+            // examples/llm.tile:207
             float v_mu = *((v_mean + v_r));
-            // examples/llm.tile:200
+            // examples/llm.tile:208
             float v_a1[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25425,7 +25425,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_a1[tl_j] = ((float)0);
             }
-            // examples/llm.tile:201
+            // examples/llm.tile:209
             float v_a2[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25433,13 +25433,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 v_a2[tl_j] = ((float)0);
             }
-            // examples/llm.tile:202
+            // examples/llm.tile:210
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:203
+                // examples/llm.tile:211
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:204
+                // examples/llm.tile:212
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:205
+                // examples/llm.tile:213
                 float tl_t9[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25487,7 +25487,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_gw[tl_j] = (tl_t9[tl_j] * tl_t10[tl_j]);
                 }
-                // examples/llm.tile:206
+                // examples/llm.tile:214
                 float tl_n11[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25497,7 +25497,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a1[tl_j] = tl_n11[tl_j];
-                // examples/llm.tile:207
+                // examples/llm.tile:215
                 float tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25528,7 +25528,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a2[tl_j] = tl_n13[tl_j];
             }
-            // examples/llm.tile:209
+            // examples/llm.tile:217
             float tl_t14;
             {
                 float tl_a = ((float)0);
@@ -25557,7 +25557,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 tl_t14 = tl_a;
             }
             const float v_k1 = (tl_t14 / v_n);
-            // examples/llm.tile:210
+            // examples/llm.tile:218
             float tl_t15;
             {
                 float tl_a = ((float)0);
@@ -25586,13 +25586,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 tl_t15 = tl_a;
             }
             const float v_k2 = (tl_t15 / v_n);
-            // examples/llm.tile:211
+            // examples/llm.tile:219
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:212
+                // examples/llm.tile:220
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:213
+                // examples/llm.tile:221
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:214
+                // examples/llm.tile:222
                 float tl_t16[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25620,7 +25620,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((tl_t16[tl_j] - v_mu) * v_rs) : 0.0f);
                 }
-                // examples/llm.tile:215
+                // examples/llm.tile:223
                 float tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25648,7 +25648,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     v_g[tl_j] = tl_t17[tl_j];
                 }
-                // examples/llm.tile:216
+                // examples/llm.tile:224
                 float tl_t18[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25697,7 +25697,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:217
+                // examples/llm.tile:225
                 float tl_t19[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25746,7 +25746,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:218
+                // examples/llm.tile:226
                 float tl_t20[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25801,7 +25801,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
 }
 
 /* layernorm_bwd__f32, variant cols = 8192: BLOCK = 8192, warps = 16 */
-/* indexing: 64-bit for r0, r, base (lines 167, 168, 169, 176, 177, 178, 179, 180, 186, 196, 197, 198, 199, 205, 207, 214), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v_dy, float *v_x, float *v_w, float *v_mean, float *v_rstd, float *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -25809,21 +25809,21 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 16;
-    // examples/llm.tile:166
+    // examples/llm.tile:174
     const float v_n = ((float)(v_cols));
-    // examples/llm.tile:167
+    // examples/llm.tile:175
     const long long v_r0 = (((long long)(((int)blockIdx.x))) * ((long long)(v_rpp)));
-    // examples/llm.tile:168
+    // examples/llm.tile:176
     float *const  v_wpart = (v_dwp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:169
+    // examples/llm.tile:177
     float *const  v_bpart = (v_dbp + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols))));
-    // examples/llm.tile:170
+    // examples/llm.tile:178
     if ((v_cols <= v_BLOCK)) {
-        // examples/llm.tile:171
+        // examples/llm.tile:179
         // v_c: index tile computed where it is used
-        // examples/llm.tile:172
+        // examples/llm.tile:180
         // v_m: index tile computed where it is used
-        // examples/llm.tile:173
+        // examples/llm.tile:181
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25851,7 +25851,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_wc[tl_j] = tl_t0[tl_j];
         }
-        // examples/llm.tile:174
+        // examples/llm.tile:182
         float v_dw[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25859,7 +25859,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_dw[tl_j] = ((float)0);
         }
-        // examples/llm.tile:175
+        // examples/llm.tile:183
         float v_db[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25867,13 +25867,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_db[tl_j] = ((float)0);
         }
-        // examples/llm.tile:176
+        // examples/llm.tile:184
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:177
+            // examples/llm.tile:185
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:178
+            // examples/llm.tile:186
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:179
+            // examples/llm.tile:187
             float tl_t1[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25902,7 +25902,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_xh[tl_j] = ((tl_i0 < v_cols) ? ((tl_t1[tl_j] - tl_t2) * v_rs) : 0.0f);
             }
-            // examples/llm.tile:180
+            // examples/llm.tile:188
             float tl_t3[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -25930,7 +25930,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_g[tl_j] = tl_t3[tl_j];
             }
-            // examples/llm.tile:181
+            // examples/llm.tile:189
             float tl_n4[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25940,7 +25940,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_dw[tl_j] = tl_n4[tl_j];
-            // examples/llm.tile:182
+            // examples/llm.tile:190
             float tl_n5[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25950,7 +25950,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             }
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) v_db[tl_j] = tl_n5[tl_j];
-            // examples/llm.tile:183
+            // examples/llm.tile:191
             float v_gw[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25958,7 +25958,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_gw[tl_j] = (v_g[tl_j] * v_wc[tl_j]);
             }
-            // examples/llm.tile:184
+            // examples/llm.tile:192
             float tl_t6;
             {
                 float tl_a = ((float)0);
@@ -25987,7 +25987,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 tl_t6 = tl_a;
             }
             const float v_k1 = (tl_t6 / v_n);
-            // examples/llm.tile:185
+            // examples/llm.tile:193
             float tl_t8[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -26023,7 +26023,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 tl_t7 = tl_a;
             }
             const float v_k2 = (tl_t7 / v_n);
-            // examples/llm.tile:186
+            // examples/llm.tile:194
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -26053,7 +26053,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 }
             }
         }
-        // examples/llm.tile:188
+        // examples/llm.tile:196
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -26082,7 +26082,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 if (tl_m3) tl_p[3] = tl_v3;
             }
         }
-        // examples/llm.tile:189
+        // examples/llm.tile:197
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
@@ -26112,11 +26112,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             }
         }
     } else {
-        // examples/llm.tile:191
+        // examples/llm.tile:199
         for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-            // examples/llm.tile:192
+            // examples/llm.tile:200
             // v_c: index tile computed where it is used
-            // examples/llm.tile:193
+            // examples/llm.tile:201
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -26145,7 +26145,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     if (tl_m3) tl_p[3] = tl_v3;
                 }
             }
-            // examples/llm.tile:194
+            // examples/llm.tile:202
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -26175,15 +26175,15 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 }
             }
         }
-        // examples/llm.tile:196
+        // examples/llm.tile:204
         for (long long v_r = v_r0; v_r < (((v_r0 + ((long long)(v_rpp)))) < (((long long)(v_rows))) ? ((v_r0 + ((long long)(v_rpp)))) : (((long long)(v_rows)))); v_r += 1) {
-            // examples/llm.tile:197
+            // examples/llm.tile:205
             const long long v_base = (v_r * ((long long)(v_cols)));
-            // examples/llm.tile:198
+            // examples/llm.tile:206
             float v_rs = *((v_rstd + v_r));
-            // examples/llm.tile:199
+            // examples/llm.tile:207
             float v_mu = *((v_mean + v_r));
-            // examples/llm.tile:200
+            // examples/llm.tile:208
             float v_a1[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -26191,7 +26191,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_a1[tl_j] = ((float)0);
             }
-            // examples/llm.tile:201
+            // examples/llm.tile:209
             float v_a2[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -26199,13 +26199,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 v_a2[tl_j] = ((float)0);
             }
-            // examples/llm.tile:202
+            // examples/llm.tile:210
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:203
+                // examples/llm.tile:211
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:204
+                // examples/llm.tile:212
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:205
+                // examples/llm.tile:213
                 float tl_t9[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -26253,7 +26253,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_gw[tl_j] = (tl_t9[tl_j] * tl_t10[tl_j]);
                 }
-                // examples/llm.tile:206
+                // examples/llm.tile:214
                 float tl_n11[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -26263,7 +26263,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a1[tl_j] = tl_n11[tl_j];
-                // examples/llm.tile:207
+                // examples/llm.tile:215
                 float tl_t12[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -26294,7 +26294,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_a2[tl_j] = tl_n13[tl_j];
             }
-            // examples/llm.tile:209
+            // examples/llm.tile:217
             float tl_t14;
             {
                 float tl_a = ((float)0);
@@ -26323,7 +26323,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 tl_t14 = tl_a;
             }
             const float v_k1 = (tl_t14 / v_n);
-            // examples/llm.tile:210
+            // examples/llm.tile:218
             float tl_t15;
             {
                 float tl_a = ((float)0);
@@ -26352,13 +26352,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 tl_t15 = tl_a;
             }
             const float v_k2 = (tl_t15 / v_n);
-            // examples/llm.tile:211
+            // examples/llm.tile:219
             for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
-                // examples/llm.tile:212
+                // examples/llm.tile:220
                 // v_c: index tile computed where it is used
-                // examples/llm.tile:213
+                // examples/llm.tile:221
                 // v_m: index tile computed where it is used
-                // examples/llm.tile:214
+                // examples/llm.tile:222
                 float tl_t16[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -26386,7 +26386,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((tl_t16[tl_j] - v_mu) * v_rs) : 0.0f);
                 }
-                // examples/llm.tile:215
+                // examples/llm.tile:223
                 float tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -26414,7 +26414,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     v_g[tl_j] = tl_t17[tl_j];
                 }
-                // examples/llm.tile:216
+                // examples/llm.tile:224
                 float tl_t18[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -26463,7 +26463,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:217
+                // examples/llm.tile:225
                 float tl_t19[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -26512,7 +26512,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         if (tl_m3) tl_p[3] = tl_v3;
                     }
                 }
-                // examples/llm.tile:218
+                // examples/llm.tile:226
                 float tl_t20[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -26566,19 +26566,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
     }
 }
 
-/* col_sum__f16, tune candidate 0: BR = 32, warps = 4, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__f16, variant rows = 32: BR = 32, BC = 32, warps = 4 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_warps = 4;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 4;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -26586,11 +26586,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -26621,7 +26621,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -26689,19 +26689,19 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
     }
 }
 
-/* col_sum__f16, tune candidate 1: BR = 32, warps = 8, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__f16, variant rows = 33: BR = 32, BC = 32, warps = 8 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_warps = 8;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 8;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -26709,11 +26709,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __
         const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[4];
         #pragma unroll
         for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -26744,7 +26744,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -26812,19 +26812,19 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __
     }
 }
 
-/* col_sum__f16, tune candidate 2: BR = 128, warps = 4, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__f16, variant rows = 128: BR = 128, BC = 32, warps = 4 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 128;
-    constexpr int v_warps = 4;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 4;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -26832,11 +26832,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __
         const int tl_i0 = (tl_l >> 5) & 127, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -26867,7 +26867,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -26935,19 +26935,19 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __
     }
 }
 
-/* col_sum__f16, tune candidate 3: BR = 128, warps = 8, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__f16, variant rows = 129: BR = 128, BC = 32, warps = 8 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 128;
-    constexpr int v_warps = 8;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 8;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -26955,11 +26955,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __
         const int tl_i0 = (tl_l >> 5) & 127, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -26990,7 +26990,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -27058,19 +27058,19 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __
     }
 }
 
-/* col_sum__bf16, tune candidate 0: BR = 32, warps = 4, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__bf16, variant rows = 32: BR = 32, BC = 32, warps = 4 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_warps = 4;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 4;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -27078,11 +27078,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -27113,7 +27113,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -27181,19 +27181,19 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
     }
 }
 
-/* col_sum__bf16, tune candidate 1: BR = 32, warps = 8, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__bf16, variant rows = 33: BR = 32, BC = 32, warps = 8 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_warps = 8;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 8;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -27201,11 +27201,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, _
         const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[4];
         #pragma unroll
         for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -27236,7 +27236,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, _
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -27304,19 +27304,19 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, _
     }
 }
 
-/* col_sum__bf16, tune candidate 2: BR = 128, warps = 4, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__bf16, variant rows = 128: BR = 128, BC = 32, warps = 4 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 128;
-    constexpr int v_warps = 4;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 4;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -27324,11 +27324,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, _
         const int tl_i0 = (tl_l >> 5) & 127, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -27359,7 +27359,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, _
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -27427,19 +27427,19 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, _
     }
 }
 
-/* col_sum__bf16, tune candidate 3: BR = 128, warps = 8, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__bf16, variant rows = 129: BR = 128, BC = 32, warps = 8 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 128;
-    constexpr int v_warps = 8;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 8;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -27447,11 +27447,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, _
         const int tl_i0 = (tl_l >> 5) & 127, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -27482,7 +27482,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, _
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -27550,19 +27550,19 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, _
     }
 }
 
-/* col_sum__f32, tune candidate 0: BR = 32, warps = 4, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__f32, variant rows = 32: BR = 32, BC = 32, warps = 4 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, float *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_warps = 4;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 4;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -27570,11 +27570,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -27605,7 +27605,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -27673,19 +27673,19 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
     }
 }
 
-/* col_sum__f32, tune candidate 1: BR = 32, warps = 8, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__f32, variant rows = 33: BR = 32, BC = 32, warps = 8 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, float *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 32;
-    constexpr int v_warps = 8;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 8;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -27693,11 +27693,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
         const int tl_i0 = (tl_l >> 5) & 31, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[4];
         #pragma unroll
         for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -27728,7 +27728,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
         #pragma unroll
         for (int tl_j = 0; tl_j < 4; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -27796,19 +27796,19 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
     }
 }
 
-/* col_sum__f32, tune candidate 2: BR = 128, warps = 4, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__f32, variant rows = 128: BR = 128, BC = 32, warps = 4 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, float *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 128;
-    constexpr int v_warps = 4;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 4;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -27816,11 +27816,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
         const int tl_i0 = (tl_l >> 5) & 127, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -27851,7 +27851,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -27919,19 +27919,19 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
     }
 }
 
-/* col_sum__f32, tune candidate 3: BR = 128, warps = 8, BC = 32 */
-/* indexing: 64-bit (line 238), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* col_sum__f32, variant rows = 129: BR = 128, BC = 32, warps = 8 */
+/* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, float *v_out, int v_rows, int v_cols)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BR = 128;
-    constexpr int v_warps = 8;
     constexpr int v_BC = 32;
-    // examples/llm.tile:234
+    constexpr int v_warps = 8;
+    // examples/llm.tile:242
     // v_c: index tile computed where it is used
-    // examples/llm.tile:235
+    // examples/llm.tile:243
     float v_acc[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -27939,11 +27939,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
         const int tl_i0 = (tl_l >> 5) & 127, tl_i1 = (tl_l >> 0) & 31;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:236
+    // examples/llm.tile:244
     for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
-        // examples/llm.tile:237
+        // examples/llm.tile:245
         // v_r: index tile computed where it is used
-        // examples/llm.tile:238
+        // examples/llm.tile:246
         float tl_t0[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -27974,7 +27974,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:240
+    // examples/llm.tile:248
     float tl_t2[4];
     { /* sum along axis 0 in registers */
         float tl_r[4];
@@ -28042,24 +28042,24 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
     }
 }
 
-/* rope__f16, tune candidate 0: warps = 4, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__f16, variant heads = 4: H = 32, warps = 4 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 4;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 4;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -28095,7 +28095,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -28131,7 +28131,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28158,7 +28158,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28185,7 +28185,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -28230,7 +28230,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -28277,24 +28277,24 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
     }
 }
 
-/* rope__f16, tune candidate 1: warps = 2, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__f16, variant heads = 2: H = 32, warps = 2 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 2;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 2;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     __half tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -28330,7 +28330,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     __half tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -28366,7 +28366,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28393,7 +28393,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28420,7 +28420,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
@@ -28465,7 +28465,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
@@ -28512,24 +28512,24 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
     }
 }
 
-/* rope__f16, tune candidate 2: warps = 8, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__f16, variant heads = 8: H = 32, warps = 8 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 8;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 8;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28565,7 +28565,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28601,7 +28601,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28628,7 +28628,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28655,7 +28655,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -28700,7 +28700,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -28747,24 +28747,24 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
     }
 }
 
-/* rope__bf16, tune candidate 0: warps = 4, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__bf16, variant heads = 4: H = 32, warps = 4 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 4;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 4;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     __nv_bfloat16 tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -28800,7 +28800,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -28836,7 +28836,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28863,7 +28863,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -28890,7 +28890,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -28935,7 +28935,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -28982,24 +28982,24 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
     }
 }
 
-/* rope__bf16, tune candidate 1: warps = 2, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__bf16, variant heads = 2: H = 32, warps = 2 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 2;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 2;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     __nv_bfloat16 tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -29035,7 +29035,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     __nv_bfloat16 tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -29071,7 +29071,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29098,7 +29098,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29125,7 +29125,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
@@ -29170,7 +29170,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
@@ -29217,24 +29217,24 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
     }
 }
 
-/* rope__bf16, tune candidate 2: warps = 8, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__bf16, variant heads = 8: H = 32, warps = 8 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 8;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 8;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29270,7 +29270,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29306,7 +29306,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29333,7 +29333,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29360,7 +29360,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -29405,7 +29405,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -29452,24 +29452,24 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
     }
 }
 
-/* rope__f32, tune candidate 0: warps = 4, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__f32, variant heads = 4: H = 32, warps = 4 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 4;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 4;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     float tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -29497,7 +29497,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -29525,7 +29525,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -29548,7 +29548,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -29571,7 +29571,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
@@ -29600,7 +29600,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             if (tl_m3) tl_p[3] = tl_v3;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
@@ -29631,24 +29631,24 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
     }
 }
 
-/* rope__f32, tune candidate 1: warps = 2, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__f32, variant heads = 2: H = 32, warps = 2 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 2;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 2;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     float tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -29676,7 +29676,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     float tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -29704,7 +29704,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -29727,7 +29727,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -29750,7 +29750,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
         const int tl_j = tl_c;
@@ -29779,7 +29779,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             if (tl_m3) tl_p[3] = tl_v3;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
         const int tl_j = tl_c;
@@ -29810,24 +29810,24 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
     }
 }
 
-/* rope__f32, tune candidate 2: warps = 8, H = 32 */
-/* indexing: 64-bit for at (lines 257, 258, 259, 260, 261, 262, 263), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* rope__f32, variant heads = 8: H = 32, warps = 8 */
+/* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_warps = 8;
     constexpr int v_H = 32;
-    // examples/llm.tile:254
+    constexpr int v_warps = 8;
+    // examples/llm.tile:262
     // v_h: index tile computed where it is used
-    // examples/llm.tile:255
+    // examples/llm.tile:263
     // v_d: index tile computed where it is used
-    // examples/llm.tile:256
+    // examples/llm.tile:264
     // v_m: index tile computed where it is used
-    // examples/llm.tile:257
+    // examples/llm.tile:265
     // v_at: index tile computed where it is used
-    // examples/llm.tile:258
+    // examples/llm.tile:266
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -29855,7 +29855,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:259
+    // examples/llm.tile:267
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -29883,7 +29883,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:260
+    // examples/llm.tile:268
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -29906,7 +29906,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:261
+    // examples/llm.tile:269
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -29929,7 +29929,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:262
+    // examples/llm.tile:270
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -29958,7 +29958,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             if (tl_m3) tl_p[3] = tl_v3;
         }
     }
-    // examples/llm.tile:263
+    // examples/llm.tile:271
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -29989,7 +29989,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
     }
 }
 
-/* swiglu__f16, tune candidate 0: BLOCK = 2048, warps = 4 */
+/* swiglu__f16, variant n = 2048: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -29998,9 +29998,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -30036,7 +30036,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -30072,7 +30072,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -30119,7 +30119,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
     }
 }
 
-/* swiglu__f16, tune candidate 1: BLOCK = 2048, warps = 8 */
+/* swiglu__f16, variant n = 2049: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -30128,9 +30128,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30166,7 +30166,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30202,7 +30202,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -30249,7 +30249,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
     }
 }
 
-/* swiglu__f16, tune candidate 2: BLOCK = 1024, warps = 4 */
+/* swiglu__f16, variant n = 1024: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -30258,9 +30258,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30296,7 +30296,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30332,7 +30332,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -30379,7 +30379,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
     }
 }
 
-/* swiglu__f16, tune candidate 3: BLOCK = 1024, warps = 8 */
+/* swiglu__f16, variant n = 1025: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -30388,9 +30388,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     __half tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -30418,7 +30418,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     __half tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -30446,7 +30446,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -30477,7 +30477,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
     }
 }
 
-/* swiglu__bf16, tune candidate 0: BLOCK = 2048, warps = 4 */
+/* swiglu__bf16, variant n = 2048: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -30486,9 +30486,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     __nv_bfloat16 tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -30524,7 +30524,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -30560,7 +30560,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -30607,7 +30607,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
     }
 }
 
-/* swiglu__bf16, tune candidate 1: BLOCK = 2048, warps = 8 */
+/* swiglu__bf16, variant n = 2049: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -30616,9 +30616,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30654,7 +30654,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30690,7 +30690,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -30737,7 +30737,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
     }
 }
 
-/* swiglu__bf16, tune candidate 2: BLOCK = 1024, warps = 4 */
+/* swiglu__bf16, variant n = 1024: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -30746,9 +30746,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30784,7 +30784,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30820,7 +30820,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -30867,7 +30867,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
     }
 }
 
-/* swiglu__bf16, tune candidate 3: BLOCK = 1024, warps = 8 */
+/* swiglu__bf16, variant n = 1025: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -30876,9 +30876,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     __nv_bfloat16 tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -30906,7 +30906,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     __nv_bfloat16 tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -30934,7 +30934,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -30965,7 +30965,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
     }
 }
 
-/* swiglu__f32, tune candidate 0: BLOCK = 2048, warps = 4 */
+/* swiglu__f32, variant n = 2048: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -30974,9 +30974,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     float tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -31004,7 +31004,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -31032,7 +31032,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
@@ -31063,7 +31063,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
     }
 }
 
-/* swiglu__f32, tune candidate 1: BLOCK = 2048, warps = 8 */
+/* swiglu__f32, variant n = 2049: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -31072,9 +31072,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -31102,7 +31102,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -31130,7 +31130,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -31161,7 +31161,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
     }
 }
 
-/* swiglu__f32, tune candidate 2: BLOCK = 1024, warps = 4 */
+/* swiglu__f32, variant n = 1024: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -31170,9 +31170,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -31200,7 +31200,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -31228,7 +31228,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -31259,7 +31259,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
     }
 }
 
-/* swiglu__f32, tune candidate 3: BLOCK = 1024, warps = 8 */
+/* swiglu__f32, variant n = 1025: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -31268,9 +31268,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:272
+    // examples/llm.tile:281
     // v_i: index tile computed where it is used
-    // examples/llm.tile:273
+    // examples/llm.tile:282
     float tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31298,7 +31298,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:274
+    // examples/llm.tile:283
     float tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31326,7 +31326,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:275
+    // examples/llm.tile:284
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -31357,7 +31357,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
     }
 }
 
-/* geglu__f16, tune candidate 0: BLOCK = 2048, warps = 4 */
+/* geglu__f16, variant n = 2048: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -31366,9 +31366,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -31404,7 +31404,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -31440,7 +31440,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -31487,7 +31487,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
     }
 }
 
-/* geglu__f16, tune candidate 1: BLOCK = 2048, warps = 8 */
+/* geglu__f16, variant n = 2049: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -31496,9 +31496,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31534,7 +31534,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31570,7 +31570,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -31617,7 +31617,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
     }
 }
 
-/* geglu__f16, tune candidate 2: BLOCK = 1024, warps = 4 */
+/* geglu__f16, variant n = 1024: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -31626,9 +31626,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31664,7 +31664,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31700,7 +31700,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -31747,7 +31747,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
     }
 }
 
-/* geglu__f16, tune candidate 3: BLOCK = 1024, warps = 8 */
+/* geglu__f16, variant n = 1025: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -31756,9 +31756,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     __half tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31786,7 +31786,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     __half tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31814,7 +31814,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -31845,7 +31845,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
     }
 }
 
-/* geglu__bf16, tune candidate 0: BLOCK = 2048, warps = 4 */
+/* geglu__bf16, variant n = 2048: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -31854,9 +31854,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     __nv_bfloat16 tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -31892,7 +31892,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -31928,7 +31928,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -31975,7 +31975,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
     }
 }
 
-/* geglu__bf16, tune candidate 1: BLOCK = 2048, warps = 8 */
+/* geglu__bf16, variant n = 2049: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -31984,9 +31984,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32022,7 +32022,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32058,7 +32058,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -32105,7 +32105,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
     }
 }
 
-/* geglu__bf16, tune candidate 2: BLOCK = 1024, warps = 4 */
+/* geglu__bf16, variant n = 1024: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -32114,9 +32114,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32152,7 +32152,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32188,7 +32188,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -32235,7 +32235,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
     }
 }
 
-/* geglu__bf16, tune candidate 3: BLOCK = 1024, warps = 8 */
+/* geglu__bf16, variant n = 1025: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -32244,9 +32244,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     __nv_bfloat16 tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32274,7 +32274,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     __nv_bfloat16 tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32302,7 +32302,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32333,7 +32333,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
     }
 }
 
-/* geglu__f32, tune candidate 0: BLOCK = 2048, warps = 4 */
+/* geglu__f32, variant n = 2048: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -32342,9 +32342,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     float tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -32372,7 +32372,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -32400,7 +32400,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32431,7 +32431,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
     }
 }
 
-/* geglu__f32, tune candidate 1: BLOCK = 2048, warps = 8 */
+/* geglu__f32, variant n = 2049: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -32440,9 +32440,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32470,7 +32470,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32498,7 +32498,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32529,7 +32529,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
     }
 }
 
-/* geglu__f32, tune candidate 2: BLOCK = 1024, warps = 4 */
+/* geglu__f32, variant n = 1024: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -32538,9 +32538,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32568,7 +32568,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32596,7 +32596,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32627,7 +32627,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
     }
 }
 
-/* geglu__f32, tune candidate 3: BLOCK = 1024, warps = 8 */
+/* geglu__f32, variant n = 1025: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -32636,9 +32636,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:283
+    // examples/llm.tile:293
     // v_i: index tile computed where it is used
-    // examples/llm.tile:284
+    // examples/llm.tile:294
     float tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32666,7 +32666,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:285
+    // examples/llm.tile:295
     float tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32694,7 +32694,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:286
+    // examples/llm.tile:296
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32726,7 +32726,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
 }
 
 /* ce_fwd_bwd__f16, variant rows = 4096: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 304, 322), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x, int *v_tgt, float *v_loss, __half *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -32734,16 +32734,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:303
+    // examples/llm.tile:313
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:304
+    // examples/llm.tile:314
     __half *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:305
+    // examples/llm.tile:315
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:306
+    // examples/llm.tile:316
     float tl_t0 = __half2float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:307
+    // examples/llm.tile:317
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32751,7 +32751,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:308
+    // examples/llm.tile:318
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32759,11 +32759,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:309
+    // examples/llm.tile:319
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:310
+        // examples/llm.tile:320
         // v_c: index tile computed where it is used
-        // examples/llm.tile:311
+        // examples/llm.tile:321
         __half tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32799,7 +32799,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:312
+        // examples/llm.tile:322
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32807,7 +32807,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:313
+        // examples/llm.tile:323
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32817,7 +32817,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:314
+        // examples/llm.tile:324
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32828,7 +32828,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:316
+    // examples/llm.tile:326
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -32856,7 +32856,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:317
+    // examples/llm.tile:327
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32892,18 +32892,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:318
+    // examples/llm.tile:328
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:319
+    // examples/llm.tile:329
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:320
+        // examples/llm.tile:330
         // v_c: index tile computed where it is used
-        // examples/llm.tile:321
+        // examples/llm.tile:331
         __half tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32939,7 +32939,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((__half2float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:322
+        // examples/llm.tile:332
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -32988,7 +32988,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
 }
 
 /* ce_fwd_bwd__f16, variant rows = 128: BLOCK = 8192, warps = 32 */
-/* indexing: 64-bit (lines 304, 322), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_x, int *v_tgt, float *v_loss, __half *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -32996,16 +32996,16 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 32;
-    // examples/llm.tile:303
+    // examples/llm.tile:313
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:304
+    // examples/llm.tile:314
     __half *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:305
+    // examples/llm.tile:315
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:306
+    // examples/llm.tile:316
     float tl_t0 = __half2float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:307
+    // examples/llm.tile:317
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33013,7 +33013,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:308
+    // examples/llm.tile:318
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33021,11 +33021,11 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:309
+    // examples/llm.tile:319
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:310
+        // examples/llm.tile:320
         // v_c: index tile computed where it is used
-        // examples/llm.tile:311
+        // examples/llm.tile:321
         __half tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33061,7 +33061,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:312
+        // examples/llm.tile:322
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33069,7 +33069,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:313
+        // examples/llm.tile:323
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33079,7 +33079,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:314
+        // examples/llm.tile:324
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33090,7 +33090,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:316
+    // examples/llm.tile:326
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -33118,7 +33118,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:317
+    // examples/llm.tile:327
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33154,18 +33154,18 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:318
+    // examples/llm.tile:328
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:319
+    // examples/llm.tile:329
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:320
+        // examples/llm.tile:330
         // v_c: index tile computed where it is used
-        // examples/llm.tile:321
+        // examples/llm.tile:331
         __half tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33201,7 +33201,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_p[tl_j] = expf((__half2float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:322
+        // examples/llm.tile:332
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -33250,7 +33250,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
 }
 
 /* ce_fwd_bwd__bf16, variant rows = 4096: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 304, 322), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloat16 *v_x, int *v_tgt, float *v_loss, __nv_bfloat16 *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -33258,16 +33258,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:303
+    // examples/llm.tile:313
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:304
+    // examples/llm.tile:314
     __nv_bfloat16 *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:305
+    // examples/llm.tile:315
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:306
+    // examples/llm.tile:316
     float tl_t0 = __bfloat162float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:307
+    // examples/llm.tile:317
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33275,7 +33275,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:308
+    // examples/llm.tile:318
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33283,11 +33283,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:309
+    // examples/llm.tile:319
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:310
+        // examples/llm.tile:320
         // v_c: index tile computed where it is used
-        // examples/llm.tile:311
+        // examples/llm.tile:321
         __nv_bfloat16 tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33323,7 +33323,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:312
+        // examples/llm.tile:322
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33331,7 +33331,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:313
+        // examples/llm.tile:323
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33341,7 +33341,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:314
+        // examples/llm.tile:324
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33352,7 +33352,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:316
+    // examples/llm.tile:326
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -33380,7 +33380,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:317
+    // examples/llm.tile:327
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33416,18 +33416,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:318
+    // examples/llm.tile:328
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:319
+    // examples/llm.tile:329
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:320
+        // examples/llm.tile:330
         // v_c: index tile computed where it is used
-        // examples/llm.tile:321
+        // examples/llm.tile:331
         __nv_bfloat16 tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33463,7 +33463,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((__bfloat162float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:322
+        // examples/llm.tile:332
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -33512,7 +33512,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
 }
 
 /* ce_fwd_bwd__bf16, variant rows = 128: BLOCK = 8192, warps = 32 */
-/* indexing: 64-bit (lines 304, 322), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bfloat16 *v_x, int *v_tgt, float *v_loss, __nv_bfloat16 *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -33520,16 +33520,16 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 32;
-    // examples/llm.tile:303
+    // examples/llm.tile:313
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:304
+    // examples/llm.tile:314
     __nv_bfloat16 *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:305
+    // examples/llm.tile:315
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:306
+    // examples/llm.tile:316
     float tl_t0 = __bfloat162float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:307
+    // examples/llm.tile:317
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33537,7 +33537,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:308
+    // examples/llm.tile:318
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33545,11 +33545,11 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:309
+    // examples/llm.tile:319
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:310
+        // examples/llm.tile:320
         // v_c: index tile computed where it is used
-        // examples/llm.tile:311
+        // examples/llm.tile:321
         __nv_bfloat16 tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33585,7 +33585,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:312
+        // examples/llm.tile:322
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33593,7 +33593,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:313
+        // examples/llm.tile:323
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33603,7 +33603,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:314
+        // examples/llm.tile:324
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33614,7 +33614,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:316
+    // examples/llm.tile:326
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -33642,7 +33642,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:317
+    // examples/llm.tile:327
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33678,18 +33678,18 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:318
+    // examples/llm.tile:328
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:319
+    // examples/llm.tile:329
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:320
+        // examples/llm.tile:330
         // v_c: index tile computed where it is used
-        // examples/llm.tile:321
+        // examples/llm.tile:331
         __nv_bfloat16 tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33725,7 +33725,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_p[tl_j] = expf((__bfloat162float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:322
+        // examples/llm.tile:332
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -33774,7 +33774,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
 }
 
 /* ce_fwd_bwd__f32, variant rows = 4096: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 304, 322), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x, int *v_tgt, float *v_loss, float *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -33782,16 +33782,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:303
+    // examples/llm.tile:313
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:304
+    // examples/llm.tile:314
     float *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:305
+    // examples/llm.tile:315
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:306
+    // examples/llm.tile:316
     float tl_t0 = *((v_row + v_t));
     const float v_xt = tl_t0;
-    // examples/llm.tile:307
+    // examples/llm.tile:317
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33799,7 +33799,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:308
+    // examples/llm.tile:318
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33807,11 +33807,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:309
+    // examples/llm.tile:319
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:310
+        // examples/llm.tile:320
         // v_c: index tile computed where it is used
-        // examples/llm.tile:311
+        // examples/llm.tile:321
         float tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -33839,7 +33839,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:312
+        // examples/llm.tile:322
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33847,7 +33847,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:313
+        // examples/llm.tile:323
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33857,7 +33857,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:314
+        // examples/llm.tile:324
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33868,7 +33868,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:316
+    // examples/llm.tile:326
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -33896,7 +33896,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:317
+    // examples/llm.tile:327
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33932,18 +33932,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:318
+    // examples/llm.tile:328
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:319
+    // examples/llm.tile:329
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:320
+        // examples/llm.tile:330
         // v_c: index tile computed where it is used
-        // examples/llm.tile:321
+        // examples/llm.tile:331
         float tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -33971,7 +33971,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((tl_t6[tl_j] - v_lse));
         }
-        // examples/llm.tile:322
+        // examples/llm.tile:332
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -34004,7 +34004,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
 }
 
 /* ce_fwd_bwd__f32, variant rows = 128: BLOCK = 8192, warps = 32 */
-/* indexing: 64-bit (lines 304, 322), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x, int *v_tgt, float *v_loss, float *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34012,16 +34012,16 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 32;
-    // examples/llm.tile:303
+    // examples/llm.tile:313
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:304
+    // examples/llm.tile:314
     float *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:305
+    // examples/llm.tile:315
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:306
+    // examples/llm.tile:316
     float tl_t0 = *((v_row + v_t));
     const float v_xt = tl_t0;
-    // examples/llm.tile:307
+    // examples/llm.tile:317
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34029,7 +34029,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:308
+    // examples/llm.tile:318
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34037,11 +34037,11 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:309
+    // examples/llm.tile:319
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:310
+        // examples/llm.tile:320
         // v_c: index tile computed where it is used
-        // examples/llm.tile:311
+        // examples/llm.tile:321
         float tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -34069,7 +34069,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:312
+        // examples/llm.tile:322
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34077,7 +34077,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:313
+        // examples/llm.tile:323
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34087,7 +34087,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:314
+        // examples/llm.tile:324
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34098,7 +34098,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:316
+    // examples/llm.tile:326
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -34126,7 +34126,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:317
+    // examples/llm.tile:327
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34162,18 +34162,18 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:318
+    // examples/llm.tile:328
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:319
+    // examples/llm.tile:329
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:320
+        // examples/llm.tile:330
         // v_c: index tile computed where it is used
-        // examples/llm.tile:321
+        // examples/llm.tile:331
         float tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -34201,7 +34201,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_p[tl_j] = expf((tl_t6[tl_j] - v_lse));
         }
-        // examples/llm.tile:322
+        // examples/llm.tile:332
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -34234,7 +34234,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
 }
 
 /* embed_gather__f16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 335), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 345), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v_table, int *v_ids, __half *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34243,11 +34243,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:331
+    // examples/llm.tile:341
     // v_i: index tile computed where it is used
-    // examples/llm.tile:332
+    // examples/llm.tile:342
     // v_c: index tile computed where it is used
-    // examples/llm.tile:333
+    // examples/llm.tile:343
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34274,9 +34274,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:334
+    // examples/llm.tile:344
     // v_m: index tile computed where it is used
-    // examples/llm.tile:335
+    // examples/llm.tile:345
     __half tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -34352,7 +34352,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
 }
 
 /* embed_gather__bf16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 335), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 345), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfloat16 *v_table, int *v_ids, __nv_bfloat16 *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34361,11 +34361,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:331
+    // examples/llm.tile:341
     // v_i: index tile computed where it is used
-    // examples/llm.tile:332
+    // examples/llm.tile:342
     // v_c: index tile computed where it is used
-    // examples/llm.tile:333
+    // examples/llm.tile:343
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34392,9 +34392,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:334
+    // examples/llm.tile:344
     // v_m: index tile computed where it is used
-    // examples/llm.tile:335
+    // examples/llm.tile:345
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -34470,7 +34470,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
 }
 
 /* embed_gather__f32: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 335), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 345), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_table, int *v_ids, float *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34479,11 +34479,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:331
+    // examples/llm.tile:341
     // v_i: index tile computed where it is used
-    // examples/llm.tile:332
+    // examples/llm.tile:342
     // v_c: index tile computed where it is used
-    // examples/llm.tile:333
+    // examples/llm.tile:343
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34510,9 +34510,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:334
+    // examples/llm.tile:344
     // v_m: index tile computed where it is used
-    // examples/llm.tile:335
+    // examples/llm.tile:345
     float tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -34564,7 +34564,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
 }
 
 /* embed_scatter_add__f16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 348), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 358), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__half *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34573,11 +34573,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:344
+    // examples/llm.tile:354
     // v_i: index tile computed where it is used
-    // examples/llm.tile:345
+    // examples/llm.tile:355
     // v_c: index tile computed where it is used
-    // examples/llm.tile:346
+    // examples/llm.tile:356
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34604,9 +34604,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:347
+    // examples/llm.tile:357
     // v_m: index tile computed where it is used
-    // examples/llm.tile:348
+    // examples/llm.tile:358
     __half tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -34661,7 +34661,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
 }
 
 /* embed_scatter_add__bf16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 348), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 358), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__nv_bfloat16 *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34670,11 +34670,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:344
+    // examples/llm.tile:354
     // v_i: index tile computed where it is used
-    // examples/llm.tile:345
+    // examples/llm.tile:355
     // v_c: index tile computed where it is used
-    // examples/llm.tile:346
+    // examples/llm.tile:356
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34701,9 +34701,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:347
+    // examples/llm.tile:357
     // v_m: index tile computed where it is used
-    // examples/llm.tile:348
+    // examples/llm.tile:358
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -34758,7 +34758,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
 }
 
 /* embed_scatter_add__f32: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 348), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 358), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(float *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34767,11 +34767,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:344
+    // examples/llm.tile:354
     // v_i: index tile computed where it is used
-    // examples/llm.tile:345
+    // examples/llm.tile:355
     // v_c: index tile computed where it is used
-    // examples/llm.tile:346
+    // examples/llm.tile:356
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34798,9 +34798,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:347
+    // examples/llm.tile:357
     // v_m: index tile computed where it is used
-    // examples/llm.tile:348
+    // examples/llm.tile:358
     float tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -34847,7 +34847,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
 }
 
 /* gemm_nt: BM = 128, BN = 256, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 362, 363, 366), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 372, 373, 376), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34857,11 +34857,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
     constexpr int v_BN = 256;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    // examples/llm.tile:357
+    // examples/llm.tile:367
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:358
+    // examples/llm.tile:368
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:359
+    // examples/llm.tile:369
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -34869,7 +34869,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:360
+    // examples/llm.tile:370
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -34926,7 +34926,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:360
+        // examples/llm.tile:370
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -34985,7 +34985,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:364
+            // examples/llm.tile:374
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -35006,7 +35006,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:366
+    // examples/llm.tile:376
     #pragma unroll
     for (int tl_c = 0; tl_c < 128; tl_c += 2) {
         const int tl_j = tl_c;
@@ -35096,7 +35096,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_bk(float *d, unsigned 
 }
 #endif
 /* gemm_nt: BM = 128, BN = 256, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 362, 363, 366), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 372, 373, 376), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35129,11 +35129,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:357
+    // examples/llm.tile:367
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:358
+    // examples/llm.tile:368
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:359
+    // examples/llm.tile:369
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -35141,7 +35141,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:360
+    // examples/llm.tile:370
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -35167,11 +35167,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:357
+    // examples/llm.tile:367
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:358
+    // examples/llm.tile:368
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:359
+    // examples/llm.tile:369
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -35179,7 +35179,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:360
+    // examples/llm.tile:370
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -35203,7 +35203,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:366
+    // examples/llm.tile:376
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 4 boxes of 128 x 64, 2 at a time */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -35268,7 +35268,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
 #endif
 
 /* gemm_nn, variant M = 128: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 4 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35280,11 +35280,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_split_k = 4;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -35292,7 +35292,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo0 = 0, tl_hi0 = v_K, tl_st = v_BK;
@@ -35375,7 +35375,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:381
+        // examples/llm.tile:391
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -35434,7 +35434,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:385
+            // examples/llm.tile:395
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -35484,7 +35484,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             v_acc[tl_j] = tl_s;
         }
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -35508,7 +35508,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
 }
 
 /* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35519,11 +35519,11 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_split_k = 1;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -35531,7 +35531,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -35609,7 +35609,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:381
+        // examples/llm.tile:391
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -35668,7 +35668,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:385
+            // examples/llm.tile:395
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -35689,7 +35689,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -35779,7 +35779,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128_2(float *d, float *e, 
 }
 #endif
 /* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35813,11 +35813,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -35825,7 +35825,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -35852,11 +35852,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -35864,7 +35864,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     float tl_acc1[32]; /* the second N tile's accumulator (pid(1) + 1) */
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j)
@@ -35892,7 +35892,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 1 boxes of 64 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
         if (tl_tid == 0)
@@ -35924,11 +35924,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -35936,11 +35936,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 1 boxes of 64 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
         if (tl_tid == 0)
@@ -36044,7 +36044,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n64(float *d, unsigned long
 }
 #endif
 /* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36078,11 +36078,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -36090,7 +36090,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -36116,11 +36116,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -36128,7 +36128,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -36152,7 +36152,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 1 boxes of 64 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
         if (tl_tid == 0)
@@ -36188,7 +36188,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
 #endif
 
 /* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36199,11 +36199,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_split_k = 1;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36211,7 +36211,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -36289,7 +36289,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:381
+        // examples/llm.tile:391
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -36348,7 +36348,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:385
+            // examples/llm.tile:395
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -36369,7 +36369,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -36459,7 +36459,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_2(float *d, float *e, 
 }
 #endif
 /* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36493,11 +36493,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36505,7 +36505,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -36534,11 +36534,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36546,7 +36546,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j)
@@ -36574,7 +36574,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -36607,11 +36607,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36619,11 +36619,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -36728,7 +36728,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36762,11 +36762,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36774,7 +36774,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -36801,11 +36801,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:388
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:389
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:390
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36813,7 +36813,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:391
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -36837,7 +36837,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:397
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -36874,7 +36874,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
 #endif
 
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 410, 411, 415), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 420, 421, 425), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36885,11 +36885,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 2;
-    // examples/llm.tile:405
+    // examples/llm.tile:415
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:406
+    // examples/llm.tile:416
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:407
+    // examples/llm.tile:417
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36897,7 +36897,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:418
     { /* v_acc += dot, 2-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -36975,7 +36975,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:408
+        // examples/llm.tile:418
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<0>();
@@ -37034,7 +37034,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:412
+            // examples/llm.tile:422
             const int tl_cs = tl_it % 2;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -37055,11 +37055,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:414
+    // examples/llm.tile:424
     // v_m: index tile computed where it is used
-    // examples/llm.tile:415
+    // examples/llm.tile:425
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:426
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -37177,7 +37177,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_2(float *d, float *e, 
 }
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 410, 411, 415), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 420, 421, 425), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37211,11 +37211,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:405
+    // examples/llm.tile:415
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:406
+    // examples/llm.tile:416
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:407
+    // examples/llm.tile:417
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37223,7 +37223,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:418
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37252,11 +37252,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:405
+    // examples/llm.tile:415
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:406
+    // examples/llm.tile:416
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:407
+    // examples/llm.tile:417
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37264,7 +37264,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:418
     float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j)
@@ -37292,11 +37292,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:414
+    // examples/llm.tile:424
     // v_m: index tile computed where it is used
-    // examples/llm.tile:415
+    // examples/llm.tile:425
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:426
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -37350,11 +37350,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:405
+    // examples/llm.tile:415
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:406
+    // examples/llm.tile:416
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:407
+    // examples/llm.tile:417
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37362,15 +37362,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:418
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
-    // examples/llm.tile:414
+    // examples/llm.tile:424
     // v_m: index tile computed where it is used
-    // examples/llm.tile:415
+    // examples/llm.tile:425
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:426
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -37496,7 +37496,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 410, 411, 415), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 420, 421, 425), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37530,11 +37530,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:405
+    // examples/llm.tile:415
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:406
+    // examples/llm.tile:416
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:407
+    // examples/llm.tile:417
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37542,7 +37542,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:418
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37569,11 +37569,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:405
+    // examples/llm.tile:415
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:406
+    // examples/llm.tile:416
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:407
+    // examples/llm.tile:417
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37581,7 +37581,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:418
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37605,11 +37605,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:414
+    // examples/llm.tile:424
     // v_m: index tile computed where it is used
-    // examples/llm.tile:415
+    // examples/llm.tile:425
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:426
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -37667,7 +37667,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
 #endif
 
 /* transpose__f16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 426, 427), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 436, 437), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x, __half *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37676,11 +37676,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:424
+    // examples/llm.tile:434
     // v_r: index tile computed where it is used
-    // examples/llm.tile:425
+    // examples/llm.tile:435
     // v_k: index tile computed where it is used
-    // examples/llm.tile:426
+    // examples/llm.tile:436
     __half v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -37709,7 +37709,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
             v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // examples/llm.tile:427
+    // examples/llm.tile:437
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
@@ -37767,7 +37767,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
 }
 
 /* transpose__bf16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 426, 427), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 436, 437), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37776,11 +37776,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:424
+    // examples/llm.tile:434
     // v_r: index tile computed where it is used
-    // examples/llm.tile:425
+    // examples/llm.tile:435
     // v_k: index tile computed where it is used
-    // examples/llm.tile:426
+    // examples/llm.tile:436
     __nv_bfloat16 v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -37809,7 +37809,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
             v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // examples/llm.tile:427
+    // examples/llm.tile:437
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
@@ -37867,7 +37867,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
 }
 
 /* transpose__f32: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 426, 427), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 436, 437), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, float *v_y, int v_R, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37876,11 +37876,11 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
     constexpr int v_BR = 64;
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
-    // examples/llm.tile:424
+    // examples/llm.tile:434
     // v_r: index tile computed where it is used
-    // examples/llm.tile:425
+    // examples/llm.tile:435
     // v_k: index tile computed where it is used
-    // examples/llm.tile:426
+    // examples/llm.tile:436
     float v_t[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -37901,7 +37901,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
             v_t[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // examples/llm.tile:427
+    // examples/llm.tile:437
     __syncthreads();
     { /* v_t to shared memory */
         #pragma unroll
