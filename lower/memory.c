@@ -2,7 +2,9 @@
  * layout, as vector accesses where a run is contiguous (axinfo.c), in
  * bounds and aligned, element by element under the mask otherwise. A
  * mask true on a prefix of the run's axis is decided by the run's last
- * element. */
+ * element. An f32 atomic_add whose old values go unused is a vector
+ * atomic over such a run (2 or 4 elements: the prelude's
+ * tl_atomic_add2/4, one RED.F32x4 on sm_90). */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -118,7 +120,9 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     }
     const tilec_expr *ptr = e->args[0], *value = e->args[1], *mask = e->nargs > 2 ? e->args[2] : NULL;
     unsigned size = tilec_dtype_size(d);
-    int w = !atomic && pt->rank ? vec_width(y->run, size) : 0;
+    /* a store vectorizes any element type; an atomic add only f32 whose
+     * old values nobody reads (the vector atomics return none here) */
+    int w = pt->rank && (!atomic || (!old && d == TILEC_DT_F32)) ? vec_width(y->run, size) : 0;
     if (w && !lower_contiguous(L, ptr, pt->rank - 1, w))
         w = 0;
     lower_axinfo_trace(L, atomic ? "atomic_add" : "store", ptr, mask, pt->rank - 1, w);
@@ -174,8 +178,20 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         lower_line(L, "__syncthreads();");
         lower_line(L, "%s%s = %s;", old->c, pt->rank ? "[0]" : "", pt->rank ? slot : lower_ld_elem(L, slot, d));
         lower_line(L, "__syncthreads();");
-    } else if (atomic) {
+    } else if (atomic && !w) {
         lower_line(L, "if (%stl_m0) %satomicAdd(tl_p, tl_v0);", guard, old ? lower_fmt(L, "%s[tl_j] = ", old->c) : "");
+    } else if (atomic) {
+        strbuf args;
+        sb_init(&args);
+        for (int q = 0; q < w; q++)
+            sb_printf(&args, ", tl_v%d", q);
+        lower_line(L, "if (%s%s((unsigned long long)tl_p & %u) == 0) {", guard, sb_str(&all), w * size - 1);
+        lower_line(L, "    tl_atomic_add%d(tl_p%s);", w, sb_str(&args));
+        lower_line(L, "} else {");
+        for (int q = 0; q < w; q++)
+            lower_line(L, "    if (%stl_m%d) atomicAdd(tl_p + %d, tl_v%d);", guard, q, q, q);
+        lower_line(L, "}");
+        sb_free(&args);
     } else if (!w) {
         lower_line(L, "if (%stl_m0) *tl_p = tl_v0;", guard);
     } else {

@@ -492,6 +492,9 @@ static const fake_kernel kernels[] = {
     {"tw_v0_tma_1", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0}, /* its one-tile twin (lower/wgpair.c) */
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
     {"sk_v0", 4, {8, 4, 8, 8}, 1024, 0},        /* split-K: x, n, and the hidden part, cnt */
+    /* test_fake.py's skmm(a, b, c, M, N, K): variant 0 split-K (two hidden pointers), variant 1 not */
+    {"skmm_v0", 8, {8, 8, 8, 4, 4, 4, 8, 8}, 1024, 0},
+    {"skmm_v1", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
     /* tensor lists: two tables of tilec_rt_list_cap(3, 2) = 126 tensors (8 + 16 * 126 bytes) and an f32 */
     {"lscale_v0", 3, {2024, 2024, 4}, 1024, 0},
 };

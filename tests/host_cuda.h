@@ -67,6 +67,16 @@ static inline double __longlong_as_double(long long i)
 
 static inline void __syncthreads(void) { tl_host_block.wait(); }
 
+/* atomicAdd: the old value, the add done under one lock of the launch */
+static std::mutex tl_host_atomic;
+template <class T> static inline T atomicAdd(T *p, T v)
+{
+    std::lock_guard<std::mutex> g(tl_host_atomic);
+    T old = *p;
+    *p = old + v;
+    return old;
+}
+
 /* Every lane of the warp writes its value, then reads lane src's. */
 template <class T> static inline T tl_host_shfl(T v, unsigned src)
 {

@@ -565,6 +565,44 @@ Test(numerics, half_tiles_move_in_16_byte_chunks)
     free(cs);
 }
 
+/* Rows picked by loaded ids (examples/llm.tile's embedding gather and
+ * scatter-add: `table + id[:, None] * D + c`) run contiguously along the
+ * row whatever the ids hold, so the gather reads 16 bytes a thread at a
+ * time and the scatter-add's f32 atomics go 4 at a time (tl_atomic_add4:
+ * one RED.E.ADD.F32x4 on sm_90); before, the loaded ids hid the stride and
+ * every element was its own 2-byte load and 4-byte atomic. The scatter-add
+ * then adds right on the host: rows of D = 4096 (every run aligned: the
+ * vector path) and D = 4093 (runs misaligned and the row's tail masked:
+ * the element path), ids repeating. */
+Test(numerics, picked_rows_move_in_16_byte_chunks)
+{
+    char *g = lowered("examples/llm.tile", "embed_gather__bf16", 0, NULL);
+    cr_expect(strstr(g, "const __nv_bfloat16 *tl_p = ((v_table + ") && strstr(g, "*(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;"),
+              "the gathered rows are not read 16 bytes at a time:\n%s", g);
+    char *sa = lowered("examples/llm.tile", "embed_scatter_add__bf16", 0, NULL);
+    cr_expect(strstr(sa, "tl_atomic_add4(tl_p, tl_v0, tl_v1, tl_v2, tl_v3);"), "no vector atomic:\n%s", sa);
+    cr_expect(strstr(sa, "for (int tl_c = 0; tl_c < 64; tl_c += 4)"), "%s", sa);
+    free(g);
+    free(sa);
+    for (int D = 4093; D <= 4096; D += 3) {
+        char body[2048];
+        snprintf(body, sizeof body,
+                 "const int n = 7, D = %d, V = 5;\n"
+                 "static float dout[7 * %d], dt[5 * %d], want[5 * %d];\n"
+                 "static int ids[] = {3, 0, 3, 4, 3, 1, 0};\n"
+                 "for (int i = 0; i < n * D; i++) dout[i] = (float)((i * 37) %% 101 - 50) / 8;\n"
+                 "for (int i = 0; i < n; i++) for (int c = 0; c < D; c++) want[ids[i] * D + c] += dout[i * D + c];\n"
+                 "LAUNCH(2, dout, ids, dt, n, D);\n"
+                 "int bad = 0;\n"
+                 "for (int i = 0; i < V * D; i++) bad += dt[i] != want[i];\n"
+                 "printf(\"bad %%d\", bad);\n",
+                 D, D, D, D);
+        char *out = host_run_in("examples/llm.tile", "embed_scatter_add__f32", body);
+        cr_expect_str_eq(out, "bad 0", "D = %d", D);
+        free(out);
+    }
+}
+
 /* Every kernel of examples/llm.tile (issue 35's LLM set: each generic
  * kernel's f16, bf16 and f32 instances, every variant, with the sm_90a
  * twins of the GEMMs) compiles in NVRTC; bench.py --family llm and

@@ -709,10 +709,11 @@ def w_llm_flce(T, D, V, C):
 
 def llm_workloads():
     """issue 35's set at LLM sizes (run with --family llm): the fused linear
-    cross-entropy first (the issue's headline, at its size, at Liger's chunk
-    and at a larger one), then the memory-bound kernels."""
+    cross-entropy first (the issue's headline, at its size, at Liger's chunk,
+    at the largest chunk whose peak memory stays under Liger's chunked form
+    (512: 125 MiB of logits) and at 1024), then the memory-bound kernels."""
     T, D, V = 4096, 4096, 128256
-    return [w_llm_flce(T, D, V, 128), w_llm_flce(T, D, V, 1024),
+    return [w_llm_flce(T, D, V, 128), w_llm_flce(T, D, V, 512), w_llm_flce(T, D, V, 1024),
             w_llm_rmsnorm(8192, 4096), w_llm_rmsnorm_bwd(8192, 4096), w_llm_layernorm(8192, 4096),
             w_llm_layernorm_bwd(8192, 4096), w_llm_rope(8192, 32), w_llm_glu("swiglu", 8192, 14336),
             w_llm_glu("geglu", 8192, 14336), w_llm_ce(4096, V), w_llm_embed(8192, V, D), w_llm_embed_bwd(8192, V, D)]

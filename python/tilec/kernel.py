@@ -237,7 +237,12 @@ class Kernel:
         if not h:
             raise TilecError(f"no kernel {name!r} variant {variant} in {module.path}")
         meta = L.tilec_rt_kernel_meta(h)
-        self.kinds: List[int] = [meta.kinds[i] for i in range(meta.nparams)]
+        # the kernel's own parameters: a split-K variant's CUDA kernel has two
+        # more (its slices' workspace and counters), which the program's launch
+        # appends itself (docs/lowering.md "Split-K")
+        decl = L.tilec_module_find_kernel(module._mod, name.encode())
+        n = min(meta.nparams, L.tilec_kernel_param_count(decl)) if decl else meta.nparams
+        self.kinds: List[int] = [meta.kinds[i] for i in range(n)]
         self.threads: int = meta.block_x
         self.shared_bytes: int = meta.dyn_smem_bytes
         self.params: List[Param] = kernel_params(module, name, self.kinds)

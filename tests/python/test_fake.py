@@ -438,6 +438,39 @@ graph lsg(xs: [*f32], ys: [*f32], s: f32, w: f32[N]) -> f32[N] {
             lsg.load(cuda_graph=True)
         self.assertIn("slot 'xs' is a tensor list: a plan with tensor lists runs eagerly", str(cm.exception))
 
+    def test_a_split_k_first_variant_takes_the_declared_arguments(self):
+        # variant 0 split-K: its CUDA kernel has two more parameters (the
+        # slices' workspace and counters, which the program's launch appends);
+        # the Kernel took them for its own, so examples/llm.tile's gemm_nn
+        # called from Python refused its 6 arguments ("gemm_nn() takes 8
+        # arguments (..., arg7: *pointer, arg8: *pointer); got 6")
+        src = """
+kernel skmm(a: *f16, b: *f16, c: *f16, M: i32, N: i32, K: i32)
+    grid (cdiv(M, BM), cdiv(N, BN))
+    hints { BM = 16, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 }
+    variants M { 16: { split_k = 4 }, 4096: {} }
+{
+    let rm = pid(0) * BM + range(BM);
+    let rn = pid(1) * BN + range(BN);
+    let acc = zeros(f32, BM, BN);
+    for k in 0 .. K step BK {
+        let rk = k + range(BK);
+        let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);
+        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);
+        acc = acc + dot(ta, tb);
+    }
+    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);
+}
+"""
+        mod = tilec.Module(source=src)
+        a, b, c = tilec.Buffer((16 * 512,), "f16"), tilec.Buffer((512 * 64,), "f16"), tilec.Buffer((16 * 64,), "f16")
+        for v in (0, 1, None):
+            k = mod.kernel("skmm", v)
+            self.assertEqual(repr(k), "<tilec.Kernel skmm(a: *f16, b: *f16, c: *f16, M: i32, N: i32, K: i32)>")
+            launches = fake_state().launches
+            k(a, b, c, 16, 64, 512)
+            self.assertGreater(fake_state().launches, launches, f"variant {v}")
+
     def test_tensor_lists_are_packed_and_split_into_launches(self):
         # docs/language.md §4.3: a list of 300 tensors runs as three launches
         # of the table's 126 tensors (tilec_rt_list_cap(3, 2)); the fake

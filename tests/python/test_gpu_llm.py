@@ -147,6 +147,72 @@ class LlmKernels(unittest.TestCase):
                     self.close(out, act(g.double()) * u.double(), max(tol, 2e-3) if kind == "geglu" else tol,
                                f"{kind} {name} n={n}")
 
+    def each_variant(self, kernel, count):
+        """Kernel instance `kernel` pinned to each of its `count` variants
+        (the runtime launches whichever it timed fastest, so each must be
+        right), and no variant `count`."""
+        with self.assertRaises(tilec.TilecError, msg=f"{kernel} has more than {count} variants"):
+            self.mod.kernel(kernel, count)
+        return [(v, self.mod.kernel(kernel, v)) for v in range(count)]
+
+    def test_every_tuned_variant(self):
+        """examples/llm.tile's variants of tiles and warps, each pinned, bf16,
+        at ragged sizes: rows shorter than every tile and longer than every
+        tile (9000 columns), a column count no tile divides, n no block
+        divides, fewer heads than the tile."""
+        dt, tol = torch.bfloat16, 1e-2
+        for rows, cols in ((5, 1000), (3, 9000)):
+            x = torch.randn(rows, cols, device="cuda").to(dt)
+            w = (1 + 0.1 * torch.randn(cols, device="cuda")).to(dt)
+            xd = x.double()
+            rs = torch.rsqrt(xd.pow(2).mean(-1) + 1e-6)
+            for v, k in self.each_variant("rmsnorm_fwd__bf16", 6):
+                y, rstd = poisoned(rows, cols, dtype=dt), poisoned(rows, dtype=torch.float32)
+                k(x, w, y, rstd, rows, cols, 1e-6)
+                torch.cuda.synchronize()
+                self.close(rstd, rs, 1e-5, f"rmsnorm_fwd v{v} rstd {rows}x{cols}")
+                self.close(y, w.double() * (xd * rs[:, None]).to(dt).double(), tol, f"rmsnorm_fwd v{v} {rows}x{cols}")
+            rstd = rs.float()
+            dy = torch.randn(rows, cols, device="cuda").to(dt)
+            xa = xd.clone().requires_grad_(True)
+            wa = w.double().clone().requires_grad_(True)
+            gx, gw = torch.autograd.grad(wa * (xa * torch.rsqrt(xa.pow(2).mean(-1, keepdim=True) + 1e-6)), (xa, wa),
+                                         dy.double())
+            rpp = 2
+            g = -(-rows // rpp)
+            for v, k in self.each_variant("rmsnorm_bwd__bf16", 6):
+                dx, dwp = poisoned(rows, cols, dtype=dt), poisoned(g, cols, dtype=torch.float32)
+                k(dy, x, w, rstd, dx, dwp, rows, cols, rpp)
+                torch.cuda.synchronize()
+                self.close(dx, gx, tol, f"rmsnorm_bwd v{v} dx {rows}x{cols}")
+                self.close(dwp.double().sum(0), gw, tol, f"rmsnorm_bwd v{v} dw partials {rows}x{cols}")
+        for prow, cols in ((37, 1000), (300, 4100)):
+            p = torch.randn(prow, cols, device="cuda")
+            for v, k in self.each_variant("col_sum__bf16", 4):
+                out = poisoned(cols, dtype=dt)
+                k(p, out, prow, cols)
+                torch.cuda.synchronize()
+                self.close(out, p.double().sum(0), tol, f"col_sum v{v} {prow}x{cols}")
+        n = 3 * 4096 + 5
+        gt, u = (torch.randn(n, device="cuda") * 3).to(dt), torch.randn(n, device="cuda").to(dt)
+        for kind, act in (("swiglu", F.silu), ("geglu", F.gelu)):
+            for v, k in self.each_variant(f"{kind}__bf16", 4):
+                out = poisoned(n, dtype=dt)
+                k(gt, u, out, n)
+                torch.cuda.synchronize()
+                self.close(out, act(gt.double()) * u.double(), tol, f"{kind} v{v} n={n}")
+        tokens, heads = 5, 7
+        q = torch.randn(tokens, heads, 128, device="cuda").to(dt)
+        ang = torch.rand(tokens, 64, device="cuda") * 6.3
+        cos, sin = ang.cos().to(dt), ang.sin().to(dt)
+        qd, c2, s2 = q.double(), torch.cat([cos, cos], -1).double(), torch.cat([sin, sin], -1).double()
+        want = qd * c2[:, None] + torch.cat([-qd[..., 64:], qd[..., :64]], -1) * s2[:, None]
+        for v, k in self.each_variant("rope__bf16", 3):
+            out = poisoned(tokens, heads, 128, dtype=dt)
+            k(q, cos, sin, out, tokens, heads)
+            torch.cuda.synchronize()
+            self.close(out, want, tol, f"rope v{v} {tokens}x{heads}")
+
     def ce_ref(self, x, tgt, scale):
         xa = x.double().clone().requires_grad_(True)
         loss = F.cross_entropy(xa, tgt.long(), reduction="none")
@@ -175,7 +241,7 @@ class LlmKernels(unittest.TestCase):
 
     def test_embedding_gather_and_scatter_add(self):
         for name, dt, _ in self.each_dtype():
-            for n, V, D in ((13, 100, 4096), (8, 50, 1000)):
+            for n, V, D in ((13, 100, 4096), (8, 50, 1000), (5, 30, 1001)):  # 1001: rows misaligned for 16 bytes
                 table = torch.randn(V, D, device="cuda").to(dt)
                 ids = torch.randint(0, V, (n,), device="cuda", dtype=torch.int32)
                 ids[1] = ids[0]  # a repeat: the scatter-add adds both

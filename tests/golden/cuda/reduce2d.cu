@@ -15,6 +15,29 @@ static __device__ __forceinline__ double tl_min(double a, double b) { return (a 
 template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }
 template <class T> static __device__ __forceinline__ T tl_min(T a, T b) { return a < b ? a : b; }
 
+/* f32 atomic adds of 2 and 4 neighbours at an address aligned to them: one
+ * vector atomic in global memory on sm_90 (RED.E.ADD.F32x4), one each before */
+static __device__ __forceinline__ void tl_atomic_add2(float *p, float a, float b)
+{
+#if __CUDA_ARCH__ >= 900
+    atomicAdd((float2 *)p, make_float2(a, b));
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+#endif
+}
+static __device__ __forceinline__ void tl_atomic_add4(float *p, float a, float b, float c, float d)
+{
+#if __CUDA_ARCH__ >= 900
+    atomicAdd((float4 *)p, make_float4(a, b, c, d));
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+    atomicAdd(p + 2, c);
+    atomicAdd(p + 3, d);
+#endif
+}
+
 /* tensor-core pieces: ldmatrix from shared memory, mma.sync m16n8k16 */
 static __device__ __forceinline__ void tl_ldsm_x4(unsigned r[4], const void *p)
 {
@@ -169,13 +192,26 @@ extern "C" __global__ void __launch_bounds__(128) row_col_sums_v0(float *v_x, fl
         for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
     }
     #pragma unroll
-    for (int tl_c = 0; tl_c < 4; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
         float *tl_p = (v_cs + ((((int)blockIdx.y) * v_BC) + tl_i0));
         const float tl_v0 = tl_t1[tl_j];
         const bool tl_m0 = (((((int)blockIdx.y) * v_BC) + tl_i0) < v_cols);
-        if ((tl_tid & 96) == 0 && tl_m0) atomicAdd(tl_p, tl_v0);
+        const float tl_v1 = tl_t1[tl_j + 1];
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const float tl_v2 = tl_t1[tl_j + 2];
+        const bool tl_m2 = (((((int)blockIdx.y) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const float tl_v3 = tl_t1[tl_j + 3];
+        const bool tl_m3 = (((((int)blockIdx.y) * v_BC) + (tl_i0 + 3)) < v_cols);
+        if ((tl_tid & 96) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            tl_atomic_add4(tl_p, tl_v0, tl_v1, tl_v2, tl_v3);
+        } else {
+            if ((tl_tid & 96) == 0 && tl_m0) atomicAdd(tl_p + 0, tl_v0);
+            if ((tl_tid & 96) == 0 && tl_m1) atomicAdd(tl_p + 1, tl_v1);
+            if ((tl_tid & 96) == 0 && tl_m2) atomicAdd(tl_p + 2, tl_v2);
+            if ((tl_tid & 96) == 0 && tl_m3) atomicAdd(tl_p + 3, tl_v3);
+        }
     }
     // examples/reduce2d.tile:17
     if ((v_cols <= v_BC)) {

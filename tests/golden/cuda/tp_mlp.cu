@@ -17,6 +17,29 @@ static __device__ __forceinline__ double tl_min(double a, double b) { return (a 
 template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }
 template <class T> static __device__ __forceinline__ T tl_min(T a, T b) { return a < b ? a : b; }
 
+/* f32 atomic adds of 2 and 4 neighbours at an address aligned to them: one
+ * vector atomic in global memory on sm_90 (RED.E.ADD.F32x4), one each before */
+static __device__ __forceinline__ void tl_atomic_add2(float *p, float a, float b)
+{
+#if __CUDA_ARCH__ >= 900
+    atomicAdd((float2 *)p, make_float2(a, b));
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+#endif
+}
+static __device__ __forceinline__ void tl_atomic_add4(float *p, float a, float b, float c, float d)
+{
+#if __CUDA_ARCH__ >= 900
+    atomicAdd((float4 *)p, make_float4(a, b, c, d));
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+    atomicAdd(p + 2, c);
+    atomicAdd(p + 3, d);
+#endif
+}
+
 /* tensor-core pieces: ldmatrix from shared memory, mma.sync m16n8k16 */
 static __device__ __forceinline__ void tl_ldsm_x4(unsigned r[4], const void *p)
 {

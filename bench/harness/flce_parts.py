@@ -1,0 +1,99 @@
+"""The fused linear cross-entropy's chunk, kernel by kernel (issue 35): each
+launch of one chunk of examples/llm.tile's graph flce_bf16 (gemm_nt, then
+ce_fwd_bwd, gemm_nn, transpose, gemm_dw) timed alone, beside the same step
+in torch (cuBLAS for the three products), at the issue's size (T 4096,
+D 4096, V 128256, bf16) and chunks of C tokens. The method is bench.py's
+(a 512 MiB flush before each call, CUDA events, the median); the chunk's
+time times T / C is what the graph spends on that step.
+
+    python3 bench/harness/flce_parts.py --out parts.jsonl [--chunk 1024 ...]"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch  # noqa: E402
+
+import tilec  # noqa: E402
+
+
+def timed(fn, flush, reps=20):
+    """Median device ms of fn() after a flush, over reps calls."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(reps):
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ms.append(s.elapsed_time(e))
+    return statistics.median(ms)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--chunk", type=int, action="append")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("SKIP: flce_parts: no CUDA device")
+        return 0
+    T, D, V = 4096, 4096, 128256
+    m = tilec.load(os.path.join(ROOT, "examples", "llm.tile"))
+    flush = torch.empty(512 << 18, dtype=torch.int32, device="cuda")
+    h = (torch.randn(T, D, device="cuda") * 0.5).to(torch.bfloat16)
+    w = (torch.randn(V, D, device="cuda") * 0.02).to(torch.bfloat16)
+    tgt = torch.randint(0, V, (T,), device="cuda", dtype=torch.int32)
+    dw = torch.zeros(V, D, device="cuda", dtype=torch.bfloat16)
+    loss = torch.empty(T, device="cuda")
+    dh = torch.empty(T, D, device="cuda", dtype=torch.bfloat16)
+    out = open(args.out, "a")
+    for C in args.chunk or [1024, 512]:
+        hc, tc, lc, dhc = h[:C], tgt[:C], loss[:C], dh[:C]
+        logits = torch.empty(C, V, device="cuda", dtype=torch.bfloat16)
+        hct = torch.empty(D, C, device="cuda", dtype=torch.bfloat16)
+        m.gemm_nt(hc, w, logits, C, V, D)
+        g = logits.clone()
+        m.ce_fwd_bwd(g, tc, lc, g, C, V, 1.0 / T)
+        steps = [
+            ("gemm_nt logits = h_c @ W^T", lambda: m.gemm_nt(hc, w, logits, C, V, D),
+             lambda: torch.matmul(hc, w.t(), out=logits), 2.0 * C * V * D),
+            ("ce_fwd_bwd (in place)", lambda: m.ce_fwd_bwd(logits, tc, lc, logits, C, V, 1.0 / T), None, 0.0),
+            ("gemm_nn dH_c = G @ W", lambda: m.gemm_nn(g, w, dhc, C, D, V),
+             lambda: torch.matmul(g, w, out=dhc), 2.0 * C * V * D),
+            ("transpose h_c", lambda: m.transpose(hc, hct, C, D), None, 0.0),
+            ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(hct, g, dw, D, V, C, 1),
+             lambda: torch.addmm(dw, g.t(), hc, out=dw), 2.0 * C * V * D),
+        ]
+        total = {"tilec": 0.0, "torch": 0.0}
+        print(f"== chunk C = {C} ({T // C} chunks)", flush=True)
+        for name, tf, rf, flops in steps:
+            rec = {"kind": "flce_part", "C": C, "step": name, "tilec_ms": timed(tf, flush)}
+            if rf:
+                rec["torch_ms"] = timed(rf, flush)
+            if flops:
+                rec["tilec_tflops"] = flops / rec["tilec_ms"] / 1e9
+                rec["torch_tflops"] = flops / rec["torch_ms"] / 1e9
+            total["tilec"] += rec["tilec_ms"]
+            total["torch"] += rec.get("torch_ms", rec["tilec_ms"])
+            out.write(json.dumps(rec) + "\n")
+            tt = f"  torch {rec['torch_ms']:8.3f} ms" if rf else ""
+            tfl = f"  ({rec['tilec_tflops']:.0f} vs {rec['torch_tflops']:.0f} TFLOP/s)" if flops else ""
+            print(f"  {name:30s} tilec {rec['tilec_ms']:8.3f} ms{tt}{tfl}", flush=True)
+        print(f"  a chunk: tilec {total['tilec']:.3f} ms, with torch's products {total['torch']:.3f} ms; "
+              f"x {T // C} chunks: {total['tilec'] * T / C:.2f} / {total['torch'] * T / C:.2f} ms", flush=True)
+        out.write(json.dumps({"kind": "flce_chunk", "C": C, "tilec_ms": total["tilec"], "torch_products_ms": total["torch"],
+                              "chunks": T // C}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
