@@ -32,7 +32,9 @@ tables. Usage (from the repository root, on the GPU machine):
   python3 bench/harness/bench.py --family forms --out forms.jsonl --no-compile
           issue 29's equivalent forms of the f16 GEMM (tests/forms) at 4096,
           each against torch.matmul, then one table (form, time, cuBLAS,
-          ratio, ratio to the reference form); not part of a plain run
+          ratio, ratio to the reference form); not part of a plain run;
+          TILEC_FORM_SIZES=2048,4096,8192 runs every form at each size,
+          each compared with the reference form at its own size
 
   python3 bench/harness/bench.py --family matmul --family handtuned --out tuned.jsonl --no-compile
           issue 31: the benchmark's f16 and bf16 GEMMs (bench/harness/gemm.tile:
@@ -797,14 +799,28 @@ def w_form(path, s):
         peak=TF_PEAK_F16)
 
 
-def form_workloads(s=4096):
+def form_sizes():
+    """The sizes the forms run at: 4096, or TILEC_FORM_SIZES (e.g. "2048,4096,8192": every form at
+    each, each compared with the reference form at its own size)."""
+    v = os.environ.get("TILEC_FORM_SIZES", "").strip()
+    if not v:
+        return [4096]
+    sizes = [int(x) for x in v.split(",") if x.strip()]
+    if not sizes or any(x <= 0 for x in sizes):
+        raise SystemExit(f"bench.py: TILEC_FORM_SIZES must be a list of positive sizes, got {v!r}")
+    return sizes
+
+
+def form_workloads(size=None):
+    """Every form of tests/forms at `size`, or at form_sizes()."""
     d = os.path.join(ROOT, FORMS_DIR)
     names = sorted(f for f in os.listdir(d) if f.endswith(".tile")) if os.path.isdir(d) else []
     # the reference first: the table compares every form with it
     names.sort(key=lambda f: f != "ref.tile")
-    w = [w_form(f"{FORMS_DIR}/{f}", s) for f in names]
+    sizes = [size] if size else form_sizes()
+    w = [w_form(f"{FORMS_DIR}/{f}", s) for s in sizes for f in names]
     # A given MN-major (issue 29 item 2: dW = G^T @ X) at 8192 too: `--only "form at"` runs every A^T form
-    return w + [w_form(f"{FORMS_DIR}/{f}", 8192) for f in names if f.startswith("at")]
+    return w + ([w_form(f"{FORMS_DIR}/{f}", 8192) for f in names if f.startswith("at")] if 8192 not in sizes else [])
 
 
 def forms_table(records):
@@ -815,16 +831,17 @@ def forms_table(records):
         if r.get("kind") == "device" and r.get("family") == "forms" and "median_ms" in r:
             by.setdefault(r["workload"], {})[r["side"]] = r["median_ms"]
     checks = {r["workload"]: r for r in records if r.get("kind") == "check"}
-    ref = next((w for w in by if w.startswith("form ref ")), None)
-    ref_ms = by.get(ref, {}).get("tilec C")
+    # the reference form at each size; the first size the reference ran at names forms without a size
+    refs = {w.split()[2]: by[w].get("tilec C") for w in by if w.startswith("form ref ")}
+    ref = min((w for w in by if w.startswith("form ref ")), key=lambda w: int(w.split()[2]), default=None)
     ref_size = ref.split()[2] if ref else None
     lines = ["| form | what | tilec C (ms) | cuBLAS (ms) | vs cuBLAS | vs ref |", "| --- | --- | ---: | ---: | ---: | ---: |"]
     for w in sorted(set(by) | {k for k in checks if k.startswith("form ")},
-                    key=lambda w: (w != ref, int(w.split()[2]), w)):
+                    key=lambda w: (int(w.split()[2]), not w.startswith("form ref "), w)):
         t, cb = by.get(w, {}).get("tilec C"), by.get(w, {}).get("cuBLAS (torch.matmul)")
         stem, size = w.split()[1], w.split()[2]
         what = form_info(f"{FORMS_DIR}/{stem}.tile")["form"]
-        if size != ref_size:  # another size (the A^T forms at 8192): named with it, not compared with the reference
+        if size != ref_size:  # another size: named with it, compared with the reference at that size
             stem = f"{stem} {size}"
         if t is None:
             c = checks.get(w, {})
@@ -832,7 +849,8 @@ def forms_table(records):
                          f"{cb if cb is None else f'{cb:.3f}'} | | |")
             continue
         vs_cb = f"{cb / t:.2f}x" if cb else ""
-        vs_ref = f"{ref_ms / t:.2f}x" if ref_ms and size == ref_size else ""
+        ref_ms = refs.get(size)
+        vs_ref = f"{ref_ms / t:.2f}x" if ref_ms else ""
         lines.append(f"| {stem} | {what} | {t:.3f} | {cb:.3f} | {vs_cb} | {vs_ref} |" if cb else
                      f"| {stem} | {what} | {t:.3f} | | | {vs_ref} |")
     return "\n".join(lines)

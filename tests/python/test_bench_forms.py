@@ -99,5 +99,34 @@ class FormsFamilyTests(unittest.TestCase):
         self.assertTrue(t[4].startswith("| at 8192 |") and t[4].endswith("| 1.00x |  |"), t[4])
 
 
+    def test_every_size_compares_with_its_own_reference(self):
+        """TILEC_FORM_SIZES runs every form at each size, and each row is compared with the reference
+        form at its own size."""
+        old = os.environ.get("TILEC_FORM_SIZES")
+        os.environ["TILEC_FORM_SIZES"] = "2048,8192"
+        try:
+            ws = self.bench.form_workloads()
+        finally:
+            if old is None:
+                del os.environ["TILEC_FORM_SIZES"]
+            else:
+                os.environ["TILEC_FORM_SIZES"] = old
+        names = [w.name for w in ws]
+        self.assertEqual(names[0], "form ref 2048")
+        self.assertIn("form ref 8192", names)
+        self.assertEqual(len([n for n in names if n.endswith(" 8192")]), len([n for n in names if n.endswith(" 2048")]))
+        dev = lambda w, side, ms: {"kind": "device", "family": "forms", "workload": w, "side": side,  # noqa: E731
+                                   "median_ms": ms}
+        cb = "cuBLAS (torch.matmul)"
+        recs = [dev("form ref 2048", "tilec C", 0.05), dev("form ref 2048", cb, 0.05),
+                dev("form bk32 2048", "tilec C", 0.1), dev("form bk32 2048", cb, 0.05),
+                dev("form ref 8192", "tilec C", 1.6), dev("form ref 8192", cb, 1.6),
+                dev("form bk32 8192", "tilec C", 2.0), dev("form bk32 8192", cb, 1.6)]
+        t = self.bench.forms_table(recs).splitlines()
+        self.assertTrue(t[2].startswith("| ref |"), t[2])
+        self.assertTrue(t[3].startswith("| bk32 |") and t[3].endswith("| 0.50x | 0.50x |"), t[3])
+        self.assertTrue(t[4].startswith("| ref 8192 |") and t[4].endswith("| 1.00x | 1.00x |"), t[4])
+        self.assertTrue(t[5].startswith("| bk32 8192 |") and t[5].endswith("| 0.80x | 0.80x |"), t[5])
+
 if __name__ == "__main__":
     unittest.main()
