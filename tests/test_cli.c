@@ -493,6 +493,46 @@ Test(cli, cache_stats_reports_the_redis_tier, .timeout = 60)
     cr_expect_eq(system(args), 0);
 }
 
+/* `tilec tune` on a terminal (script(1) gives it one): a progress bar on
+ * standard error, redrawn per kernel and --sizes set, ending at N/N with a
+ * newline, and no per-set lines (issue 31, item 3). */
+Test(cli, tune_shows_a_progress_bar_on_a_terminal, .timeout = 120)
+{
+    if (system("command -v script >/dev/null 2>&1"))
+        cr_skip_test("no script(1) to give tilec tune a terminal");
+    char dir[] = "/tmp/tilec_tunebar_XXXXXX", cmd[2048], path[256], fake[512];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/mk.tile", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(MK_TILE, f);
+    fclose(f);
+    snprintf(fake, sizeof fake, "%s", TILEC_BIN);
+    char *slash = strrchr(fake, '/');
+    cr_assert(slash);
+    snprintf(slash, sizeof fake - (size_t)(slash - fake), "/../tests/libfakecuda.so");
+    unsetenv("TILEC_CACHE_REDIS");
+    snprintf(cmd, sizeof cmd,
+             "TILEC_CUDA_DRIVER=%s script -qec '%s tune %s --sizes n=1000 --sizes n=50 --dir %s/c' /dev/null 2>&1",
+             fake, TILEC_BIN, path, dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    membuf mb = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+        membuf_write(&mb, buf, n);
+    int st = pclose(p);
+    const char *out = mb.s ? mb.s : "";
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+    cr_expect(strstr(out, "\r\033[Ktilec tune [###############               ] 1/2 mk n=1000"), "%s", out);
+    cr_expect(strstr(out, "\r\033[Ktilec tune [##############################] 2/2 mk n=50\r\n"), "%s", out);
+    cr_expect_null(strstr(out, "(timed, stored)"), "no per-set lines on a terminal: %s", out);
+    free(mb.s);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
 /* `tilec tune`: without a GPU one line and exit 1, nothing written; on the
  * fake driver each kernel with variants is timed once per --sizes set and
  * stored, and a second run (another process) times nothing; a kernel
