@@ -961,17 +961,31 @@ def workloads():
     return w
 
 
-def rows_tuned_table(records):
-    """issue 31: each hint-less row kernel (bench/harness/rows_tuned.tile)
-    against the best hand-tuned form of the same shape (the one-row and the
-    multi-row kernels of examples/, each a multi-kernel of its own) and
-    torch.compile: one markdown table of tilec C medians."""
+def _medians(records):
+    """Per workload its sides' medians (ms), and the variant its tilec C side launched."""
     by, variant = {}, {}
     for r in records:
         if r.get("kind") == "device" and "median_ms" in r:
             by.setdefault(r["workload"], {})[r["side"]] = r["median_ms"]
             if r["side"] == "tilec C":
                 variant[r["workload"]] = r.get("variant")
+    return by, variant
+
+
+def _ms(x):
+    return f"{x:.4f}" if x else ""
+
+
+def _ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else ""
+
+
+def rows_tuned_table(records):
+    """issue 31: each hint-less row kernel (bench/harness/rows_tuned.tile)
+    against the best hand-tuned form of the same shape (the one-row and the
+    multi-row kernels of examples/, each a multi-kernel of its own) and
+    torch.compile: one markdown table of tilec C medians."""
+    by, variant = _medians(records)
     lines = ["| shape | hand-tuned (ms) | which | tuned (ms) | its variant | torch.compile (ms) | tuned vs hand-tuned "
              "| tuned vs torch.compile |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for w in [w for w in by if w.endswith(" tuned")]:
@@ -981,14 +995,8 @@ def rows_tuned_table(records):
         hands = [h for h in hands if h[0]]
         hand = min(hands) if hands else (None, "")
         tc = by[w].get("torch.compile")
-
-        def f(x):
-            return f"{x:.4f}" if x else ""
-
-        def ratio(a, b):
-            return f"{a / b:.2f}x" if a and b else ""
-        lines.append(f"| {op} {shape} | {f(hand[0])} | {hand[1]} | {f(t)} | {variant.get(w, '')} | {f(tc)} | "
-                     f"{ratio(hand[0], t)} | {ratio(tc, t)} |")
+        lines.append(f"| {op} {shape} | {_ms(hand[0])} | {hand[1]} | {_ms(t)} | {variant.get(w, '')} | {_ms(tc)} | "
+                     f"{_ratio(hand[0], t)} | {_ratio(tc, t)} |")
     return "\n".join(lines)
 
 
@@ -997,25 +1005,14 @@ def gemm_tuned_table(records):
     (bench/harness/gemm.tile) against its hand-tuned form
     (tests/gemm_variants.tile, the workload NAME + " hand-tuned") and cuBLAS:
     one markdown table of tilec C medians, the variant each launched."""
-    by, variant = {}, {}
-    for r in records:
-        if r.get("kind") == "device" and "median_ms" in r:
-            by.setdefault(r["workload"], {})[r["side"]] = r["median_ms"]
-            if r["side"] == "tilec C":
-                variant[r["workload"]] = r.get("variant")
+    by, variant = _medians(records)
     lines = ["| shape | hint-less (ms) | its variant | hand-tuned (ms) | its variant | hint-less vs hand-tuned "
              "| cuBLAS (ms) | hint-less vs cuBLAS |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for w in [w for w in by if f"{w} hand-tuned" in by]:
         t, h = by[w].get("tilec C"), by[f"{w} hand-tuned"].get("tilec C")
         cb = next((v for k, v in by[w].items() if k.startswith("cuBLAS")), None)
-
-        def f(x):
-            return f"{x:.4f}" if x else ""
-
-        def ratio(a, b):
-            return f"{a / b:.2f}x" if a and b else ""
-        lines.append(f"| {w} | {f(t)} | {variant.get(w, '')} | {f(h)} | {variant.get(w + ' hand-tuned', '')} | "
-                     f"{ratio(h, t)} | {f(cb)} | {ratio(cb, t)} |")
+        lines.append(f"| {w} | {_ms(t)} | {variant.get(w, '')} | {_ms(h)} | {variant.get(w + ' hand-tuned', '')} | "
+                     f"{_ratio(h, t)} | {_ms(cb)} | {_ratio(cb, t)} |")
     return "\n".join(lines)
 
 
