@@ -15,10 +15,9 @@
 #endif
 
 /* Run the command line through sh; returns the exit status, output in *out. */
-static int run(const char *args, char **out)
+/* A shell command's exit status, *out its output. */
+static int run_shell(const char *cmd, char **out)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TILEC_BIN, args);
     FILE *p = popen(cmd, "r");
     cr_assert(p);
     membuf mb = {0};
@@ -32,6 +31,14 @@ static int run(const char *args, char **out)
     else
         free(mb.s);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* tilec ARGS: its exit status, *out its standard output and error. */
+static int run(const char *args, char **out)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TILEC_BIN, args);
+    return run_shell(cmd, out);
 }
 
 Test(cli, help_and_version)
@@ -515,20 +522,12 @@ Test(cli, tune_shows_a_progress_bar_on_a_terminal, .timeout = 120)
     snprintf(cmd, sizeof cmd,
              "TILEC_CUDA_DRIVER=%s script -qec '%s tune %s --sizes n=1000 --sizes n=50 --dir %s/c' /dev/null 2>&1",
              fake, TILEC_BIN, path, dir);
-    FILE *p = popen(cmd, "r");
-    cr_assert(p);
-    membuf mb = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-        membuf_write(&mb, buf, n);
-    int st = pclose(p);
-    const char *out = mb.s ? mb.s : "";
-    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+    char *out;
+    cr_expect_eq(run_shell(cmd, &out), 0, "%s", out);
     cr_expect(strstr(out, "\r\033[Ktilec tune [###############               ] 1/2 mk n=1000"), "%s", out);
     cr_expect(strstr(out, "\r\033[Ktilec tune [##############################] 2/2 mk n=50\r\n"), "%s", out);
     cr_expect_null(strstr(out, "(timed, stored)"), "no per-set lines on a terminal: %s", out);
-    free(mb.s);
+    free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
 }
