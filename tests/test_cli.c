@@ -500,6 +500,16 @@ Test(cli, cache_stats_reports_the_redis_tier, .timeout = 60)
     cr_expect_eq(system(args), 0);
 }
 
+/* MK_TILE written as DIR/mk.tile, its path in path. */
+static void write_mk_tile(const char *dir, char *path, size_t size)
+{
+    snprintf(path, size, "%s/mk.tile", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(MK_TILE, f);
+    fclose(f);
+}
+
 /* `tilec tune` on a terminal (script(1) gives it one): a progress bar on
  * standard error, redrawn per kernel and --sizes set, ending at N/N with a
  * newline, and no per-set lines (issue 31, item 3). */
@@ -509,11 +519,7 @@ Test(cli, tune_shows_a_progress_bar_on_a_terminal, .timeout = 120)
         cr_skip_test("no script(1) to give tilec tune a terminal");
     char dir[] = "/tmp/tilec_tunebar_XXXXXX", cmd[2048], path[256], fake[512];
     cr_assert(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/mk.tile", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fputs(MK_TILE, f);
-    fclose(f);
+    write_mk_tile(dir, path, sizeof path);
     snprintf(fake, sizeof fake, "%s", TILEC_BIN);
     char *slash = strrchr(fake, '/');
     cr_assert(slash);
@@ -540,11 +546,7 @@ Test(cli, tune_times_ahead_of_time, .timeout = 120)
 {
     char dir[] = "/tmp/tilec_tune_XXXXXX", args[1024], path[256], *out;
     cr_assert(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/mk.tile", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fputs(MK_TILE, f);
-    fclose(f);
+    write_mk_tile(dir, path, sizeof path);
     unsetenv("TILEC_CACHE_REDIS");
     setenv("TILEC_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
     snprintf(args, sizeof args, "tune %s --sizes n=1000 --dir %s/c", path, dir);
