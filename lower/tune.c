@@ -371,7 +371,7 @@ static double estimate_rows(const tilec_kernel *k, const cand_info *info, const 
 }
 
 static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const cand_info *info, int v,
-                       const int64_t *args, const tilec_stmt *loop, const row_shape *rs)
+                       const int64_t *args, const tilec_stmt *loop, const row_shape *rs, const int *role)
 {
     uint32_t grid[3] = {1, 1, 1};
     if (tilec_kernel_grid(k, v, args, grid) != TILEC_OK)
@@ -396,7 +396,13 @@ static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const ca
      * under split_k), else the dot's own K */
     double kdepth = len ? (double)len / info->split : (double)c->dot_k;
     double flops = 2.0 * (double)c->dot_m * (double)c->dot_n * kdepth;
-    double bytes = ((double)c->dot_m + (double)c->dot_n) * kdepth * esize + (double)c->dot_m * c->dot_n * 4;
+    /* a tile past M (N) moves no rows (columns): the loads are masked */
+    double m = (double)c->dot_m, n = (double)c->dot_n;
+    if (role[0] >= 0)
+        m = fmin(m, (double)args[role[0]]);
+    if (role[1] >= 0)
+        n = fmin(n, (double)args[role[1]]);
+    double bytes = (m + n) * kdepth * esize + m * n * 4;
     double peak = info->path == P_WGMMA ? T_PEAK_WGMMA : info->path == P_MMA ? T_PEAK_MMA : T_PEAK_FMA;
     if (c->dot_dtype == TILEC_DT_F32 && info->path != P_FMA)
         peak /= 2; /* tf32 */
@@ -415,8 +421,10 @@ static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const ca
  * kernel's rows of 128, 512, 1024, 4096 and 16384 elements, 2^24 elements
  * in all (the grid's parameter the rows, its other integer parameters the
  * row length); an elementwise kernel with one integer parameter at 2^16,
- * 2^20 and 2^24; any other every integer parameter at 1024, 4096, 8192
- * (square). args[c * 64 + i] is parameter i in class c. */
+ * 2^20 and 2^24; a dot kernel whose parameters M, N, K (and a batch) are
+ * known by their roles (dot_roles) the products of dot_shapes; any other
+ * every integer parameter at 1024, 4096, 8192 (square). args[c * 64 + i]
+ * is parameter i in class c. */
 typedef struct classes {
     uint32_t n;
     bool square;
@@ -424,26 +432,78 @@ typedef struct classes {
     char label[TILEC_MAX_TUNE_CLASSES][96];
 } classes;
 
-/* A class of its kind: every integer parameter `size`, the row parameter
- * (when rows >= 0) `rows`; its label names them. */
-static void kind_class(const tilec_kernel *k, classes *cl, uint32_t c, int rows_param, int64_t rows, int64_t size)
+/* Class c's label: every integer parameter NAME=value. */
+static void label_class(const tilec_kernel *k, classes *cl, uint32_t c)
 {
-    int64_t *a = &cl->args[c * 64];
+    const int64_t *a = &cl->args[c * 64];
     int at = 0;
     cl->label[c][0] = 0;
-    for (uint32_t p = 0; p < 64; p++)
-        a[p] = (int)p == rows_param ? rows : size;
     for (uint32_t p = 0; p < k->nparams && p < 64 && at < (int)sizeof cl->label[c]; p++)
         if (is_int_param(&k->params[p]))
             at += snprintf(cl->label[c] + at, sizeof cl->label[c] - (size_t)at, "%s%s=%lld", at ? " " : "",
                            k->params[p].name, (long long)a[p]);
 }
 
-static void make_classes(const tilec_kernel *k, const row_shape *rs, classes *cl)
+/* A class of its kind: every integer parameter `size`, the row parameter
+ * (when rows >= 0) `rows`; its label names them. */
+static void kind_class(const tilec_kernel *k, classes *cl, uint32_t c, int rows_param, int64_t rows, int64_t size)
+{
+    int64_t *a = &cl->args[c * 64];
+    for (uint32_t p = 0; p < 64; p++)
+        a[p] = (int)p == rows_param ? rows : size;
+    label_class(k, cl, c);
+}
+
+/* The integer parameter an expression uses (the first in the parameter
+ * list) other than those in `not` (n of them), or -1. */
+static int param_used(const tilec_kernel *k, const tilec_expr *e, const int *not, int n)
+{
+    for (uint32_t p = 0; e && p < k->nparams && p < 64; p++) {
+        int taken = 0;
+        for (int i = 0; i < n; i++)
+            taken |= not[i] == (int)p;
+        if (!taken && is_int_param(&k->params[p]) && chk_tune_expr_uses(e, NULL, k->params[p].name))
+            return (int)p;
+    }
+    return -1;
+}
+
+/* A dot kernel's roles: K the parameter of its dot loop's bound, M the
+ * grid's first axis's, N its second's, a batch its third's (-1 when there
+ * is none); 0 when M, N or K is not found. */
+static int dot_roles(const tilec_kernel *k, const tilec_stmt *loop, int role[4])
+{
+    role[0] = role[1] = role[2] = role[3] = -1;
+    if (!loop || k->ngrid < 2)
+        return 0;
+    role[2] = param_used(k, loop->hi, NULL, 0);
+    role[0] = role[2] >= 0 ? param_used(k, k->grid[0], &role[2], 1) : -1;
+    int not[2] = {role[2], role[0]};
+    role[1] = role[0] >= 0 ? param_used(k, k->grid[1], not, 2) : -1;
+    if (k->ngrid >= 3 && role[1] >= 0) {
+        int not3[3] = {role[2], role[0], role[1]};
+        role[3] = param_used(k, k->grid[2], not3, 3);
+    }
+    return role[0] >= 0 && role[1] >= 0 && role[2] >= 0;
+}
+
+/* A dot kernel's classes (M, N, K, batch; docs/tuning.md "The cost
+ * model"): square products, skinny M (decode), tall and wide products,
+ * (a narrow or a short output), and, with a batch parameter, a batched
+ * product of square matrices; the batch is 1 in the others. */
+static const int64_t dot_shapes[][4] = {
+    {1024, 1024, 1024, 1}, {4096, 4096, 4096, 1}, {8192, 8192, 8192, 1}, /* square */
+    {16, 8192, 8192, 1},   {64, 8192, 8192, 1},                          /* skinny M */
+    {8192, 256, 8192, 1},  {256, 8192, 8192, 1},                         /* tall, wide */
+    {1024, 1024, 1024, 16},                                              /* batched */
+};
+
+static void make_classes(const tilec_kernel *k, const row_shape *rs, const tilec_stmt *loop, classes *cl)
 {
     static const int64_t square[] = {1024, 4096, 8192}, lens[] = {128, 512, 1024, 4096, 16384},
                          sizes[] = {1 << 16, 1 << 20, 1 << 24};
     uint32_t nint = 0;
+    int role[4];
     for (uint32_t p = 0; p < k->nparams; p++)
         nint += is_int_param(&k->params[p]);
     cl->square = false;
@@ -457,6 +517,21 @@ static void make_classes(const tilec_kernel *k, const row_shape *rs, classes *cl
         cl->n = sizeof sizes / sizeof sizes[0];
         for (uint32_t c = 0; c < cl->n; c++)
             kind_class(k, cl, c, -1, 0, sizes[c]);
+        return;
+    }
+    if (!k->ntune_for && dot_roles(k, loop, role)) {
+        cl->n = 0;
+        for (uint32_t s = 0; s < sizeof dot_shapes / sizeof dot_shapes[0]; s++) {
+            if (dot_shapes[s][3] > 1 && role[3] < 0)
+                continue;
+            int64_t *a = &cl->args[cl->n * 64];
+            for (uint32_t p = 0; p < 64; p++)
+                a[p] = 4096;
+            for (int r = 0; r < 4; r++)
+                if (role[r] >= 0)
+                    a[role[r]] = dot_shapes[s][r];
+            label_class(k, cl, cl->n++);
+        }
         return;
     }
     cl->n = 1;
@@ -575,14 +650,16 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
         st = TILEC_ERR_NOMEM;
         goto out;
     }
-    make_classes(k, &rs, cls);
+    make_classes(k, &rs, loop, cls);
+    int role[4];
+    dot_roles(k, loop, role);
     for (uint32_t cl = 0; cl < cls->n; cl++) {
         uint32_t ne = 0;
         for (uint32_t v = 0; v < n; v++) {
             tilec_tune_cand *c = &k->tune_cands[cand_of[v]];
             if (c->why)
                 continue;
-            c->est[cl] = estimate(k, c, &info[v], (int)v, &cls->args[cl * 64], loop, &rs);
+            c->est[cl] = estimate(k, c, &info[v], (int)v, &cls->args[cl * 64], loop, &rs, role);
             ents[ne++] = (rank_ent){c->est[cl], v};
         }
         qsort(ents, ne, sizeof *ents, by_est);

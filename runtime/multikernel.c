@@ -67,13 +67,59 @@ static int int_kind(tilec_rt_param_kind kd)
            kd == TILEC_RT_PARAM_U64;
 }
 
-/* " shape (16, 8192, 8192)": the shape key's scalars, for the log. */
-static void log_shape(const char *kernel, const int64_t *key, uint32_t nkey)
+/* "tilec CHANNEL: KERNEL shape (16, 8192, 8192)": the shape key's
+ * scalars, for the log. */
+static void log_shape(const char *channel, const char *kernel, const int64_t *key, uint32_t nkey)
 {
-    fprintf(stderr, "tilec multi_kernel: %s shape (", kernel);
+    fprintf(stderr, "tilec %s: %s shape (", channel, kernel);
     for (uint32_t i = 0; i < nkey; i++)
         fprintf(stderr, "%s%lld", i ? ", " : "", (long long)key[i]);
     fprintf(stderr, ")");
+}
+
+/* How a shape's variant was had, for the log. */
+typedef enum { MK_TIMED, MK_STORED, MK_UNTIMED, MK_AHEAD } mk_how;
+
+/* One choice on the channels that report it: multi_kernel (the variant
+ * and each time) and tune (docs/tuning.md: the variants timed, each time,
+ * and the winner). ms: nv times when timed (-1: it did not launch). */
+static void log_choice(const char *kernel, const int64_t *key, uint32_t nkey, int v, mk_how how, const char *from,
+                       const double *ms, uint32_t nv)
+{
+    char why[160] = "";
+    if (how == MK_STORED)
+        snprintf(why, sizeof why, "choice from cache (%s), not timed", from ? from : "disk");
+    else if (how == MK_UNTIMED)
+        snprintf(why, sizeof why, "not timed: no memory for scratch copies of its outputs");
+    else if (how == MK_AHEAD)
+        snprintf(why, sizeof why, "chosen ahead of time, not timed");
+    if (tilec_log_enabled("multi_kernel")) {
+        log_shape("multi_kernel", kernel, key, nkey);
+        fprintf(stderr, ": variant %d", v);
+        if (how == MK_TIMED) {
+            fprintf(stderr, " of");
+            for (uint32_t i = 0; i < nv; i++)
+                fprintf(stderr, " %.4f", ms[i]);
+            fprintf(stderr, " ms\n");
+        } else {
+            fprintf(stderr, " (%s)\n", why);
+        }
+    }
+    if (tilec_log_enabled("tune")) {
+        log_shape("tune", kernel, key, nkey);
+        if (how == MK_TIMED) {
+            fprintf(stderr, ": timed %u variants (", nv);
+            for (uint32_t i = 0; i < nv; i++) {
+                if (ms[i] < 0)
+                    fprintf(stderr, "%s%u: did not launch", i ? ", " : "", i);
+                else
+                    fprintf(stderr, "%s%u: %.4f ms", i ? ", " : "", i, ms[i]);
+            }
+            fprintf(stderr, "); winner variant %d\n", v);
+        } else {
+            fprintf(stderr, ": winner variant %d (%s)\n", v, why);
+        }
+    }
 }
 
 tilec_rt_status tilec_program_use_choices(tilec_program *p, const tilec_aot_choice *cs, uint32_t n)
@@ -280,10 +326,8 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                 c->ahead = 2;
         }
         pthread_mutex_unlock(&p->mk_mu);
-        if (ahead && tilec_log_enabled("multi_kernel")) {
-            log_shape(name, probe.key + 1, nkey - 1);
-            fprintf(stderr, ": variant %d (chosen ahead of time, not timed)\n", v);
-        }
+        if (ahead)
+            log_choice(name, probe.key + 1, nkey - 1, v, MK_AHEAD, NULL, NULL, 0);
         if (!c) {
             /* A new shape: one thread times it while the others wait, then
              * they find its choice (timing at once would also skew it). */
@@ -323,23 +367,10 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                 atomic_fetch_add(&p->mk_timed, 1);
             else if (!untimed)
                 atomic_fetch_add(&p->mk_stored, 1);
-            if (tilec_log_enabled("multi_kernel")) {
-                if (refused[0])
-                    fprintf(stderr, "tilec multi_kernel: refused the stored choice %s; timing again\n", refused);
-                log_shape(name, probe.key + 1, nkey - 1);
-                fprintf(stderr, ": variant %d", v);
-                if (timed) {
-                    fprintf(stderr, " of");
-                    for (uint32_t i = 0; i < nv; i++)
-                        fprintf(stderr, " %.4f", ms[i]);
-                    fprintf(stderr, " ms\n");
-                } else {
-                    if (untimed)
-                        fprintf(stderr, " (not timed: no memory for scratch copies of its outputs)\n");
-                    else
-                        fprintf(stderr, " (choice from cache (%s), not timed)\n", from ? from : "disk");
-                }
-            }
+            if (refused[0] && tilec_log_enabled("multi_kernel"))
+                fprintf(stderr, "tilec multi_kernel: refused the stored choice %s; timing again\n", refused);
+            log_choice(name, probe.key + 1, nkey - 1, v, timed ? MK_TIMED : untimed ? MK_UNTIMED : MK_STORED, from,
+                       ms, nv);
             if (timed && stored)
                 choice_put(&p->mk_store, hash, v);
             c = calloc(1, sizeof *c);

@@ -15,10 +15,9 @@
 #endif
 
 /* Run the command line through sh; returns the exit status, output in *out. */
-static int run(const char *args, char **out)
+/* A shell command's exit status, *out its output. */
+static int run_shell(const char *cmd, char **out)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TILEC_BIN, args);
     FILE *p = popen(cmd, "r");
     cr_assert(p);
     membuf mb = {0};
@@ -32,6 +31,14 @@ static int run(const char *args, char **out)
     else
         free(mb.s);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* tilec ARGS: its exit status, *out its standard output and error. */
+static int run(const char *args, char **out)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", TILEC_BIN, args);
+    return run_shell(cmd, out);
 }
 
 Test(cli, help_and_version)
@@ -493,6 +500,44 @@ Test(cli, cache_stats_reports_the_redis_tier, .timeout = 60)
     cr_expect_eq(system(args), 0);
 }
 
+/* MK_TILE written as DIR/mk.tile, its path in path. */
+static void write_mk_tile(const char *dir, char *path, size_t size)
+{
+    snprintf(path, size, "%s/mk.tile", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(MK_TILE, f);
+    fclose(f);
+}
+
+/* `tilec tune` on a terminal (script(1) gives it one): a progress bar on
+ * standard error, redrawn per kernel and --sizes set, ending at N/N with a
+ * newline, and no per-set lines (issue 31, item 3). */
+Test(cli, tune_shows_a_progress_bar_on_a_terminal, .timeout = 120)
+{
+    if (system("command -v script >/dev/null 2>&1"))
+        cr_skip_test("no script(1) to give tilec tune a terminal");
+    char dir[] = "/tmp/tilec_tunebar_XXXXXX", cmd[2048], path[256], fake[512];
+    cr_assert(mkdtemp(dir));
+    write_mk_tile(dir, path, sizeof path);
+    snprintf(fake, sizeof fake, "%s", TILEC_BIN);
+    char *slash = strrchr(fake, '/');
+    cr_assert(slash);
+    snprintf(slash, sizeof fake - (size_t)(slash - fake), "/../tests/libfakecuda.so");
+    unsetenv("TILEC_CACHE_REDIS");
+    snprintf(cmd, sizeof cmd,
+             "TILEC_CUDA_DRIVER=%s script -qec '%s tune %s --sizes n=1000 --sizes n=50 --dir %s/c' /dev/null 2>&1",
+             fake, TILEC_BIN, path, dir);
+    char *out;
+    cr_expect_eq(run_shell(cmd, &out), 0, "%s", out);
+    cr_expect(strstr(out, "\r\033[Ktilec tune [###############               ] 1/2 mk n=1000"), "%s", out);
+    cr_expect(strstr(out, "\r\033[Ktilec tune [##############################] 2/2 mk n=50\r\n"), "%s", out);
+    cr_expect_null(strstr(out, "(timed, stored)"), "no per-set lines on a terminal: %s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
 /* `tilec tune`: without a GPU one line and exit 1, nothing written; on the
  * fake driver each kernel with variants is timed once per --sizes set and
  * stored, and a second run (another process) times nothing; a kernel
@@ -501,11 +546,7 @@ Test(cli, tune_times_ahead_of_time, .timeout = 120)
 {
     char dir[] = "/tmp/tilec_tune_XXXXXX", args[1024], path[256], *out;
     cr_assert(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/mk.tile", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fputs(MK_TILE, f);
-    fclose(f);
+    write_mk_tile(dir, path, sizeof path);
     unsetenv("TILEC_CACHE_REDIS");
     setenv("TILEC_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
     snprintf(args, sizeof args, "tune %s --sizes n=1000 --dir %s/c", path, dir);

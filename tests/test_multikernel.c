@@ -623,9 +623,9 @@ Test(multikernel, stored_choice_read_even_when_writing_is_off, .timeout = 300)
     env_free(&e, 1);
 }
 
-/* Standard error into <dir>/stderr.txt with TILEC_LOGS=multi_kernel, until
+/* Standard error into <dir>/stderr.txt with TILEC_LOGS=channels, until
  * log_end, which gives what was written. */
-static int log_begin(void)
+static int log_begin_on(const char *channels)
 {
     char logpath[128];
     snprintf(logpath, sizeof logpath, "%s/stderr.txt", dir);
@@ -635,9 +635,12 @@ static int log_begin(void)
     cr_assert_geq(fd, 0);
     dup2(fd, 2);
     close(fd);
-    setenv("TILEC_LOGS", "multi_kernel", 1);
+    setenv("TILEC_LOGS", channels, 1);
     return saved;
 }
+
+/* TILEC_LOGS=multi_kernel */
+static int log_begin(void) { return log_begin_on("multi_kernel"); }
 
 static const char *log_end(int saved)
 {
@@ -656,13 +659,15 @@ static const char *log_end(int saved)
     return log;
 }
 
-Test(multikernel, log_names_the_choice, .timeout = 300)
+/* With TILEC_LOGS=channels: a first program times shape 1000 (variant 1
+ * the fastest), a second one takes the stored choice; the log. */
+static const char *log_of_a_choice_timed_then_stored(const char *channels)
 {
     env e;
     cr_assert_eq(env_build(&e, NULL), TILEC_OK);
     tilec_rt *rt = e.rt;
     set_ms(3, 1, 2);
-    int saved = log_begin();
+    int saved = log_begin_on(channels);
     int v, v2;
     tilec_rt_status s1 = best(&e, 1000, &v);
     env_free(&e, 0);
@@ -671,10 +676,30 @@ Test(multikernel, log_names_the_choice, .timeout = 300)
     const char *log = log_end(saved);
     cr_assert_eq(s1, TILEC_RT_OK);
     cr_assert_eq(s2, TILEC_RT_OK);
+    env_free(&e, 1);
+    return log;
+}
+
+Test(multikernel, log_names_the_choice, .timeout = 300)
+{
+    const char *log = log_of_a_choice_timed_then_stored("multi_kernel");
     cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 1 of 3.0000 1.0000 2.0000 ms\n"), "%s", log);
     cr_expect(strstr(log, "tilec multi_kernel: mk shape (1000): variant 1 (choice from cache (disk), not timed)\n"),
               "%s", log);
-    env_free(&e, 1);
+}
+
+/* TILEC_LOGS=tune alone names, per shape, the variants timed with their
+ * times and the winner, or where the winner came from untimed (issue 31,
+ * item 4; before, those lines were only on multi_kernel). */
+Test(multikernel, tune_log_names_timed_variants_and_the_winner, .timeout = 300)
+{
+    const char *log = log_of_a_choice_timed_then_stored("tune");
+    cr_expect(strstr(log, "tilec tune: mk shape (1000): timed 3 variants (0: 3.0000 ms, 1: 1.0000 ms, 2: 2.0000 ms); "
+                          "winner variant 1\n"),
+              "%s", log);
+    cr_expect(strstr(log, "tilec tune: mk shape (1000): winner variant 1 (choice from cache (disk), not timed)\n"), "%s",
+              log);
+    cr_expect_null(strstr(log, "tilec multi_kernel:"), "%s", log);
 }
 
 Test(multikernel, bad_arguments, .timeout = 300)

@@ -51,10 +51,36 @@ static char *axes(const tilec_kernel *k)
     return b.s ? b.s : strdup("");
 }
 
+/* The kept of shape class cl of kernel `name`, the best first (rank 1 ..
+ * keep), "BM=64 BN=128 ..." each, one a line. */
+static char *kept_in_class(const tilec_module *m, const char *name, uint32_t cl)
+{
+    const tilec_kernel *k = tilec_module_find_kernel(m, name);
+    cr_assert_not_null(k);
+    uint32_t keep = k->tune_keep ? k->tune_keep : 4;
+    membuf b = {0};
+    for (uint32_t r = 1; r <= keep; r++)
+        for (uint32_t i = 0; i < k->ntune_cands; i++) {
+            const tilec_tune_cand *c = &k->tune_cands[i];
+            if (c->why || c->rank[cl] != r)
+                continue;
+            cr_expect_geq(c->variant, 0, "rank %u of class %u is kept", r, cl);
+            tune_line(&b, k, c->variant);
+            membuf_write(&b, "\n", 1);
+        }
+    return b.s ? b.s : strdup("");
+}
+
 /* The benchmark's f16 product without hints: the default space, 108
  * configurations; the kept are wgmma candidates, stages alone makes none
  * (the twin picks its own depth) and neither does warps (the twin arranges
- * its own warp groups), K tiles of 32 and 64 both take the twin. */
+ * its own warp groups), K tiles of 32 and 64 both take the twin. Its shape
+ * classes are found by the parameters' roles (M, N from the grid, K from
+ * the dot loop; a batch from the grid's third axis): square products keep
+ * the large tiles, skinny M (16, 64) the 64 x 64 tiles that split N over
+ * the machine, a narrow or short output (8192 x 256, 256 x 8192) 64 x 256
+ * and 128 x 128 tiles; before the classes by role there were only the
+ * square ones, and the skinny M = 16 product was timed on their 8. */
 Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
 {
     tilec_ctx *ctx = tilec_ctx_new();
@@ -64,8 +90,12 @@ Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
     cr_expect_eq(k->ntune, 5);
     cr_expect_eq(k->ntune_cands, 108);
     char *got = kept(m, "gemm");
-    cr_expect_str_eq(got, "BM=64 BN=128 BK=32 warps=4 stages=2\n"
+    cr_expect_str_eq(got, "BM=64 BN=64 BK=32 warps=4 stages=2\n"
+                          "BM=64 BN=64 BK=64 warps=4 stages=2\n"
+                          "BM=64 BN=128 BK=32 warps=4 stages=2\n"
                           "BM=64 BN=128 BK=64 warps=4 stages=2\n"
+                          "BM=64 BN=256 BK=32 warps=4 stages=2\n"
+                          "BM=64 BN=256 BK=64 warps=4 stages=2\n"
                           "BM=128 BN=64 BK=32 warps=4 stages=2\n"
                           "BM=128 BN=64 BK=64 warps=4 stages=2\n"
                           "BM=128 BN=128 BK=32 warps=4 stages=2\n"
@@ -77,6 +107,47 @@ Test(tune, default_space_of_a_dot_kernel, .timeout = 60)
     for (uint32_t i = 0; i < k->ntune_cands; i++)
         pruned += k->tune_cands[i].why != NULL;
     cr_expect_eq(pruned, 78);
+    cr_expect(strstr(k->tune_report, "(the best 4 of each shape class: M=1024 N=1024 K=1024; M=4096 N=4096 K=4096; "
+                                     "M=8192 N=8192 K=8192; M=16 N=8192 K=8192; M=64 N=8192 K=8192; "
+                                     "M=8192 N=256 K=8192; M=256 N=8192 K=8192)\n"),
+              "%s", k->tune_report);
+    static const char *const want[] = {
+        /* 1024 */
+        "BM=64 BN=128 BK=32 warps=4 stages=2\nBM=64 BN=128 BK=64 warps=4 stages=2\n"
+        "BM=128 BN=64 BK=32 warps=4 stages=2\nBM=128 BN=64 BK=64 warps=4 stages=2\n",
+        /* 4096, 8192 */
+        "BM=128 BN=128 BK=32 warps=4 stages=2\nBM=128 BN=128 BK=64 warps=4 stages=2\n"
+        "BM=128 BN=256 BK=32 warps=8 stages=2\nBM=128 BN=256 BK=64 warps=8 stages=2\n",
+        NULL,
+        /* M = 16 */
+        "BM=64 BN=64 BK=32 warps=4 stages=2\nBM=64 BN=64 BK=64 warps=4 stages=2\n"
+        "BM=64 BN=128 BK=32 warps=4 stages=2\nBM=64 BN=128 BK=64 warps=4 stages=2\n",
+        /* M = 64: a tile of 128 rows moves no more than one of 64 */
+        "BM=64 BN=64 BK=32 warps=4 stages=2\nBM=64 BN=64 BK=64 warps=4 stages=2\n"
+        "BM=128 BN=64 BK=32 warps=4 stages=2\nBM=128 BN=64 BK=64 warps=4 stages=2\n",
+        /* 8192 x 256 and 256 x 8192 */
+        "BM=128 BN=128 BK=32 warps=4 stages=2\nBM=128 BN=128 BK=64 warps=4 stages=2\n"
+        "BM=64 BN=256 BK=32 warps=4 stages=2\nBM=64 BN=256 BK=64 warps=4 stages=2\n",
+        NULL,
+    };
+    for (uint32_t cl = 0; cl < 7; cl++) {
+        const char *w = want[cl] ? want[cl] : want[cl - 1];
+        got = kept_in_class(m, "gemm", cl);
+        cr_expect_str_eq(got, w, "class %u", cl);
+        free(got);
+    }
+    /* the batched product: its roles found by use, not by name or order;
+     * the batched class (16 of 1024^3) keeps what the square 4096 class does */
+    k = tilec_module_find_kernel(m, "bmm");
+    cr_expect(strstr(k->tune_report, "; batch=1 rows=16 cols=8192 depth=8192; ") &&
+                  strstr(k->tune_report, "; batch=16 rows=1024 cols=1024 depth=1024)\n"),
+              "%s", k->tune_report);
+    got = kept_in_class(m, "bmm", 7);
+    cr_expect_str_eq(got, want[1]);
+    free(got);
+    got = kept_in_class(m, "bmm", 3);
+    cr_expect_str_eq(got, want[3]);
+    free(got);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
@@ -151,16 +222,29 @@ Test(tune, default_space_by_kind, .timeout = 120)
     free(diags);
 }
 
-/* keep 2 over three classes; keep 1; a kernel without a dot. */
+/* keep 2 over the dot classes; keep 1; a kernel without a dot. */
 Test(tune, kept_candidates_per_kernel, .timeout = 60)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, "tests/golden/tune/space.tile");
     char *got = kept(m, "mm");
-    cr_expect_str_eq(got, "BM=64 BN=128 BK=32 warps=4 split_k=1\n"
+    cr_expect_str_eq(got, "BM=16 BN=128 BK=64 warps=4 split_k=4\n"
+                          "BM=16 BN=256 BK=64 warps=4 split_k=4\n"
+                          "BM=64 BN=64 BK=32 warps=4 split_k=1\n"
+                          "BM=64 BN=64 BK=64 warps=4 split_k=1\n"
+                          "BM=64 BN=128 BK=32 warps=4 split_k=1\n"
                           "BM=64 BN=128 BK=64 warps=4 split_k=1\n"
                           "BM=128 BN=128 BK=32 warps=4 split_k=1\n"
                           "BM=128 BN=128 BK=64 warps=4 split_k=1\n");
+    free(got);
+    /* its space has split_k, and the dot classes by role (no `for`) have a
+     * skinny M = 16 one: there split-K tiles of 16 rows on mma.sync rank
+     * first; at M = 64 the 64 x 64 wgmma tiles */
+    got = kept_in_class(m, "mm", 3);
+    cr_expect_str_eq(got, "BM=16 BN=256 BK=64 warps=4 split_k=4\nBM=16 BN=128 BK=64 warps=4 split_k=4\n");
+    free(got);
+    got = kept_in_class(m, "mm", 4);
+    cr_expect_str_eq(got, "BM=64 BN=64 BK=32 warps=4 split_k=1\nBM=64 BN=64 BK=64 warps=4 split_k=1\n");
     free(got);
     got = kept(m, "scale");
     /* an elementwise kernel with one integer parameter: classes n = 2^16, 2^20, 2^24 */

@@ -40,7 +40,10 @@ tables. Usage (from the repository root, on the GPU machine):
           issue 31: the benchmark's f16 and bf16 GEMMs (bench/harness/gemm.tile:
           no tile hints, the compiler's default space, docs/tuning.md) beside
           their former hand-tuned form (tests/gemm_variants.tile: 13 variants)
-          at every matmul shape; the hand-tuned rows are not part of a plain run
+          at every matmul shape, and matmul+bias+gelu and bmm likewise, then
+          one table (gemm_tuned_table); the hand-tuned rows are not part of a
+          plain run. `--tables-from A.jsonl B.jsonl` prints that table and the
+          row kernels' from recorded runs (no device)
 
   python3 bench/harness/bench.py --family softmax --family layernorm --family tuned
           --only softmax --only layernorm --out rows_tuned.jsonl
@@ -364,7 +367,7 @@ def w_matmul(m, n, k, dtype, bt=False, hand=False):
     elif dtype in ("f32", "tf32"):  # tf32: f32 tensors, the kernel's `tf32` hint; cuBLAS with allow_tf32
         tile, kern = f"examples/matmul_{dtype}.tile", f"matmul_{dtype}"
     else:
-        tile, kern = "tests/gemm_variants.tile" if hand else "bench/harness/gemm.tile", f"matmul_{dtype}"
+        tile, kern = HAND_GEMM if hand else "bench/harness/gemm.tile", f"matmul_{dtype}"
 
     def make():
         return {"a": randn(m, k, dtype=dt), "b": randn(n, k, dtype=dt) if bt else randn(k, n, dtype=dt),
@@ -392,12 +395,18 @@ def w_matmul(m, n, k, dtype, bt=False, hand=False):
         eager_is="cuBLAS (torch.matmul, allow_tf32)" if dtype == "tf32" else "cuBLAS (torch.matmul)", peak=peak)
 
 
-def w_matmul_gelu(m, n, k):
+HAND_GEMM = "tests/gemm_variants.tile"  # issue 31: the benchmark's GEMMs as they were hand-tuned
+
+
+def w_matmul_gelu(m, n, k, hand=False):
+    """hand: the hand-tuned form (tests/gemm_variants.tile: 3 variants keyed
+    by M), beside bench/harness/gemm.tile's, which has no tile hints."""
     def make():
         return {"a": randn(m, k, dtype=torch.float16), "b": randn(k, n, dtype=torch.float16),
                 "bias": randn(n, dtype=torch.float16), "c": torch.empty(m, n, device=DEV, dtype=torch.float16)}
     return Workload(
-        f"matmul+bias+gelu f16 {m}", "matmul", "bench/harness/gemm.tile", "matmul_bias_gelu", make,
+        f"matmul+bias+gelu f16 {m}{' hand-tuned' if hand else ''}", "handtuned" if hand else "matmul",
+        HAND_GEMM if hand else "bench/harness/gemm.tile", "matmul_bias_gelu", make,
         lambda t: ([t["a"], t["b"], t["bias"], t["c"], m, n, k], "c"),
         lambda t: F.gelu(torch.matmul(t["a"], t["b"]) + t["bias"]),
         lambda t: F.gelu(t["a"].double() @ t["b"].double() + t["bias"].double()),
@@ -405,12 +414,14 @@ def w_matmul_gelu(m, n, k):
         peak=TF_PEAK_F16)
 
 
-def w_bmm(bt, m, n, k):
+def w_bmm(bt, m, n, k, hand=False):
+    """hand: as w_matmul_gelu's."""
     def make():
         return {"a": randn(bt, m, k, dtype=torch.float16), "b": randn(bt, k, n, dtype=torch.float16),
                 "c": torch.empty(bt, m, n, device=DEV, dtype=torch.float16)}
     return Workload(
-        f"bmm f16 {bt}x{m}x{n}x{k}", "matmul", "bench/harness/gemm.tile", "bmm_f16", make,
+        f"bmm f16 {bt}x{m}x{n}x{k}{' hand-tuned' if hand else ''}", "handtuned" if hand else "matmul",
+        HAND_GEMM if hand else "bench/harness/gemm.tile", "bmm_f16", make,
         lambda t: ([t["a"], t["b"], t["c"], m, n, k, bt], "c"),
         lambda t: torch.bmm(t["a"], t["b"]),
         lambda t: torch.bmm(t["a"].double(), t["b"].double()), 2 * bt * (m * k + k * n + m * n),
@@ -971,6 +982,8 @@ def workloads():
             w.append(w_matmul(s, s, s, dt, hand=True))
         w.append(w_matmul(16, 8192, 8192, dt, hand=True))
         w.append(w_matmul(64, 8192, 8192, dt, hand=True))
+    w.append(w_matmul_gelu(4096, 4096, 4096, hand=True))
+    w.append(w_bmm(16, 1024, 1024, 1024, hand=True))
     for r, c in SOFTMAX_SHAPES:  # issue 31: the row kernels with no tile hints, every shape of the hand-tuned rows
         w.append(w_softmax(r, c, tuned=True))
     for r, c in LAYERNORM_SHAPES:
@@ -979,17 +992,31 @@ def workloads():
     return w
 
 
-def rows_tuned_table(records):
-    """issue 31: each hint-less row kernel (bench/harness/rows_tuned.tile)
-    against the best hand-tuned form of the same shape (the one-row and the
-    multi-row kernels of examples/, each a multi-kernel of its own) and
-    torch.compile: one markdown table of tilec C medians."""
+def _medians(records):
+    """Per workload its sides' medians (ms), and the variant its tilec C side launched."""
     by, variant = {}, {}
     for r in records:
         if r.get("kind") == "device" and "median_ms" in r:
             by.setdefault(r["workload"], {})[r["side"]] = r["median_ms"]
             if r["side"] == "tilec C":
                 variant[r["workload"]] = r.get("variant")
+    return by, variant
+
+
+def _ms(x):
+    return f"{x:.4f}" if x else ""
+
+
+def _ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else ""
+
+
+def rows_tuned_table(records):
+    """issue 31: each hint-less row kernel (bench/harness/rows_tuned.tile)
+    against the best hand-tuned form of the same shape (the one-row and the
+    multi-row kernels of examples/, each a multi-kernel of its own) and
+    torch.compile: one markdown table of tilec C medians."""
+    by, variant = _medians(records)
     lines = ["| shape | hand-tuned (ms) | which | tuned (ms) | its variant | torch.compile (ms) | tuned vs hand-tuned "
              "| tuned vs torch.compile |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for w in [w for w in by if w.endswith(" tuned")]:
@@ -999,15 +1026,37 @@ def rows_tuned_table(records):
         hands = [h for h in hands if h[0]]
         hand = min(hands) if hands else (None, "")
         tc = by[w].get("torch.compile")
-
-        def f(x):
-            return f"{x:.4f}" if x else ""
-
-        def ratio(a, b):
-            return f"{a / b:.2f}x" if a and b else ""
-        lines.append(f"| {op} {shape} | {f(hand[0])} | {hand[1]} | {f(t)} | {variant.get(w, '')} | {f(tc)} | "
-                     f"{ratio(hand[0], t)} | {ratio(tc, t)} |")
+        lines.append(f"| {op} {shape} | {_ms(hand[0])} | {hand[1]} | {_ms(t)} | {variant.get(w, '')} | {_ms(tc)} | "
+                     f"{_ratio(hand[0], t)} | {_ratio(tc, t)} |")
     return "\n".join(lines)
+
+
+def gemm_tuned_table(records):
+    """issue 31: each GEMM of the benchmark with no tile hints
+    (bench/harness/gemm.tile) against its hand-tuned form
+    (tests/gemm_variants.tile, the workload NAME + " hand-tuned") and cuBLAS:
+    one markdown table of tilec C medians, the variant each launched."""
+    by, variant = _medians(records)
+    lines = ["| shape | hint-less (ms) | its variant | hand-tuned (ms) | its variant | hint-less vs hand-tuned "
+             "| cuBLAS (ms) | hint-less vs cuBLAS |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for w in [w for w in by if f"{w} hand-tuned" in by]:
+        t, h = by[w].get("tilec C"), by[f"{w} hand-tuned"].get("tilec C")
+        cb = next((v for k, v in by[w].items() if k.startswith("cuBLAS")), None)
+        lines.append(f"| {w} | {_ms(t)} | {variant.get(w, '')} | {_ms(h)} | {variant.get(w + ' hand-tuned', '')} | "
+                     f"{_ratio(h, t)} | {_ms(cb)} | {_ratio(cb, t)} |")
+    return "\n".join(lines)
+
+
+def tables_from(paths):
+    """The issue 31 tables from recorded runs (--tables-from: no device):
+    the records of several processes, e.g. the GEMMs without torch.compile
+    and the row kernels with it."""
+    records = []
+    for p in paths:
+        with open(p) as f:
+            records.extend(json.loads(line) for line in f if line.strip())
+    print(gemm_tuned_table(records) + "\n\n" + rows_tuned_table(records))
+    return 0
 
 
 # ---- running ------------------------------------------------------------
@@ -1477,7 +1526,11 @@ def main():
     ap.add_argument("--graphs", action="store_true", help="the chain8 graph rows of the host-cost table alone")
     ap.add_argument("--no-device", action="store_true", help="skip the device-time workloads")
     ap.add_argument("--tag", default="run")
+    ap.add_argument("--tables-from", nargs="+", metavar="JSONL",
+                    help="print issue 31's tables (GEMMs, row kernels) from these records and exit (no device)")
     args = ap.parse_args()
+    if args.tables_from:
+        return tables_from(args.tables_from)
     if not torch.cuda.is_available():
         print("SKIP: bench/harness: no CUDA device")
         return 0
@@ -1504,6 +1557,8 @@ def main():
             print("\n" + rows_tuned_table(r.records), flush=True)
         if args.family and "llm" in args.family:
             print("\n" + llm_table(r.records), flush=True)
+        if args.family and "handtuned" in args.family:
+            print("\n" + gemm_tuned_table(r.records), flush=True)
     if args.host:
         r.host()
     if args.host or args.graphs:

@@ -20,7 +20,8 @@ extern "C" {
  * (grid, tensor maps) or, when an operand does not qualify, why not */
 #define TILEC_LOG_TMA "tma"
 /* each tune space: which configurations were pruned and why, which were
- * kept and their rank per shape class (docs/tuning.md) */
+ * kept and their rank per shape class (docs/tuning.md); at run time, per
+ * kernel and shape key, the variants timed with their times and the winner */
 #define TILEC_LOG_TUNE "tune"
 
 /* 1 when `channel` is enabled by $TILEC_LOGS, else 0. The variable is read

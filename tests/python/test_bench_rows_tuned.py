@@ -74,5 +74,38 @@ class RowsTunedTests(unittest.TestCase):
         self.assertEqual(lines[3], "| layernorm 4096x768 | 0.0300 | layernorm | 0.0200 | 1 |  | 1.50x |  |")
 
 
+class GemmTunedTests(unittest.TestCase):
+    """The GEMMs of the benchmark with no tile hints beside their hand-tuned
+    forms (`--family handtuned`) and gemm_tuned_table."""
+    @classmethod
+    def setUpClass(cls):
+        cls.bench = _load_bench()
+        for name in ("channels_last", "bfloat16"):
+            setattr(cls.bench.torch, name, name)
+
+    def test_every_gemm_has_its_hand_tuned_form(self):
+        ws = {w.name: w for w in self.bench.workloads()}
+        names = [n for n, w in ws.items() if w.tile == "bench/harness/gemm.tile"]
+        self.assertIn("matmul+bias+gelu f16 4096", names)
+        self.assertIn("bmm f16 16x1024x1024x1024", names)
+        for n in names:
+            h = ws[f"{n} hand-tuned"]
+            self.assertEqual((h.family, h.tile, h.kernel), ("handtuned", "tests/gemm_variants.tile", ws[n].kernel))
+        with open(os.path.join(ROOT, "bench/harness/gemm.tile")) as f:
+            self.assertNotRegex(f.read(), r"\n\s*(hints|variants|tune)\b", "no tile hints in the benchmark's GEMMs")
+
+    def test_table(self):
+        recs = [{"kind": "device", "workload": "bmm f16 16x1024x1024x1024", "side": "tilec C", "median_ms": 0.05,
+                 "variant": 8},
+                {"kind": "device", "workload": "bmm f16 16x1024x1024x1024", "side": "cuBLAS (torch.bmm)",
+                 "median_ms": 0.045},
+                {"kind": "device", "workload": "bmm f16 16x1024x1024x1024 hand-tuned", "side": "tilec C",
+                 "median_ms": 0.055, "variant": 2},
+                {"kind": "device", "workload": "matmul f16 1024", "side": "tilec C", "median_ms": 0.01}]
+        lines = self.bench.gemm_tuned_table(recs).splitlines()
+        self.assertEqual(len(lines), 3, "a row only where the hand-tuned form was timed too")
+        self.assertEqual(lines[2], "| bmm f16 16x1024x1024x1024 | 0.0500 | 8 | 0.0550 | 2 | 1.10x | 0.0450 | 0.90x |")
+
+
 if __name__ == "__main__":
     unittest.main()
