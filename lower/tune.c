@@ -586,8 +586,26 @@ static int by_est(const void *a, const void *b)
  * largest tile's), then the others, each by the estimate, so that the kept
  * ones differ and the timing at run time decides. */
 static const double T_TIE = 1.02;
+/* Before those, the first half of a class's `keep` (rounded down) goes to
+ * balanced candidates: T_BAL_ELEMS_LO to T_BAL_ELEMS_HI elements a thread
+ * with at least T_BAL_WARPS warps a block, within T_NEAR of the class's
+ * best, the best of each count of elements a thread. The model ranks more
+ * elements a thread first (one round trip to memory for more of them),
+ * but it does not see how a block of one or two warps hides the latency
+ * of its loads and reductions: on the H100 the hand-tuned winners at rows
+ * of 512 to 4096 elements are blocks of 4 to 16 warps at 8 to 16 elements
+ * a thread (bench/results/rows_tuned.md), which the model put within a
+ * few percent of its best yet behind a dozen candidates of 32 or 64. */
+static const double T_NEAR = 1.05;
+enum { T_BAL_ELEMS_LO = 4, T_BAL_ELEMS_HI = 16, T_BAL_WARPS = 4 };
 
-static void spread(const tilec_kernel *k, const uint32_t *cand_of, rank_ent *ents, uint32_t ne)
+static int balanced(const tilec_tune_cand *c, const cand_info *info)
+{
+    return c->tile_regs >= T_BAL_ELEMS_LO && c->tile_regs <= T_BAL_ELEMS_HI && info->threads >= 32u * T_BAL_WARPS;
+}
+
+static void spread(const tilec_kernel *k, const cand_info *info, const uint32_t *cand_of, rank_ent *ents, uint32_t ne,
+                   uint32_t keep)
 {
     uint32_t n = 0;
     while (n < ne && ents[n].est <= ents[0].est * T_TIE)
@@ -604,6 +622,19 @@ static void spread(const tilec_kernel *k, const uint32_t *cand_of, rank_ent *ent
                 tmp[at++] = ents[j];
         }
     memcpy(ents, tmp, n * sizeof *ents);
+    /* the balanced ones first: move each to the front, in order */
+    uint32_t nb = 0;
+    for (uint32_t j = 0; j < ne && nb < keep / 2 && ents[j].est <= ents[0].est * T_NEAR; j++) {
+        const tilec_tune_cand *c = &k->tune_cands[cand_of[ents[j].i]];
+        int first = balanced(c, &info[ents[j].i]);
+        for (uint32_t i = 0; i < nb && first; i++)
+            first = k->tune_cands[cand_of[ents[i].i]].tile_regs != c->tile_regs;
+        if (!first)
+            continue;
+        rank_ent x = ents[j];
+        memmove(&ents[nb + 1], &ents[nb], (j - nb) * sizeof *ents);
+        ents[nb++] = x;
+    }
 }
 
 static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_kernel *k, arena *ar)
@@ -664,7 +695,7 @@ static tilec_status tune_kernel(tilec_ctx *ctx, const tilec_module *m, tilec_ker
         }
         qsort(ents, ne, sizeof *ents, by_est);
         if (rs.rows_param >= 0)
-            spread(k, cand_of, ents, ne);
+            spread(k, info, cand_of, ents, ne, keep);
         for (uint32_t j = 0; j < ne; j++) {
             k->tune_cands[cand_of[ents[j].i]].rank[cl] = j + 1;
             if (j < keep) {

@@ -222,6 +222,50 @@ Test(tune, default_space_by_kind, .timeout = 120)
     free(diags);
 }
 
+/* The default row space per row length, the best first: the first two
+ * of each class are balanced (4 to 16 elements a thread, 4 warps or more:
+ * latency hidden by warps, not by one thread's many elements), then the
+ * model's best of each count of elements a thread; at 16384 columns no
+ * balanced candidate comes within 5% of the best (a tile that holds the row
+ * has 32 elements a thread at 16 warps), so the model's order stands.
+ * Before, the 128 to 4096 classes kept only blocks of 1 or 2 warps at 16
+ * to 64 elements a thread (bench/results/rows_tuned.md: the hand-tuned
+ * BLOCK = 1024, warps = 4 had no counterpart) and this failed. */
+Test(tune, default_row_space_keeps_balanced_candidates, .timeout = 120)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/golden/tune/rows_default.tile");
+    static const char *const want[] = {
+        "ROWS=16 BLOCK=128 warps=4\nROWS=8 BLOCK=128 warps=4\nROWS=8 BLOCK=128 warps=1\nROWS=16 BLOCK=128 warps=1\n",
+        "ROWS=4 BLOCK=512 warps=4\nROWS=2 BLOCK=512 warps=4\nROWS=2 BLOCK=512 warps=1\nROWS=4 BLOCK=512 warps=1\n",
+        "ROWS=2 BLOCK=1024 warps=4\nROWS=1 BLOCK=1024 warps=4\nROWS=1 BLOCK=1024 warps=1\nROWS=2 BLOCK=1024 warps=1\n",
+        "ROWS=1 BLOCK=4096 warps=8\nROWS=1 BLOCK=4096 warps=16\nROWS=1 BLOCK=4096 warps=4\nROWS=1 BLOCK=4096 warps=2\n",
+        "ROWS=1 BLOCK=16384 warps=16\nROWS=1 BLOCK=16384 warps=8\nROWS=1 BLOCK=2048 warps=2\nROWS=2 BLOCK=2048 warps=4\n",
+    };
+    for (uint32_t cl = 0; cl < 5; cl++) {
+        char *got = kept_in_class(m, "softmax", cl);
+        cr_expect_str_eq(got, want[cl], "class %u", cl);
+        free(got);
+    }
+    /* the property, whatever the list: every class of 128 to 4096 columns
+     * keeps a candidate of 4 to 16 elements a thread with 4 warps or more */
+    const tilec_kernel *k = tilec_module_find_kernel(m, "softmax");
+    for (uint32_t cl = 0; cl < 4; cl++) {
+        int found = 0;
+        for (uint32_t i = 0; i < k->ntune_cands; i++) {
+            const tilec_tune_cand *c = &k->tune_cands[i];
+            int64_t warps = c->values[2];
+            if (!c->why && c->rank[cl] >= 1 && c->rank[cl] <= 4 && c->tile_regs >= 4 && c->tile_regs <= 16 &&
+                warps >= 4)
+                found = 1;
+        }
+        cr_expect(found, "class %u keeps no candidate of 4 to 16 elements a thread with 4 warps or more", cl);
+    }
+    cr_expect_eq(k->nvariants, 20);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* keep 2 over the dot classes; keep 1; a kernel without a dot. */
 Test(tune, kept_candidates_per_kernel, .timeout = 60)
 {
