@@ -34628,36 +34628,28 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
     // examples/llm.tile:358
     __half tl_t1[64];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         const __half *tl_p = ((v_dout + (((long long)(((((int)blockIdx.x) * v_R) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
         const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
         const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
         const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
-        const bool tl_m4 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 4) < v_D));
-        const bool tl_m5 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 5) < v_D));
-        const bool tl_m6 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 6) < v_D));
-        const bool tl_m7 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 7) < v_D));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
+            *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
         } else {
             tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
             tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
             tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         float *tl_p = ((v_dtable + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
         const float tl_v0 = __half2float(tl_t1[tl_j]);
@@ -34725,36 +34717,28 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
     // examples/llm.tile:358
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         const __nv_bfloat16 *tl_p = ((v_dout + (((long long)(((((int)blockIdx.x) * v_R) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
         const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
         const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
         const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
-        const bool tl_m4 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 4) < v_D));
-        const bool tl_m5 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 5) < v_D));
-        const bool tl_m6 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 6) < v_D));
-        const bool tl_m7 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 7) < v_D));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
+            *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
         } else {
             tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
             tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
             tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         float *tl_p = ((v_dtable + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
         const float tl_v0 = __bfloat162float(tl_t1[tl_j]);
