@@ -119,7 +119,7 @@ static const char *math1(lw *L, tilec_builtin bi, const char *x, tilec_dtype d)
 {
     int dbl = lower_compute_dt(d) == TILEC_DT_F64;
     if (bi == BI_SIGMOID)
-        return dbl ? lower_fmt(L, "(1.0 / (1.0 + exp(-(%s))))", x) : lower_fmt(L, "(1.0f / (1.0f + expf(-(%s))))", x);
+        return lower_fmt(L, dbl ? "tl_sigmoid((double)(%s))" : "tl_sigmoid((float)(%s))", x);
     if (bi == BI_ABS) {
         char c = tilec_dtype_class(d);
         if (c == 'f')

@@ -53,32 +53,46 @@ static void plan_bcast(lw *L, const tilec_expr *e)
     }
 }
 
-/* A memory access at pointer tile p: its shape and element size. */
-static void plan_mem(lw *L, const tilec_type *p)
+/* A memory access at pointer tile p: its shape and element size; `red`:
+ * an f32 atomic_add, which lowers to vector atomics (memory.c). */
+static void plan_mem(lw *L, const tilec_type *p, int red)
 {
     unsigned sz = tilec_dtype_size(p->dtype);
     if (!p->rank || !sz)
         return;
+    red = red && p->dtype == TILEC_DT_F32;
     for (int i = 0; i < L->nmem; i++)
         if (lower_same_shape(&L->memshape[i], p)) {
             if (sz < L->memsize[i])
                 L->memsize[i] = sz;
+            if (red)
+                L->memred[i] = sz;
             return;
         }
     if (L->nmem < LP_MAX) {
         L->memshape[L->nmem] = *p;
+        L->memred[L->nmem] = red ? sz : 0;
         L->memsize[L->nmem++] = sz;
     }
 }
 
 /* The elements of a canonical chunk of shape t: one 16-byte access of the
  * narrowest element a load or store moves at that shape (8 of f16/bf16),
- * 4 otherwise (4 of f32: 16 bytes; a shape no access moves). */
+ * 4 otherwise (4 of f32: 16 bytes; a shape no access moves). A vector
+ * atomic at t sizes the chunk by its own element whatever the loads move
+ * (4 of f32 beside a bf16 load): the L2 runs an atomic per 32-byte sector
+ * of each request, so a warp's 16-byte REDs must lie side by side, each
+ * sector filled by one request, not half by two (the bf16 operand is then
+ * read 8 bytes a thread, still whole sectors a warp). */
 int lower_chunk_elems(const lw *L, const tilec_type *t)
 {
     for (int i = 0; i < L->nmem; i++)
-        if (lower_same_shape(&L->memshape[i], t))
-            return L->memsize[i] <= 2 ? 8 : 4;
+        if (lower_same_shape(&L->memshape[i], t)) {
+            int n = L->memsize[i] <= 2 ? 8 : 4;
+            if (L->memred[i] && 16 / (int)L->memred[i] < n)
+                n = 16 / (int)L->memred[i];
+            return n;
+        }
     return 4;
 }
 
@@ -94,7 +108,7 @@ static void plan_expr(lw *L, const tilec_expr *e)
         return;
     const tilec_type *t = lower_ty(L, e);
     if (e->builtin == BI_LOAD || e->builtin == BI_STORE || e->builtin == BI_ATOMIC_ADD)
-        plan_mem(L, lower_ty(L, e->args[0]));
+        plan_mem(L, lower_ty(L, e->args[0]), e->builtin == BI_ATOMIC_ADD);
     if (e->builtin == BI_DOT && L->ndots < LP_MAX) {
         L->dots[L->ndots++] = e;
         const tilec_expr *a = e->args[0];

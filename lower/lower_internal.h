@@ -238,6 +238,7 @@ typedef struct lw {
      * narrowest element moved at it (layplan.c: canonical chunks of 16 bytes) */
     tilec_type memshape[LP_MAX];
     unsigned memsize[LP_MAX];
+    unsigned memred[LP_MAX]; /* the element a vector atomic (f32 atomic_add) adds there, 0: none */
     int nmem;
     const char *aops[LP_MAX]; /* names read as a dot's A operand */
     int naops;

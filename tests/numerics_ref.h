@@ -166,4 +166,51 @@ static inline void reshapes_want(const float *x, float out[3200])
         out[2688 + f] = x[(255 - f / 2) * 2 + f % 2];
 }
 
+/* sigmoid's sweep for tests/gpu/numerics.tile's sigmoids: the special
+ * values (+-inf, NaN, +-0, +-1e-30, +-88 and the edges of sigmoid's
+ * subnormals, -87.3 .. -103.3) and |x| from 1e-30 to 120 in steps of
+ * 2^(1/8), both signs. SIGMOID_ULPS is docs/language.md's bound. */
+#define SIGMOID_N 1024
+#define SIGMOID_ULPS 4.0
+static inline int sigmoid_sweep(float x[SIGMOID_N])
+{
+    static const float sp[] = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1e-30f, -1e-30f, 88.0f, -88.0f, 87.3f, -87.3f,
+                               88.7f, -88.7f, 89.0f, -89.0f, 100.0f, -100.0f, 103.0f, -103.0f, 104.0f, -104.0f,
+                               0.5f, -0.5f, 1.0f, -1.0f, 16.0f, -16.0f, 17.0f, -17.0f, 1e-8f, -1e-8f, 3e38f, -3e38f};
+    int n = 0;
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
+        x[n++] = sp[i];
+    for (double a = 1e-30; a < 120.0 && n + 2 <= SIGMOID_N; a *= 1.0905077326652577) { /* 2^(1/8) */
+        x[n++] = (float)a;
+        x[n++] = (float)-a;
+    }
+    return n;
+}
+
+/* The distance of got from sigmoid(x) in units in the last place of the
+ * f32 nearest the double reference (2^-149 among the subnormals); 0 for
+ * equal specials (NaN and NaN), HUGE_VAL for a NaN on one side only. */
+static inline double sigmoid_ulps(float x, float got)
+{
+    double want = 1.0 / (1.0 + exp(-(double)x));
+    if (isnan(want) || isnan(got))
+        return isnan(want) && isnan(got) ? 0.0 : HUGE_VAL;
+    int ex;
+    ex = want == 0.0 ? -1000 : (frexp((double)(float)want, &ex), ex);
+    double ulp = ldexp(1.0, (ex - 24 < -149 ? -149 : ex - 24));
+    return fabs((double)got - want) / ulp;
+}
+
+/* The same of f64 against a long double reference (2^-1074 among the subnormals). */
+static inline double sigmoid_ulps_f64(double x, double got)
+{
+    long double want = 1.0L / (1.0L + expl(-(long double)x));
+    if (isnan(want) || isnan(got))
+        return isnan(want) && isnan(got) ? 0.0 : HUGE_VAL;
+    int ex;
+    ex = want == 0.0L ? -2000 : (frexp((double)want, &ex), ex);
+    long double ulp = ldexpl(1.0L, (ex - 53 < -1074 ? -1074 : ex - 53));
+    return (double)(fabsl((long double)got - want) / ulp);
+}
+
 #endif

@@ -126,7 +126,7 @@ static const mathcase maths[] = {
     {"exp", "expf("},     {"exp2", "tl_exp2("},  {"log", "logf("},   {"log2", "log2f("},
     {"sqrt", "sqrtf("},   {"rsqrt", "rsqrtf("},  {"sin", "sinf("},   {"cos", "cosf("},
     {"tanh", "tanhf("},   {"erf", "erff("},      {"abs", "fabsf("},  {"floor", "floorf("},
-    {"ceil", "ceilf("},   {"sigmoid", "(1.0f / (1.0f + expf(-("},
+    {"ceil", "ceilf("},   {"sigmoid", "tl_sigmoid((float)("},
 };
 enum { NMATHS = sizeof maths / sizeof maths[0] };
 

@@ -1014,6 +1014,42 @@ Test(gpu, conv2d_example, .timeout = 600)
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }
 
+/* sigmoid on the GPU within docs/language.md's bound of a double reference
+ * over tests/numerics_ref.h's sweep (+-inf, NaN, +-88, +-1e-30, the
+ * subnormal results), f32 and f64 (tests/test_numerics.c: the CPU). */
+Test(gpu, sigmoid_within_its_bound)
+{
+    float x[SIGMOID_N];
+    double xd[SIGMOID_N], outd[SIGMOID_N];
+    float out[SIGMOID_N];
+    int n = sigmoid_sweep(x);
+    for (int i = 0; i < n; i++)
+        xd[i] = x[i];
+    gk g;
+    load_or_fail("tests/gpu/numerics.tile", "sigmoids", 0, &g);
+    uint64_t dx = upload(x, (size_t)n * 4), dxd = upload(xd, (size_t)n * 8), dout = poisoned(n),
+             doutd = dev_alloc((size_t)n * 8);
+    tilec_rt_arg args[5] = {{.ptr = dx}, {.ptr = dxd}, {.ptr = dout}, {.ptr = doutd}, {.i32 = n}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, out, dout, (size_t)n * 4));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, outd, doutd, (size_t)n * 8));
+    double worst = 0, worst_d = 0;
+    for (int i = 0; i < n; i++) {
+        double u = sigmoid_ulps(x[i], out[i]), ud = sigmoid_ulps_f64(x[i], outd[i]);
+        cr_expect(u <= SIGMOID_ULPS, "sigmoid(%a) = %a (f32): %g ulp from the double reference", (double)x[i],
+                  (double)out[i], u);
+        cr_expect(ud <= 2.0, "sigmoid(%a) = %a (f64): %g ulp", (double)x[i], outd[i], ud);
+        worst = u > worst ? u : worst;
+        worst_d = ud > worst_d ? ud : worst_d;
+    }
+    fprintf(stderr, "sigmoid on the GPU: worst %g ulp (f32), %g ulp (f64) over %d values\n", worst, worst_d, n);
+    gk_free(&g);
+    tilec_rt_free(rt, dx);
+    tilec_rt_free(rt, dxd);
+    tilec_rt_free(rt, dout);
+    tilec_rt_free(rt, doutd);
+}
+
 /* Issue 35 items 1 and 2 on the GPU (tests/test_numerics.c runs the same
  * kernels on the CPU): cast(cast(v, bf16), f32) is v rounded to bf16 as
  * torch's x.to(torch.bfloat16).to(torch.float32) rounds it (to nearest

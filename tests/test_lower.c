@@ -295,3 +295,43 @@ Test(lower, ring_loop_rules, .timeout = 60)
     cr_expect(!strstr(s, "the masks hold"), "%s", s);
     free(s);
 }
+
+/* Issue 35 (the embedding scatter-add): an f32 atomic_add's chunk is 16
+ * bytes of f32 whatever narrower element a load at its shape moves (f16,
+ * bf16, u8), so a warp's RED.F32x4 lie side by side (lane l at bytes 16 l
+ * .. 16 l + 15 of the run, each 32-byte sector filled by one request);
+ * before, the chunk was 8 elements of the bf16 load and each RED filled half
+ * a sector. The load then reads 4 of its elements a thread. A store beside
+ * a narrow load keeps the load's 16 bytes (no atomic: unchanged), and so
+ * does an atomic whose shape nothing narrower reaches. */
+Test(lower, an_atomic_chunk_is_16_bytes_of_its_own_element)
+{
+    static const struct {
+        const char *in, *vec; /* the loaded element; its 4-element access */
+    } t[] = {{"bf16", "*(uint2 *)&"}, {"f16", "*(uint2 *)&"}, {"u8", "*(unsigned int *)&"}, {"f32", "*(uint4 *)&"}};
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
+        for (int rank = 1; rank <= 2; rank++) {
+            char src[1024];
+            snprintf(src, sizeof src,
+                     "kernel s(x: *%s, ids: *i32, y: *f32, n: i32) grid (1) hints { warps = 8 } {\n"
+                     "    let c = %s;\n"
+                     "    let id = %s;\n"
+                     "    atomic_add(y + id * 4096 + c, cast(load(x + %s + c), f32));\n"
+                     "}\n",
+                     t[k].in, rank == 1 ? "range(4096)" : "range(4096)[None, :]",
+                     rank == 1 ? "load(ids)" : "load(ids + range(4))[:, None]", rank == 1 ? "0" : "range(4)[:, None] * 4096");
+            char *cu = lower_one(src, "s");
+            cr_expect(strstr(cu, "tl_atomic_add4(tl_p, tl_v0, tl_v1, tl_v2, tl_v3);"), "%s: no vector atomic:\n%s", t[k].in, cu);
+            cr_expect(strstr(cu, "const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);"),
+                      "%s, rank %d: the atomic's run is not 4 f32 on consecutive lanes:\n%s", t[k].in, rank, cu);
+            cr_expect(!strstr(cu, "(tl_j / 8)") && !strstr(cu, "(tl_j / 16)"), "%s, rank %d: a wider chunk:\n%s", t[k].in,
+                      rank, cu);
+            cr_expect(strstr(cu, t[k].vec), "%s, rank %d: the load is not 4 elements at once:\n%s", t[k].in, rank, cu);
+            free(cu);
+        }
+    char *st = lower_one("kernel c(x: *bf16, y: *f32) grid (1) hints { warps = 8 } {\n"
+                         "    store(y + range(4096), cast(load(x + range(4096)), f32));\n}\n",
+                         "c");
+    cr_expect(strstr(st, "*(uint4 *)&") && strstr(st, "(tl_j / 8)"), "a store beside a bf16 load keeps 8:\n%s", st);
+    free(st);
+}

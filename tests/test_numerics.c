@@ -136,6 +136,54 @@ Test(numerics, cast_rounds_wherever_it_stands)
     free(out);
 }
 
+/* sigmoid (tl_sigmoid) against a double reference over the sweep: within
+ * SIGMOID_ULPS in f32 and 2 ulp in f64, 0 at -inf, 1 at +inf, NaN at NaN,
+ * 1/2 at -0, and its subnormals (x < -87.3) kept, not flushed to 0 (the
+ * CPU's division stands for the GPU's reciprocal: tests/test_gpu_kernels.c
+ * checks the same bound there). */
+Test(numerics, sigmoid_within_its_bound)
+{
+    float x[SIGMOID_N];
+    int n = sigmoid_sweep(x);
+    strbuf b;
+    sb_init(&b);
+    sb_printf(&b, "static float x[%d], out[%d];\nstatic double xd[%d], outd[%d];\nstatic const unsigned bits[] = {", n, n,
+              n, n);
+    for (int i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        sb_printf(&b, "%#xu, ", u);
+    }
+    sb_printf(&b, "};\nfor (int i = 0; i < %d; i++) { memcpy(&x[i], &bits[i], 4); xd[i] = x[i]; }\n"
+                  "LAUNCH(%d, x, xd, out, outd, %d);\n"
+                  "for (int i = 0; i < %d; i++) printf(\"%%a %%a \", (double)out[i], outd[i]);\n",
+              n, (n + 127) / 128, n, n);
+    cr_assert(!b.failed);
+    char *out = host_run("sigmoids", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    double worst = 0, worst_d = 0;
+    for (int i = 0; i < n; i++) {
+        float got = (float)next_num(&s);
+        double gotd = next_num(&s);
+        double u = sigmoid_ulps(x[i], got), ud = sigmoid_ulps_f64(x[i], gotd);
+        cr_expect(u <= SIGMOID_ULPS, "sigmoid(%a) = %a (f32): %g ulp from the double reference", (double)x[i],
+                  (double)got, u);
+        cr_expect(ud <= 2.0, "sigmoid(%a) = %a (f64): %g ulp", (double)x[i], gotd, ud);
+        worst = u > worst ? u : worst;
+        worst_d = ud > worst_d ? ud : worst_d;
+        if (isinf(x[i]))
+            cr_expect(got == (x[i] > 0 ? 1.0f : 0.0f) && gotd == (x[i] > 0 ? 1.0 : 0.0), "sigmoid(%g) = %a, %a",
+                      (double)x[i], (double)got, gotd);
+        if (isnan(x[i]))
+            cr_expect(isnan(got) && isnan(gotd), "sigmoid(NaN) = %a, %a", (double)got, gotd);
+        if (x[i] == -88.0f)
+            cr_expect(got > 0.0f && gotd > 0.0, "sigmoid(-88) = %a is a subnormal, not 0", (double)got);
+    }
+    cr_log_info("sigmoid: worst %g ulp (f32), %g ulp (f64) over %d values", worst, worst_d, n);
+    free(out);
+}
+
 Test(numerics, narrow_integers_wrap)
 {
     static const int a[] = {0, 1, 11, 127, 128, 200, 255, 256, 300, -1, -128, -129, 1000, 2147483647, -2147483647 - 1};

@@ -12,6 +12,25 @@ static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b
 #endif
 /* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
 static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+/* sigmoid(x) = 1 / (1 + e^-|x|), times e^-|x| for x < 0: e^-|x| never overflows, so it is
+ * exact in form down to sigmoid's subnormals; 1 + e in [1, 2] takes the special-function
+ * unit's reciprocal (MUFU.RCP) instead of an IEEE division's slow path (docs/language.md: the
+ * bound). sigmoid(-inf) = 0, sigmoid(+inf) = 1, NaN stays NaN. */
+static __device__ __forceinline__ float tl_sigmoid(float x)
+{
+    float e = expf(-fabsf(x)), d = 1.0f + e, r;
+#ifdef __CUDA_ARCH__
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+#else /* tests/test_numerics.c runs the CUDA C on the host */
+    r = 1.0f / d;
+#endif
+    return x >= 0.0f ? r : e * r;
+}
+static __device__ __forceinline__ double tl_sigmoid(double x)
+{
+    double e = exp(-fabs(x)), r = 1.0 / (1.0 + e);
+    return x >= 0.0 ? r : e * r;
+}
 static __device__ __forceinline__ double tl_max(double a, double b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ double tl_min(double a, double b) { return (a < b || a != a) ? a : b; }
 template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }
@@ -30079,21 +30098,21 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 2047;
         __half *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const __half tl_v0 = __float2half_rn(((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]));
+        const __half tl_v0 = __float2half_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]));
+        const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]));
+        const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]));
+        const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * (1.0f / (1.0f + expf(-(v_g[tl_j + 4]))))) * v_u[tl_j + 4]));
+        const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
         const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * (1.0f / (1.0f + expf(-(v_g[tl_j + 5]))))) * v_u[tl_j + 5]));
+        const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
         const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * (1.0f / (1.0f + expf(-(v_g[tl_j + 6]))))) * v_u[tl_j + 6]));
+        const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
         const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * (1.0f / (1.0f + expf(-(v_g[tl_j + 7]))))) * v_u[tl_j + 7]));
+        const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
         const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -30209,21 +30228,21 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 2047;
         __half *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const __half tl_v0 = __float2half_rn(((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]));
+        const __half tl_v0 = __float2half_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]));
+        const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]));
+        const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]));
+        const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * (1.0f / (1.0f + expf(-(v_g[tl_j + 4]))))) * v_u[tl_j + 4]));
+        const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
         const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * (1.0f / (1.0f + expf(-(v_g[tl_j + 5]))))) * v_u[tl_j + 5]));
+        const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
         const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * (1.0f / (1.0f + expf(-(v_g[tl_j + 6]))))) * v_u[tl_j + 6]));
+        const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
         const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * (1.0f / (1.0f + expf(-(v_g[tl_j + 7]))))) * v_u[tl_j + 7]));
+        const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
         const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -30339,21 +30358,21 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 1023;
         __half *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const __half tl_v0 = __float2half_rn(((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]));
+        const __half tl_v0 = __float2half_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]));
+        const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]));
+        const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]));
+        const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * (1.0f / (1.0f + expf(-(v_g[tl_j + 4]))))) * v_u[tl_j + 4]));
+        const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
         const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * (1.0f / (1.0f + expf(-(v_g[tl_j + 5]))))) * v_u[tl_j + 5]));
+        const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
         const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * (1.0f / (1.0f + expf(-(v_g[tl_j + 6]))))) * v_u[tl_j + 6]));
+        const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
         const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * (1.0f / (1.0f + expf(-(v_g[tl_j + 7]))))) * v_u[tl_j + 7]));
+        const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
         const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -30453,13 +30472,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
         __half *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const __half tl_v0 = __float2half_rn(((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]));
+        const __half tl_v0 = __float2half_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]));
+        const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]));
+        const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]));
+        const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
@@ -30567,21 +30586,21 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 2047;
         __nv_bfloat16 *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]));
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]));
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]));
+        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]));
+        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * (1.0f / (1.0f + expf(-(v_g[tl_j + 4]))))) * v_u[tl_j + 4]));
+        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
         const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * (1.0f / (1.0f + expf(-(v_g[tl_j + 5]))))) * v_u[tl_j + 5]));
+        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
         const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * (1.0f / (1.0f + expf(-(v_g[tl_j + 6]))))) * v_u[tl_j + 6]));
+        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
         const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * (1.0f / (1.0f + expf(-(v_g[tl_j + 7]))))) * v_u[tl_j + 7]));
+        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
         const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -30697,21 +30716,21 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 2047;
         __nv_bfloat16 *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]));
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]));
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]));
+        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]));
+        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * (1.0f / (1.0f + expf(-(v_g[tl_j + 4]))))) * v_u[tl_j + 4]));
+        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
         const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * (1.0f / (1.0f + expf(-(v_g[tl_j + 5]))))) * v_u[tl_j + 5]));
+        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
         const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * (1.0f / (1.0f + expf(-(v_g[tl_j + 6]))))) * v_u[tl_j + 6]));
+        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
         const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * (1.0f / (1.0f + expf(-(v_g[tl_j + 7]))))) * v_u[tl_j + 7]));
+        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
         const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -30827,21 +30846,21 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 1023;
         __nv_bfloat16 *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]));
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]));
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]));
+        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]));
+        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * (1.0f / (1.0f + expf(-(v_g[tl_j + 4]))))) * v_u[tl_j + 4]));
+        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
         const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * (1.0f / (1.0f + expf(-(v_g[tl_j + 5]))))) * v_u[tl_j + 5]));
+        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
         const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * (1.0f / (1.0f + expf(-(v_g[tl_j + 6]))))) * v_u[tl_j + 6]));
+        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
         const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * (1.0f / (1.0f + expf(-(v_g[tl_j + 7]))))) * v_u[tl_j + 7]));
+        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
         const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -30941,13 +30960,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
         __nv_bfloat16 *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]));
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]));
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]));
+        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]));
+        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
@@ -31039,13 +31058,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 2047;
         float *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const float tl_v0 = ((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]);
+        const float tl_v0 = ((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const float tl_v1 = ((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]);
+        const float tl_v1 = ((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]);
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const float tl_v2 = ((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]);
+        const float tl_v2 = ((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]);
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const float tl_v3 = ((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]);
+        const float tl_v3 = ((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]);
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -31137,13 +31156,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 2047;
         float *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const float tl_v0 = ((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]);
+        const float tl_v0 = ((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const float tl_v1 = ((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]);
+        const float tl_v1 = ((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]);
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const float tl_v2 = ((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]);
+        const float tl_v2 = ((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]);
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const float tl_v3 = ((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]);
+        const float tl_v3 = ((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]);
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -31235,13 +31254,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
         float *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const float tl_v0 = ((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]);
+        const float tl_v0 = ((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const float tl_v1 = ((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]);
+        const float tl_v1 = ((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]);
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const float tl_v2 = ((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]);
+        const float tl_v2 = ((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]);
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const float tl_v3 = ((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]);
+        const float tl_v3 = ((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]);
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -31333,13 +31352,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 1023;
         float *tl_p = (v_out + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
-        const float tl_v0 = ((v_g[tl_j] * (1.0f / (1.0f + expf(-(v_g[tl_j]))))) * v_u[tl_j]);
+        const float tl_v0 = ((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const float tl_v1 = ((v_g[tl_j + 1] * (1.0f / (1.0f + expf(-(v_g[tl_j + 1]))))) * v_u[tl_j + 1]);
+        const float tl_v1 = ((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]);
         const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const float tl_v2 = ((v_g[tl_j + 2] * (1.0f / (1.0f + expf(-(v_g[tl_j + 2]))))) * v_u[tl_j + 2]);
+        const float tl_v2 = ((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]);
         const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const float tl_v3 = ((v_g[tl_j + 3] * (1.0f / (1.0f + expf(-(v_g[tl_j + 3]))))) * v_u[tl_j + 3]);
+        const float tl_v3 = ((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]);
         const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
@@ -34609,36 +34628,28 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
     // examples/llm.tile:358
     __half tl_t1[64];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         const __half *tl_p = ((v_dout + (((long long)(((((int)blockIdx.x) * v_R) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
         const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
         const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
         const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
-        const bool tl_m4 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 4) < v_D));
-        const bool tl_m5 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 5) < v_D));
-        const bool tl_m6 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 6) < v_D));
-        const bool tl_m7 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 7) < v_D));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
+            *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
         } else {
             tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
             tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
             tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         float *tl_p = ((v_dtable + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
         const float tl_v0 = __half2float(tl_t1[tl_j]);
@@ -34706,36 +34717,28 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
     // examples/llm.tile:358
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         const __nv_bfloat16 *tl_p = ((v_dout + (((long long)(((((int)blockIdx.x) * v_R) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const bool tl_m0 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && (tl_i1 < v_D));
         const bool tl_m1 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 1) < v_D));
         const bool tl_m2 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 2) < v_D));
         const bool tl_m3 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 3) < v_D));
-        const bool tl_m4 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 4) < v_D));
-        const bool tl_m5 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 5) < v_D));
-        const bool tl_m6 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 6) < v_D));
-        const bool tl_m7 = ((((((int)blockIdx.x) * v_R) + tl_i0) < v_n) && ((tl_i1 + 7) < v_D));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
+            *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
         } else {
             tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
             tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
             tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 12) & 3, tl_i1 = (tl_l >> 0) & 4095;
         float *tl_p = ((v_dtable + (((long long)(v_id[(((tl_j >> 4) & 3) << 0)])) * ((long long)(v_D)))) + tl_i1);
         const float tl_v0 = __bfloat162float(tl_t1[tl_j]);

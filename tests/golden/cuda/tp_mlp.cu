@@ -12,6 +12,25 @@ static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b
 #endif
 /* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
 static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+/* sigmoid(x) = 1 / (1 + e^-|x|), times e^-|x| for x < 0: e^-|x| never overflows, so it is
+ * exact in form down to sigmoid's subnormals; 1 + e in [1, 2] takes the special-function
+ * unit's reciprocal (MUFU.RCP) instead of an IEEE division's slow path (docs/language.md: the
+ * bound). sigmoid(-inf) = 0, sigmoid(+inf) = 1, NaN stays NaN. */
+static __device__ __forceinline__ float tl_sigmoid(float x)
+{
+    float e = expf(-fabsf(x)), d = 1.0f + e, r;
+#ifdef __CUDA_ARCH__
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+#else /* tests/test_numerics.c runs the CUDA C on the host */
+    r = 1.0f / d;
+#endif
+    return x >= 0.0f ? r : e * r;
+}
+static __device__ __forceinline__ double tl_sigmoid(double x)
+{
+    double e = exp(-fabs(x)), r = 1.0 / (1.0 + e);
+    return x >= 0.0 ? r : e * r;
+}
 static __device__ __forceinline__ double tl_max(double a, double b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ double tl_min(double a, double b) { return (a < b || a != a) ? a : b; }
 template <class T> static __device__ __forceinline__ T tl_max(T a, T b) { return a > b ? a : b; }
