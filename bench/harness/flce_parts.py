@@ -12,6 +12,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -19,6 +20,31 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import torch  # noqa: E402
 
 import tilec  # noqa: E402
+
+
+# An experiment beside the graph's gemm_dw: the same product with dW's
+# read-modify-write as a bf16 atomic_add of the rounded product (each
+# element added once a chunk: deterministic; rounded twice, so not the
+# graph's numerics). The lowering puts it on the persistent paired twin,
+# which gemm_dw's epilogue load (a [BM, BN] tile converted through shared
+# memory) keeps it off; timed to see what the persistent grid is worth.
+GEMM_DW_RED = """
+kernel gemm_dw_red(a: *bf16, b: *bf16, dw: *bf16, M: i32, N: i32, K: i32)
+    grid (cdiv(M, BM), cdiv(N, BN))
+    hints { BM = 128, BN = 128, BK = 64, warps = 8 }
+{
+    let rm = pid(0) * BM + range(BM);
+    let rn = pid(1) * BN + range(BN);
+    let acc = zeros(f32, BM, BN);
+    for k in 0 .. K step BK {
+        let rk = k + range(BK);
+        let ta = load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0);
+        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);
+        acc = acc + dot(trans(ta), tb);
+    }
+    atomic_add(dw + rm[:, None] * N + rn[None, :], cast(acc, bf16), rm[:, None] < M && rn[None, :] < N);
+}
+"""
 
 
 def timed(fn, flush, reps=20):
@@ -48,6 +74,10 @@ def main():
         return 0
     T, D, V = 4096, 4096, 128256
     m = tilec.load(os.path.join(ROOT, "examples", "llm.tile"))
+    red_path = os.path.join(tempfile.mkdtemp(prefix="flce_parts_"), "gemm_dw_red.tile")
+    with open(red_path, "w") as f:
+        f.write(GEMM_DW_RED)
+    red = tilec.load(red_path)
     flush = torch.empty(512 << 18, dtype=torch.int32, device="cuda")
     h = (torch.randn(T, D, device="cuda") * 0.5).to(torch.bfloat16)
     w = (torch.randn(V, D, device="cuda") * 0.02).to(torch.bfloat16)
@@ -74,6 +104,8 @@ def main():
             ("sum_slices dH_c", lambda: m.sum_slices(part, dhc, C * D, S), None, 0.0),
             ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(g, hc, dw, V, D, C, 1),
              lambda: torch.addmm(dw, g.t(), hc, out=dw), 2.0 * C * V * D),
+            ("gemm_dw_red (bf16 atomic epilogue; not in the graph)", lambda: red.gemm_dw_red(g, hc, dw, V, D, C), None,
+             2.0 * C * V * D),
         ]
         total = {"tilec": 0.0, "torch": 0.0}
         print(f"== chunk C = {C} ({T // C} chunks)", flush=True)
