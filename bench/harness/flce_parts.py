@@ -1,6 +1,6 @@
 """The fused linear cross-entropy's chunk, kernel by kernel (issue 35): each
 launch of one chunk of examples/llm.tile's graph flce_bf16 (gemm_nt, then
-ce_fwd_bwd, gemm_nn, transpose, gemm_dw) timed alone, beside the same step
+ce_fwd_bwd, gemm_nn_sk + sum_slices, gemm_dw) timed alone, beside the same step
 in torch (cuBLAS for the three products), at the issue's size (T 4096,
 D 4096, V 128256, bf16) and chunks of C tokens. The method is bench.py's
 (a 512 MiB flush before each call, CUDA events, the median); the chunk's
@@ -12,6 +12,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -19,6 +20,31 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import torch  # noqa: E402
 
 import tilec  # noqa: E402
+
+
+# An experiment beside the graph's gemm_dw: the same product with dW's
+# read-modify-write as a bf16 atomic_add of the rounded product (each
+# element added once a chunk: deterministic; rounded twice, so not the
+# graph's numerics). The lowering puts it on the persistent paired twin,
+# which gemm_dw's epilogue load (a [BM, BN] tile converted through shared
+# memory) keeps it off; timed to see what the persistent grid is worth.
+GEMM_DW_RED = """
+kernel gemm_dw_red(a: *bf16, b: *bf16, dw: *bf16, M: i32, N: i32, K: i32)
+    grid (cdiv(M, BM), cdiv(N, BN))
+    hints { BM = 128, BN = 128, BK = 64, warps = 8 }
+{
+    let rm = pid(0) * BM + range(BM);
+    let rn = pid(1) * BN + range(BN);
+    let acc = zeros(f32, BM, BN);
+    for k in 0 .. K step BK {
+        let rk = k + range(BK);
+        let ta = load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0);
+        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);
+        acc = acc + dot(trans(ta), tb);
+    }
+    atomic_add(dw + rm[:, None] * N + rn[None, :], cast(acc, bf16), rm[:, None] < M && rn[None, :] < N);
+}
+"""
 
 
 def timed(fn, flush, reps=20):
@@ -48,6 +74,10 @@ def main():
         return 0
     T, D, V = 4096, 4096, 128256
     m = tilec.load(os.path.join(ROOT, "examples", "llm.tile"))
+    red_path = os.path.join(tempfile.mkdtemp(prefix="flce_parts_"), "gemm_dw_red.tile")
+    with open(red_path, "w") as f:
+        f.write(GEMM_DW_RED)
+    red = tilec.load(red_path)
     flush = torch.empty(512 << 18, dtype=torch.int32, device="cuda")
     h = (torch.randn(T, D, device="cuda") * 0.5).to(torch.bfloat16)
     w = (torch.randn(V, D, device="cuda") * 0.02).to(torch.bfloat16)
@@ -59,7 +89,8 @@ def main():
     for C in args.chunk or [1024, 512]:
         hc, tc, lc, dhc = h[:C], tgt[:C], loss[:C], dh[:C]
         logits = torch.empty(C, V, device="cuda", dtype=torch.bfloat16)
-        hct = torch.empty(D, C, device="cuda", dtype=torch.bfloat16)
+        S = -(-1024 // C)  # the graph's split-K slices of dH's product
+        part = torch.empty(S, C, D, device="cuda")
         m.gemm_nt(hc, w, logits, C, V, D)
         g = logits.clone()
         m.ce_fwd_bwd(g, tc, lc, g, C, V, 1.0 / T)
@@ -67,11 +98,14 @@ def main():
             ("gemm_nt logits = h_c @ W^T", lambda: m.gemm_nt(hc, w, logits, C, V, D),
              lambda: torch.matmul(hc, w.t(), out=logits), 2.0 * C * V * D),
             ("ce_fwd_bwd (in place)", lambda: m.ce_fwd_bwd(logits, tc, lc, logits, C, V, 1.0 / T), None, 0.0),
-            ("gemm_nn dH_c = G @ W", lambda: m.gemm_nn(g, w, dhc, C, D, V),
+            ("gemm_nn dH_c = G @ W (one pass; not in the graph)", lambda: m.gemm_nn(g, w, dhc, C, D, V), None, 2.0 * C * V * D),
+            ("gemm_nn_sk dH_c = G @ W", lambda: m.gemm_nn_sk(g, w, part, C, D, V, S),
              lambda: torch.matmul(g, w, out=dhc), 2.0 * C * V * D),
-            ("transpose h_c", lambda: m.transpose(hc, hct, C, D), None, 0.0),
-            ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(hct, g, dw, D, V, C, 1),
+            ("sum_slices dH_c", lambda: m.sum_slices(part, dhc, C * D, S), None, 0.0),
+            ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(g, hc, dw, V, D, C, 1),
              lambda: torch.addmm(dw, g.t(), hc, out=dw), 2.0 * C * V * D),
+            ("gemm_dw_red (bf16 atomic epilogue; not in the graph)", lambda: red.gemm_dw_red(g, hc, dw, V, D, C), None,
+             2.0 * C * V * D),
         ]
         total = {"tilec": 0.0, "torch": 0.0}
         print(f"== chunk C = {C} ({T // C} chunks)", flush=True)
@@ -81,13 +115,16 @@ def main():
                 rec["torch_ms"] = timed(rf, flush)
             if flops:
                 rec["tilec_tflops"] = flops / rec["tilec_ms"] / 1e9
+            if flops and rf:
                 rec["torch_tflops"] = flops / rec["torch_ms"] / 1e9
-            total["tilec"] += rec["tilec_ms"]
-            total["torch"] += rec.get("torch_ms", rec["tilec_ms"])
             out.write(json.dumps(rec) + "\n")
             tt = f"  torch {rec['torch_ms']:8.3f} ms" if rf else ""
-            tfl = f"  ({rec['tilec_tflops']:.0f} vs {rec['torch_tflops']:.0f} TFLOP/s)" if flops else ""
+            tfl = f"  ({rec['tilec_tflops']:.0f}" + (f" vs {rec['torch_tflops']:.0f}" if rf else "") + " TFLOP/s)" if flops else ""
             print(f"  {name:30s} tilec {rec['tilec_ms']:8.3f} ms{tt}{tfl}", flush=True)
+            if "not in the graph" in name:
+                continue
+            total["tilec"] += rec["tilec_ms"]
+            total["torch"] += rec.get("torch_ms", rec["tilec_ms"])
         print(f"  a chunk: tilec {total['tilec']:.3f} ms, with torch's products {total['torch']:.3f} ms; "
               f"x {T // C} chunks: {total['tilec'] * T / C:.2f} / {total['torch'] * T / C:.2f} ms", flush=True)
         out.write(json.dumps({"kind": "flce_chunk", "C": C, "tilec_ms": total["tilec"], "torch_products_ms": total["torch"],

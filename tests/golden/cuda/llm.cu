@@ -36876,9 +36876,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
 }
 #endif
 
-/* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 420, 421, 425), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add)
+/* gemm_nn_sk: BM = 128, BN = 128, BK = 64, warps = 8 */
+/* indexing: 64-bit for ks, k0, k1, k, rk (lines 413, 414, 415, 417, 418, 419, 420, 423), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) gemm_nn_sk_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -36887,12 +36887,17 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    constexpr int v_stages = 2;
-    // examples/llm.tile:415
+    // examples/llm.tile:411
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:412
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:417
+    // examples/llm.tile:413
+    const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
+    // examples/llm.tile:414
+    const long long v_k0 = (((long long)(((int)blockIdx.z))) * v_ks);
+    // examples/llm.tile:415
+    const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
+    // examples/llm.tile:416
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36900,10 +36905,10 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:418
-    { /* v_acc += dot, 2-stage cp.async pipeline */
-        typedef int tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+    // examples/llm.tile:417
+    { /* v_acc += dot, 4-stage cp.async pipeline */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
         const __nv_bfloat16 * tl_h0[4];
         bool tl_h1[4];
@@ -36926,7 +36931,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
             tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
         }
         #pragma unroll
-        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+        for (int tl_s = 0; tl_s < 3; ++tl_s) {
             const tl_ix v_k = tl_lo + tl_s * tl_st;
             if (v_k < tl_hi) {
                 #pragma unroll
@@ -36935,20 +36940,20 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m0 = (tl_h1[tl_q] && ((v_k + ((long long)(tl_i1))) < ((long long)(v_K))));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 7)))) < ((long long)(v_K))));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
-                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
-                        tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
-                        tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
-                        tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
-                        tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                        tl_d[1] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 1)))) < ((long long)(v_K))))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                        tl_d[2] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 2)))) < ((long long)(v_K))))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                        tl_d[3] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 3)))) < ((long long)(v_K))))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                        tl_d[4] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 4)))) < ((long long)(v_K))))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                        tl_d[5] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 5)))) < ((long long)(v_K))))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                        tl_d[6] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 6)))) < ((long long)(v_K))))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
                     }
                 }
@@ -36957,35 +36962,35 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     const __nv_bfloat16 *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                    __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 36864 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
-                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                    __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 73728 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = (((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && tl_h3[tl_q]);
+                    const bool tl_m7 = (((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && tl_h4[tl_q]);
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
                         tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
-                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
-                        tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
-                        tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
-                        tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
-                        tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                        tl_d[1] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                        tl_d[2] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                        tl_d[3] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                        tl_d[4] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                        tl_d[5] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                        tl_d[6] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
                         tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
                     }
                 }
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:418
+        // examples/llm.tile:417
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-            tl_cp_wait<0>();
+            tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 1 * tl_st;
-                const int tl_ns = (tl_it + 1) % 2;
+                const tl_ix tl_next = v_k + 3 * tl_st;
+                const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
                     #pragma unroll
@@ -36994,20 +36999,20 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m0 = (tl_h1[tl_q] && ((v_k + ((long long)(tl_i1))) < ((long long)(v_K))));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 7)))) < ((long long)(v_K))));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
-                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
-                            tl_d[3] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
-                            tl_d[4] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
-                            tl_d[5] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
-                            tl_d[6] = ((tl_h1[tl_q] && ((v_k + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                            tl_d[1] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 1)))) < ((long long)(v_K))))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                            tl_d[2] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 2)))) < ((long long)(v_K))))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                            tl_d[3] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 3)))) < ((long long)(v_K))))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                            tl_d[4] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 4)))) < ((long long)(v_K))))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                            tl_d[5] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 5)))) < ((long long)(v_K))))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                            tl_d[6] = ((tl_h1[tl_q] && ((v_k + ((long long)((tl_i1 + 6)))) < ((long long)(v_K))))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
                         }
                     }
@@ -37016,29 +37021,29 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __nv_bfloat16 *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                        __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 36864 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
-                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
+                        __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 73728 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = (((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && tl_h3[tl_q]);
+                        const bool tl_m7 = (((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && tl_h4[tl_q]);
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
                             tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
-                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
-                            tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
-                            tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
-                            tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
-                            tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                            tl_d[1] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                            tl_d[2] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                            tl_d[3] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                            tl_d[4] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                            tl_d[5] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                            tl_d[6] = ((((v_k + ((long long)(tl_i0))) < ((long long)(v_K))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
                         }
                     }
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:422
-            const int tl_cs = tl_it % 2;
+            // examples/llm.tile:421
+            const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
                 unsigned tl_fa[4][4], tl_fb[4][2];
@@ -37047,7 +37052,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                     tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (36864 + tl_cs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (73728 + tl_cs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 4; ++tl_m)
                     #pragma unroll
@@ -37058,58 +37063,26 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:424
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:425
-    // v_at: pointer tile computed where it is used
-    // examples/llm.tile:426
-    __nv_bfloat16 tl_t0[64];
+    // examples/llm.tile:423
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-        const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((((int)blockIdx.x) * v_BM) + tl_i0));
-        const bool tl_m0 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m1 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 1)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m2 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 2)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m3 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 3)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m4 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 4)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m5 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 5)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m6 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 6)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m7 = (((((((int)blockIdx.x) * v_BM) + (tl_i0 + 7)) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
-        }
-    }
-    __syncthreads();
-    { /* tl_t0 to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-            const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-            ((__nv_bfloat16 *)(tl_smem + 71680))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
-        }
-    }
-    __syncthreads();
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((((int)blockIdx.x) * v_BM) + tl_i0));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 71680))[((tl_i1) * 1 + (tl_i0) * 128)])));
+        float *tl_p = (((v_p + ((((long long)(((int)blockIdx.z))) * ((long long)(v_M))) * ((long long)(v_N)))) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-        if (tl_m0) *tl_p = tl_v0;
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+            uint2 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            *(uint2 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
     }
 }
 
@@ -37179,9 +37152,9 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_2(float *d, float *e, 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 420, 421, 425), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
+/* gemm_nn_sk: BM = 128, BN = 128, BK = 64, warps = 8 */
+/* indexing: 64-bit for ks, k0, k1, k, rk (lines 413, 414, 415, 417, 418, 419, 420, 423), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -37190,7 +37163,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    constexpr int v_stages = 2;
     { /* a persistent grid: each block walks tiles, 4 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 32;
@@ -37214,11 +37186,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:415
+    // examples/llm.tile:411
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:412
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:417
+    // examples/llm.tile:413
+    const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
+    // examples/llm.tile:414
+    const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
+    // examples/llm.tile:415
+    const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
+    // examples/llm.tile:416
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37226,9 +37204,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:418
+    // examples/llm.tile:417
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
         for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
@@ -37236,11 +37214,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
             tl_mbar_expect(tl_full + tl_s * 8, 49152);
-            tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 16384, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 128, (v_k + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 24576, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 192, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + ((long long)(0))), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + ((long long)(0))), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + ((long long)(0))), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 16384, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 128, (v_k + ((long long)(0))), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 24576, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 192, (v_k + ((long long)(0))), tl_full + tl_s * 8);
         }
     }
         }
@@ -37255,11 +37233,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:415
+    // examples/llm.tile:411
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:412
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:417
+    // examples/llm.tile:413
+    const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
+    // examples/llm.tile:414
+    const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
+    // examples/llm.tile:415
+    const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
+    // examples/llm.tile:416
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37267,13 +37251,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:418
+    // examples/llm.tile:417
     float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j)
         tl_acc1[tl_j] = 0.0f;
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
@@ -37295,69 +37279,43 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:424
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:425
-    // v_at: pointer tile computed where it is used
-    // examples/llm.tile:426
-    __nv_bfloat16 tl_t0[64];
+    // examples/llm.tile:423
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-        const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m1 = (((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m2 = (((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m3 = (((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m4 = (((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m5 = (((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m6 = (((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m7 = (((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
-        }
-    }
-    tl_bar_consumers(256);
-    { /* tl_t0 to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-            const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-            ((__nv_bfloat16 *)(tl_smem + 197696))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
-        }
-    }
-    tl_bar_consumers(256);
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197696))[((tl_i1) * 1 + (tl_i0) * 128)])));
+        float *tl_p = (((v_p + ((((long long)(tl_pid2)) * ((long long)(v_M))) * ((long long)(v_N)))) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        if (tl_m0) *tl_p = tl_v0;
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+            uint2 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            *(uint2 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
     }
         { /* the second N tile of the pair: pid(1) + 1, when the program's grid has it */
         const int tl_pidn = tl_pid1 + 1;
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:415
+    // examples/llm.tile:411
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:412
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:417
+    // examples/llm.tile:413
+    const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
+    // examples/llm.tile:414
+    const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
+    // examples/llm.tile:415
+    const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
+    // examples/llm.tile:416
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37365,62 +37323,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:418
+    // examples/llm.tile:417
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
-    // examples/llm.tile:424
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:425
-    // v_at: pointer tile computed where it is used
-    // examples/llm.tile:426
-    __nv_bfloat16 tl_t0[64];
+    // examples/llm.tile:423
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-        const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m1 = (((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m2 = (((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m3 = (((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m4 = (((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m5 = (((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m6 = (((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m7 = (((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
-        }
-    }
-    tl_bar_consumers(256);
-    { /* tl_t0 to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-            const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-            ((__nv_bfloat16 *)(tl_smem + 197696))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
-        }
-    }
-    tl_bar_consumers(256);
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197696))[((tl_i1) * 1 + (tl_i0) * 128)])));
+        float *tl_p = (((v_p + ((((long long)(tl_pid2)) * ((long long)(v_M))) * ((long long)(v_N)))) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        if (tl_m0) *tl_p = tl_v0;
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+            uint2 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            *(uint2 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
     }
         }
         }
@@ -37498,9 +37424,9 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8, stages = 2 */
-/* indexing: 64-bit (lines 420, 421, 425), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
+/* gemm_nn_sk: BM = 128, BN = 128, BK = 64, warps = 8 */
+/* indexing: 64-bit for ks, k0, k1, k, rk (lines 413, 414, 415, 417, 418, 419, 420, 423), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -37509,7 +37435,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    constexpr int v_stages = 2;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 48;
@@ -37533,11 +37458,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:415
+    // examples/llm.tile:411
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:412
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:417
+    // examples/llm.tile:413
+    const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
+    // examples/llm.tile:414
+    const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
+    // examples/llm.tile:415
+    const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
+    // examples/llm.tile:416
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37545,9 +37476,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:418
+    // examples/llm.tile:417
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
         for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
@@ -37555,9 +37486,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
             tl_mbar_expect(tl_full + tl_s * 8, 32768);
-            tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + 0), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + tl_s * 16384, &tl_tm0, (v_k + ((long long)(0))), ((tl_pid0 * v_BM) + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + ((long long)(0))), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + ((long long)(0))), tl_full + tl_s * 8);
         }
     }
         }
@@ -37572,11 +37503,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:415
+    // examples/llm.tile:411
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:416
+    // examples/llm.tile:412
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:417
+    // examples/llm.tile:413
+    const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
+    // examples/llm.tile:414
+    const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
+    // examples/llm.tile:415
+    const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
+    // examples/llm.tile:416
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37584,9 +37521,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:418
+    // examples/llm.tile:417
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
@@ -37608,58 +37545,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:424
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:425
-    // v_at: pointer tile computed where it is used
-    // examples/llm.tile:426
-    __nv_bfloat16 tl_t0[64];
+    // examples/llm.tile:423
     #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-        const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m1 = (((((tl_pid0 * v_BM) + (tl_i0 + 1)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m2 = (((((tl_pid0 * v_BM) + (tl_i0 + 2)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m3 = (((((tl_pid0 * v_BM) + (tl_i0 + 3)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m4 = (((((tl_pid0 * v_BM) + (tl_i0 + 4)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m5 = (((((tl_pid0 * v_BM) + (tl_i0 + 5)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m6 = (((((tl_pid0 * v_BM) + (tl_i0 + 6)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m7 = (((((tl_pid0 * v_BM) + (tl_i0 + 7)) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
-        }
-    }
-    tl_bar_consumers(256);
-    { /* tl_t0 to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 15) << 3);
-            const int tl_i1 = ((((tl_j) >> 3) & 7) << 4) | (((tl_lane >> 4) & 1) << 0) | (((tl_warp >> 0) & 7) << 1);
-            ((__nv_bfloat16 *)(tl_smem + 197728))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
-        }
-    }
-    tl_bar_consumers(256);
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 1) {
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid1 * v_BN) + tl_i1))) * ((long long)(v_M)))) + ((tl_pid0 * v_BM) + tl_i0));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197728))[((tl_i1) * 1 + (tl_i0) * 128)])));
+        float *tl_p = (((v_p + ((((long long)(tl_pid2)) * ((long long)(v_M))) * ((long long)(v_N)))) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
-        if (tl_m0) *tl_p = tl_v0;
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
+            uint2 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            *(uint2 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
     }
         }
         if (tl_tid == 0)
@@ -37669,82 +37574,81 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
 }
 #endif
 
-/* transpose__f16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 436, 437), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x, __half *v_y, int v_R, int v_K)
+/* sum_slices__f16: BLOCK = 2048, warps = 8 */
+/* indexing: 64-bit (line 434), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p, __half *v_y, int v_n, int v_S)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_BR = 64;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 4;
-    // examples/llm.tile:434
-    // v_r: index tile computed where it is used
-    // examples/llm.tile:435
-    // v_k: index tile computed where it is used
-    // examples/llm.tile:436
-    __half v_t[32];
+    constexpr int v_BLOCK = 2048;
+    constexpr int v_warps = 8;
+    // examples/llm.tile:431
+    // v_i: index tile computed where it is used
+    // examples/llm.tile:432
+    float v_acc[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_BR) + tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BK) + tl_i1));
-        const bool tl_m0 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + tl_i1) < v_K));
-        const bool tl_m1 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 1)) < v_K));
-        const bool tl_m2 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 2)) < v_K));
-        const bool tl_m3 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 3)) < v_K));
-        const bool tl_m4 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 4)) < v_K));
-        const bool tl_m5 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 5)) < v_K));
-        const bool tl_m6 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 6)) < v_K));
-        const bool tl_m7 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 7)) < v_K));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&v_t[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            v_t[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
-            v_t[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
-            v_t[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
-            v_t[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-            v_t[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-            v_t[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-            v_t[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-            v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
-        }
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:437
-    __syncthreads();
-    { /* v_t to shared memory */
+    // examples/llm.tile:433
+    for (int v_s = 0; v_s < v_S; v_s += 1) {
+        // examples/llm.tile:434
+        float tl_t0[8];
         #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-            ((__half *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 64)] = v_t[tl_j];
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 2047;
+            const float *tl_p = ((v_p + (((long long)(v_s)) * ((long long)(v_n)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+            const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
         }
+        float tl_n1[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 2047;
+            tl_n1[tl_j] = (v_acc[tl_j] + tl_t0[tl_j]);
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    __syncthreads();
+    // examples/llm.tile:436
     #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 8) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_y + (((long long)(((((int)blockIdx.y) * v_BK) + tl_i0))) * ((long long)(v_R)))) + ((((int)blockIdx.x) * v_BR) + tl_i1));
-        const __half tl_v0 = ((const __half *)(tl_smem + 0))[((tl_i0) * 1 + (tl_i1) * 64)];
-        const bool tl_m0 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + tl_i1) < v_R));
-        const __half tl_v1 = ((const __half *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 1)) * 64)];
-        const bool tl_m1 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 1)) < v_R));
-        const __half tl_v2 = ((const __half *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 2)) * 64)];
-        const bool tl_m2 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 2)) < v_R));
-        const __half tl_v3 = ((const __half *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 3)) * 64)];
-        const bool tl_m3 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 3)) < v_R));
-        const __half tl_v4 = ((const __half *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 4)) * 64)];
-        const bool tl_m4 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 4)) < v_R));
-        const __half tl_v5 = ((const __half *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 5)) * 64)];
-        const bool tl_m5 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 5)) < v_R));
-        const __half tl_v6 = ((const __half *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 6)) * 64)];
-        const bool tl_m6 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 6)) < v_R));
-        const __half tl_v7 = ((const __half *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 7)) * 64)];
-        const bool tl_m7 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 7)) < v_R));
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        __half *tl_p = (v_y + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const __half tl_v2 = __float2half_rn(v_acc[tl_j + 2]);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const __half tl_v3 = __float2half_rn(v_acc[tl_j + 3]);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const __half tl_v4 = __float2half_rn(v_acc[tl_j + 4]);
+        const bool tl_m4 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 4)) < v_n);
+        const __half tl_v5 = __float2half_rn(v_acc[tl_j + 5]);
+        const bool tl_m5 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 5)) < v_n);
+        const __half tl_v6 = __float2half_rn(v_acc[tl_j + 6]);
+        const bool tl_m6 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 6)) < v_n);
+        const __half tl_v7 = __float2half_rn(v_acc[tl_j + 7]);
+        const bool tl_m7 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 7)) < v_n);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -37769,82 +37673,81 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f16_v0(__half *v_x,
     }
 }
 
-/* transpose__bf16: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 436, 437), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_y, int v_R, int v_K)
+/* sum_slices__bf16: BLOCK = 2048, warps = 8 */
+/* indexing: 64-bit (line 434), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p, __nv_bfloat16 *v_y, int v_n, int v_S)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_BR = 64;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 4;
-    // examples/llm.tile:434
-    // v_r: index tile computed where it is used
-    // examples/llm.tile:435
-    // v_k: index tile computed where it is used
-    // examples/llm.tile:436
-    __nv_bfloat16 v_t[32];
+    constexpr int v_BLOCK = 2048;
+    constexpr int v_warps = 8;
+    // examples/llm.tile:431
+    // v_i: index tile computed where it is used
+    // examples/llm.tile:432
+    float v_acc[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_BR) + tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BK) + tl_i1));
-        const bool tl_m0 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + tl_i1) < v_K));
-        const bool tl_m1 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 1)) < v_K));
-        const bool tl_m2 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 2)) < v_K));
-        const bool tl_m3 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 3)) < v_K));
-        const bool tl_m4 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 4)) < v_K));
-        const bool tl_m5 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 5)) < v_K));
-        const bool tl_m6 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 6)) < v_K));
-        const bool tl_m7 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 7)) < v_K));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&v_t[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            v_t[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
-            v_t[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
-            v_t[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
-            v_t[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-            v_t[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-            v_t[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-            v_t[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-            v_t[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
-        }
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:437
-    __syncthreads();
-    { /* v_t to shared memory */
+    // examples/llm.tile:433
+    for (int v_s = 0; v_s < v_S; v_s += 1) {
+        // examples/llm.tile:434
+        float tl_t0[8];
         #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-            ((__nv_bfloat16 *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 64)] = v_t[tl_j];
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 2047;
+            const float *tl_p = ((v_p + (((long long)(v_s)) * ((long long)(v_n)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+            const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
         }
+        float tl_n1[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 2047;
+            tl_n1[tl_j] = (v_acc[tl_j] + tl_t0[tl_j]);
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    __syncthreads();
+    // examples/llm.tile:436
     #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 8) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_y + (((long long)(((((int)blockIdx.y) * v_BK) + tl_i0))) * ((long long)(v_R)))) + ((((int)blockIdx.x) * v_BR) + tl_i1));
-        const __nv_bfloat16 tl_v0 = ((const __nv_bfloat16 *)(tl_smem + 0))[((tl_i0) * 1 + (tl_i1) * 64)];
-        const bool tl_m0 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + tl_i1) < v_R));
-        const __nv_bfloat16 tl_v1 = ((const __nv_bfloat16 *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 1)) * 64)];
-        const bool tl_m1 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 1)) < v_R));
-        const __nv_bfloat16 tl_v2 = ((const __nv_bfloat16 *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 2)) * 64)];
-        const bool tl_m2 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 2)) < v_R));
-        const __nv_bfloat16 tl_v3 = ((const __nv_bfloat16 *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 3)) * 64)];
-        const bool tl_m3 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 3)) < v_R));
-        const __nv_bfloat16 tl_v4 = ((const __nv_bfloat16 *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 4)) * 64)];
-        const bool tl_m4 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 4)) < v_R));
-        const __nv_bfloat16 tl_v5 = ((const __nv_bfloat16 *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 5)) * 64)];
-        const bool tl_m5 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 5)) < v_R));
-        const __nv_bfloat16 tl_v6 = ((const __nv_bfloat16 *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 6)) * 64)];
-        const bool tl_m6 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 6)) < v_R));
-        const __nv_bfloat16 tl_v7 = ((const __nv_bfloat16 *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 7)) * 64)];
-        const bool tl_m7 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 7)) < v_R));
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        __nv_bfloat16 *tl_p = (v_y + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_acc[tl_j]);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(v_acc[tl_j + 1]);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(v_acc[tl_j + 2]);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(v_acc[tl_j + 3]);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(v_acc[tl_j + 4]);
+        const bool tl_m4 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 4)) < v_n);
+        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(v_acc[tl_j + 5]);
+        const bool tl_m5 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 5)) < v_n);
+        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(v_acc[tl_j + 6]);
+        const bool tl_m6 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 6)) < v_n);
+        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(v_acc[tl_j + 7]);
+        const bool tl_m7 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 7)) < v_n);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -37869,66 +37772,73 @@ extern "C" __global__ void __launch_bounds__(128) transpose__bf16_v0(__nv_bfloat
     }
 }
 
-/* transpose__f32: BR = 64, BK = 64, warps = 4 */
-/* indexing: 64-bit (lines 436, 437), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, float *v_y, int v_R, int v_K)
+/* sum_slices__f32: BLOCK = 2048, warps = 8 */
+/* indexing: 64-bit (line 434), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p, float *v_y, int v_n, int v_S)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_BR = 64;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 4;
-    // examples/llm.tile:434
-    // v_r: index tile computed where it is used
-    // examples/llm.tile:435
-    // v_k: index tile computed where it is used
-    // examples/llm.tile:436
-    float v_t[32];
+    constexpr int v_BLOCK = 2048;
+    constexpr int v_warps = 8;
+    // examples/llm.tile:431
+    // v_i: index tile computed where it is used
+    // examples/llm.tile:432
+    float v_acc[8];
     #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_BR) + tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BK) + tl_i1));
-        const bool tl_m0 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + tl_i1) < v_K));
-        const bool tl_m1 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 1)) < v_K));
-        const bool tl_m2 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 2)) < v_K));
-        const bool tl_m3 = ((((((int)blockIdx.x) * v_BR) + tl_i0) < v_R) && (((((int)blockIdx.y) * v_BK) + (tl_i1 + 3)) < v_K));
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&v_t[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            v_t[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
-            v_t[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
-            v_t[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
-            v_t[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
-        }
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:437
-    __syncthreads();
-    { /* v_t to shared memory */
+    // examples/llm.tile:433
+    for (int v_s = 0; v_s < v_S; v_s += 1) {
+        // examples/llm.tile:434
+        float tl_t0[8];
         #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-            ((float *)(tl_smem + 0))[((tl_i1) * 1 + (tl_i0) * 64)] = v_t[tl_j];
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 2047;
+            const float *tl_p = ((v_p + (((long long)(v_s)) * ((long long)(v_n)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+            const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0.0f;
+                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0.0f;
+                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0.0f;
+                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0.0f;
+            }
         }
+        float tl_n1[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 2047;
+            tl_n1[tl_j] = (v_acc[tl_j] + tl_t0[tl_j]);
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    __syncthreads();
+    // examples/llm.tile:436
     #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 4) {
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 63, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_y + (((long long)(((((int)blockIdx.y) * v_BK) + tl_i0))) * ((long long)(v_R)))) + ((((int)blockIdx.x) * v_BR) + tl_i1));
-        const float tl_v0 = ((const float *)(tl_smem + 0))[((tl_i0) * 1 + (tl_i1) * 64)];
-        const bool tl_m0 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + tl_i1) < v_R));
-        const float tl_v1 = ((const float *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 1)) * 64)];
-        const bool tl_m1 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 1)) < v_R));
-        const float tl_v2 = ((const float *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 2)) * 64)];
-        const bool tl_m2 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 2)) < v_R));
-        const float tl_v3 = ((const float *)(tl_smem + 0))[((tl_i0) * 1 + ((tl_i1 + 3)) * 64)];
-        const bool tl_m3 = ((((((int)blockIdx.y) * v_BK) + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BR) + (tl_i1 + 3)) < v_R));
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        float *tl_p = (v_y + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const float tl_v2 = v_acc[tl_j + 2];
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const float tl_v3 = v_acc[tl_j + 3];
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -37944,3 +37854,451 @@ extern "C" __global__ void __launch_bounds__(128) transpose__f32_v0(float *v_x, 
         }
     }
 }
+
+/* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8 */
+/* indexing: 64-bit (lines 461, 462, 466), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    // examples/llm.tile:456
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:457
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:458
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:459
+    { /* 4-stage cp.async ring: v_tb */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 3; ++tl_s) {
+            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            if (v_k < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                    const __nv_bfloat16 *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                    __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
+                    const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                        tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                        tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                        tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                        tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                        tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/llm.tile:459
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            tl_cp_wait<2>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_k + 3 * tl_st;
+                const int tl_ns = (tl_it + 3) % 4;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_k = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __nv_bfloat16 *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+                        __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                            tl_d[3] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N))) ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                            tl_d[4] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N))) ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                            tl_d[5] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N))) ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                            tl_d[6] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N))) ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 4;
+            // examples/llm.tile:460
+            // v_rk: index tile computed where it is used
+            // examples/llm.tile:461
+            __nv_bfloat16 v_ta[32];
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 32; tl_c += 8) {
+                const int tl_j = tl_c;
+                const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 7) & 63, tl_i1 = (tl_l >> 0) & 127;
+                const __nv_bfloat16 *tl_p = ((v_a + (((long long)((v_k + tl_i0))) * ((long long)(v_M)))) + ((((int)blockIdx.x) * v_BM) + tl_i1));
+                const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BM) + tl_i1) < v_M));
+                const bool tl_m1 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BM) + (tl_i1 + 1)) < v_M));
+                const bool tl_m2 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BM) + (tl_i1 + 2)) < v_M));
+                const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BM) + (tl_i1 + 3)) < v_M));
+                const bool tl_m4 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BM) + (tl_i1 + 4)) < v_M));
+                const bool tl_m5 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BM) + (tl_i1 + 5)) < v_M));
+                const bool tl_m6 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BM) + (tl_i1 + 6)) < v_M));
+                const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.x) * v_BM) + (tl_i1 + 7)) < v_M));
+                if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                    *(uint4 *)&v_ta[tl_j] = *(const uint4 *)tl_p;
+                } else {
+                    v_ta[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+                    v_ta[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
+                    v_ta[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(0.0f);
+                    v_ta[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(0.0f);
+                    v_ta[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(0.0f);
+                    v_ta[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(0.0f);
+                    v_ta[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(0.0f);
+                    v_ta[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+                }
+            }
+            // examples/llm.tile:462
+            // v_tb: in its cp.async ring at byte (0 + tl_rs * 17408)
+            // examples/llm.tile:463
+            { /* v_acc += dot: [128, 64] @ [64, 128] */
+                __syncthreads();
+                { /* v_ta to shared memory */
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                        const int tl_i0 = (tl_l >> 7) & 63, tl_i1 = (tl_l >> 0) & 127;
+                        ((__nv_bfloat16 *)(tl_smem + 88064))[((tl_i1) * 1 + (tl_i0) * 128)] = v_ta[tl_j];
+                    }
+                }
+                __syncthreads();
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 6) & 127, tl_i1 = (tl_l >> 0) & 63;
+                    ((__nv_bfloat16 *)(tl_smem + 69632))[tl_i0 * 72 + tl_i1] = ((const __nv_bfloat16 *)(tl_smem + 88064))[((tl_i0) * 1 + (tl_i1) * 128)];
+                }
+                __syncthreads();
+                #pragma unroll
+                for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                    unsigned tl_fa[4][4], tl_fb[4][2];
+                    #pragma unroll
+                    for (int tl_m = 0; tl_m < 4; ++tl_m)
+                        tl_ldsm_x4(tl_fa[tl_m], tl_smem + 69632 + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
+                    #pragma unroll
+                    for (int tl_n = 0; tl_n < 4; tl_n += 2)
+                        tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                    #pragma unroll
+                    for (int tl_m = 0; tl_m < 4; ++tl_m)
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 4; ++tl_n)
+                            tl_mma_bf16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                }
+            }
+        }
+        tl_cp_wait<0>();
+    }
+    // examples/llm.tile:465
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:466
+    // v_at: pointer tile computed where it is used
+    // examples/llm.tile:467
+    __nv_bfloat16 tl_t0[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 7) & 127, tl_i1 = (tl_l >> 0) & 127;
+        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const bool tl_m0 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N)) && (v_add != 0));
+        const bool tl_m2 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N)) && (v_add != 0));
+        const bool tl_m3 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N)) && (v_add != 0));
+        const bool tl_m4 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_N)) && (v_add != 0));
+        const bool tl_m5 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_N)) && (v_add != 0));
+        const bool tl_m6 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_N)) && (v_add != 0));
+        const bool tl_m7 = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N)) && (v_add != 0));
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+        }
+    }
+    __syncthreads();
+    { /* tl_t0 to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 7) & 127, tl_i1 = (tl_l >> 0) & 127;
+            ((__nv_bfloat16 *)(tl_smem + 104448))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 104448))[((tl_i1) * 1 + (tl_i0) * 128)])));
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 104448))[(((tl_i1 + 1)) * 1 + (tl_i0) * 128)])));
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_bf16_N128_AT
+#define TL_WGMMA_bf16_N128_AT
+static __device__ __forceinline__ void tl_wgmma_bf16_n128_at(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 1, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8 */
+/* indexing: 64-bit (lines 461, 462, 466), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    // examples/llm.tile:456
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:457
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:458
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:459
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
+        if (tl_tid == 0) {
+            for (int tl_s = 0; tl_s < 6; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 1);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid >= 256) {
+            tl_setmaxnreg_dec<40>();
+            if (tl_tid == 256) {
+                int tl_it = 0;
+                for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 6;
+                    if (tl_it >= 6)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 32768);
+                    tl_tma_2d(tl_ring + tl_s * 16384 + 0, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + tl_s * 16384 + 8192, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+                }
+            }
+            return;
+        }
+        tl_setmaxnreg_inc<232>();
+        int tl_it = 0;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 4; ++tl_q)
+                tl_wgmma_bf16_n128_at(v_acc, tl_wg_desc(tl_a + tl_q * 2048, 8192, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > 0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+        }
+        tl_wg_wait<0>();
+    }
+    // examples/llm.tile:465
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:466
+    // v_at: pointer tile computed where it is used
+    // examples/llm.tile:467
+    __nv_bfloat16 tl_t0[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 7) & 127, tl_i1 = (tl_l >> 0) & 127;
+        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N)) && (v_add != 0));
+        const bool tl_m2 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_N)) && (v_add != 0));
+        const bool tl_m3 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_N)) && (v_add != 0));
+        const bool tl_m4 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_N)) && (v_add != 0));
+        const bool tl_m5 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_N)) && (v_add != 0));
+        const bool tl_m6 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_N)) && (v_add != 0));
+        const bool tl_m7 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_N)) && (v_add != 0));
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
+        }
+    }
+    tl_bar_consumers(256);
+    { /* tl_t0 to shared memory */
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 7) & 127, tl_i1 = (tl_l >> 0) & 127;
+            ((__nv_bfloat16 *)(tl_smem + 197728))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
+        }
+    }
+    tl_bar_consumers(256);
+    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 2 boxes of 128 x 64 */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197728))[((tl_i1) * 1 + (tl_i0) * 128)])));
+            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197728))[(((tl_i1 + 1)) * 1 + (tl_i0) * 128)])));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            unsigned int tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_bulk_commit();
+            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
+        }
+    }
+}
+#endif
