@@ -5,6 +5,7 @@
  * decision, taken while it is lowered) and the sm_90a twin (wgmma, TMA,
  * warp specialization: wgmma.c, wgattn.c, wgstore.c, wgpair.c), which
  * lower.c lowers only when the portable pass noted a loop it can take. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,15 +102,35 @@ static char *suffixed(const char *s, const char *sfx)
     return r;
 }
 
+/* Why lower_wg_finish refuses the persistent passes P (the producer's)
+ * and C (the consumers'), in words for the remark, into buf. */
+static void persist_why(const lw *C, const lw *P, char *buf, size_t n)
+{
+    if (C->failed || P->failed || C->out.failed || P->out.failed)
+        snprintf(buf, n, "a persistent pass did not lower");
+    else if (C->smem > SMEM_LIMIT || P->smem > SMEM_LIMIT)
+        snprintf(buf, n, "its passes need %u and %u bytes of shared memory, more than a block may have (%d)", P->smem,
+                 C->smem, SMEM_LIMIT);
+    else if (P->smem != C->smem)
+        snprintf(buf, n, "the producer's and the consumers' passes need different shared memory (%u and %u bytes)",
+                 P->smem, C->smem);
+    else
+        snprintf(buf, n, "a persistent pass did not reach the dot loop");
+}
+
 /* The persistent twin `name` of plan w (lower_wg_persist applied),
  * lowered twice (the producer's and the consumers' bodies) and appended
- * to tu: lower_wg_finish's result. */
-static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf *tu, tilec_tma_meta *meta)
+ * to tu: lower_wg_finish's result; when it is 0, why (may be NULL) says
+ * why in words. */
+static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf *tu, tilec_tma_meta *meta, char *why,
+                        size_t nwhy)
 {
     lw P, C;
     twin_pass(R, w, 1, name, &P);
     twin_pass(R, w, 2, name, &C);
     int r = lower_wg_finish(&C, &P, tu, meta, name);
+    if (!r && why)
+        persist_why(&C, &P, why, nwhy);
     lower_free(&P);
     lower_free(&C);
     return r;
@@ -130,7 +151,7 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
     if (!name)
         return -1;
     tilec_tma_meta one;
-    int r = persist_twin(R, &w, name, tu, &one);
+    int r = persist_twin(R, &w, name, tu, &one, NULL, 0);
     free(name);
     if (r > 0) {
         if (one.smem_bytes > meta->smem_bytes)
@@ -162,8 +183,9 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         free(tname);
         return r;
     }
+    char why[200] = "";
     if (lower_wg_persist(&w)) {
-        r = persist_twin(R, &w, tname, tu, meta);
+        r = persist_twin(R, &w, tname, tu, meta, why, sizeof why);
         if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
             r = single_twin(R, tname, tu, meta);
     }
@@ -172,6 +194,10 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         twin_pass(R, &R->tw.plan, 0, tname, &L);
         r = lower_wg_finish(&L, NULL, tu, meta, tname);
         lower_free(&L);
+        /* the remark (rendered after this) says what runs: the plan's words named the persistent twin */
+        if (r > 0 && why[0])
+            R->tw.plan.how = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s",
+                                       R->tw.plan.how ? R->tw.plan.how : "", why);
     }
     free(tname);
     return r;
