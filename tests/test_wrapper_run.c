@@ -1567,6 +1567,8 @@ static const char lists_runner[] =
     "    printf(\"rc=%d launches=%d lists=%d n=%d,%d sum=%g t=%g err=%s\\n\", rc, f->launches - launches,\n"
     "           f->list_launches - lists, f->list_n[lists % 8], f->list_launches - lists > 1 ? f->list_n[(lists + 1) % 8] : 0,\n"
     "           sum, tsum, err);\n"
+    "    for (int t = 0; t < n; t++) {\n        tilec_rt_free(rt, xp[t]);\n        tilec_rt_free(rt, yp[t]);\n    }\n"
+    "    tilec_rt_free(rt, w.data);\n"
     "    lsc_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
 
 static char *run_mode(const char *dir, int n, int mode)
