@@ -67,7 +67,7 @@ static const tilec_stmt *writes(const tilec_block *b)
         const tilec_stmt *s = b->stmts[i], *in;
         const tilec_expr *v = s->value;
         if (s->kind == TILEC_ST_RETURN ||
-            (v && v->kind == TILEC_EX_CALL && (!strcmp(v->name, "store") || !strcmp(v->name, "atomic_add"))))
+            (v && v->kind == TILEC_EX_CALL && (tilec_is_builtin(v, BI_STORE) || tilec_is_builtin(v, BI_ATOMIC_ADD))))
             return s;
         if ((in = writes(&s->body)) != NULL || (in = writes(&s->orelse)) != NULL)
             return in;
@@ -80,7 +80,7 @@ static int dots_of(const tilec_expr *e, const tilec_expr **d, int n, int max)
 {
     if (!e || n < 0)
         return n;
-    if (e->kind == TILEC_EX_CALL && !strcmp(e->name, "dot")) {
+    if (tilec_is_builtin(e, BI_DOT)) {
         if (n >= max)
             return -1;
         d[n++] = e;
@@ -95,7 +95,7 @@ static int dots_of(const tilec_expr *e, const tilec_expr **d, int n, int max)
 static const ring_op *b_ring(const tilec_expr *b, const ring_plan *rp, int *bt)
 {
     int flip = 0;
-    for (; b->kind == TILEC_EX_CALL && !strcmp(b->name, "trans") && b->nargs == 1; b = b->args[0])
+    for (; tilec_is_builtin(b, BI_TRANS) && b->nargs == 1; b = b->args[0])
         flip ^= 1;
     if (b->kind != TILEC_EX_NAME)
         return NULL;
@@ -118,8 +118,7 @@ static int loaded_in(const tilec_block *b, const char *name)
 {
     for (uint32_t i = 0; i < b->nstmts; i++) {
         const tilec_stmt *s = b->stmts[i];
-        if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], name) && s->value->kind == TILEC_EX_CALL &&
-            !strcmp(s->value->name, "load"))
+        if (s->kind == TILEC_ST_LET && !strcmp(s->names[0], name) && tilec_is_builtin(s->value, BI_LOAD))
             return 1;
     }
     return 0;
@@ -133,7 +132,7 @@ static int dot_ok(lw *L, const tilec_expr *dot, const tilec_block *body, const r
     unsigned line = dot->loc.line;
     const tilec_type *at = lower_ty(L, dot->args[0]), *t = lower_ty(L, dot);
     const tilec_expr *a = dot->args[0];
-    if (a->kind == TILEC_EX_CALL && !strcmp(a->name, "cast") && a->nargs >= 1)
+    if (tilec_is_builtin(a, BI_CAST) && a->nargs >= 1)
         a = a->args[0];
     if (a->kind != TILEC_EX_NAME || loaded_in(body, a->name))
         return lower_miss(L, line, "a dot's A operand is not a register tile (a name, or its cast) that the loop does not "
