@@ -433,6 +433,15 @@ void lower_axinfo_trace(lw *L, const char *what, const tilec_expr *ptr, const ti
  * when the lowering failed). */
 int lower_axinfo_probe(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, int variant, strbuf *log);
 
+/* ---- fold.c: the scale folded into the exponent ---- */
+
+/* A copy of loop body `body` with `let s = x * c` (c a scalar the body
+ * does not assign) kept unscaled through where(k, s, -inf), its row max
+ * scaled after the reduction and each `s - m` written `s0 * c - m` (one
+ * FFMA); *cond the C condition (c > 0) under which the copy equals the
+ * body. 0: no max to fold (the body as it is). */
+int lower_fold_scale(lw *L, const tilec_block *body, tilec_block *out, const char **cond);
+
 /* ---- access.c: conditions on whole tiles ---- */
 
 /* A C condition under which boolean tile m is true everywhere, or NULL. */

@@ -322,8 +322,15 @@ void lower_ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wid
     const tilec_stmt *mk[RING_MAX];
     const char *cond;
     int nm = ring_masks(L, loop, mk, &cond);
-    if (nm) {
-        lower_line(L, "if (%s) { /* the masks hold on the whole tile */", cond);
+    tilec_block fb;
+    const char *fc = NULL;
+    int fold = lower_fold_scale(L, &loop->body, &fb, &fc);
+    if (nm || fold) {
+        if (fold)
+            lower_line(L, "if (%s%s%s) { /* %sthe scale folded into the exponent */", nm ? cond : "", nm ? " && " : "", fc,
+                       nm ? "the masks hold on the whole tile, " : "");
+        else
+            lower_line(L, "if (%s) { /* the masks hold on the whole tile */", cond);
         L->ind++;
         L->depth++;
         for (int i = 0; i < nm; i++) {
@@ -344,7 +351,10 @@ void lower_ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wid
             lower_note(L, "  line %u: mask %s dropped on tiles where it holds everywhere", mk[i]->loc.line,
                        lower_cname(L, mk[i]->names[0]));
         }
-        lower_emit_block(L, &loop->body);
+        if (fold)
+            lower_note(L, "  line %u: the scale folded into the exponent where it is positive (max before scaling, one FFMA)",
+                       loop->loc.line);
+        lower_emit_block(L, fold ? &fb : &loop->body);
         lower_leave(L);
         L->ind--;
         lower_line(L, "} else {");
@@ -353,11 +363,11 @@ void lower_ring_body(lw *L, const tilec_stmt *loop, const ring_plan *rp, int wid
     /* the general copy: its notes would repeat the first's */
     size_t notes = L->notes.n;
     lower_emit_block(L, &loop->body);
-    if (nm && L->notes.n > notes) {
+    if ((nm || fold) && L->notes.n > notes) {
         L->notes.n = notes;
         L->notes.s[notes] = 0;
     }
-    if (nm) {
+    if (nm || fold) {
         L->ind--;
         lower_line(L, "}");
     }

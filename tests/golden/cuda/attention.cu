@@ -318,16 +318,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
                 // examples/attention.tile:28
-                float tl_t0[64];
+                float v_s_unscaled[64];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [128, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 64; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 64] @ [64, 64] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 64; tl_k += 16) {
                         unsigned tl_fa[2][4], tl_fb[8][2];
@@ -345,35 +345,44 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                         for (int tl_m = 0; tl_m < 2; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 8; ++tl_n)
-                                tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(v_s_unscaled + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
+                // examples/attention.tile:28
                 float v_s[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm_unscaled[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:30
                 float v_sm[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:31
-                float tl_t1[4];
+                float tl_t0[4];
                 { /* max along axis 1 in registers */
                     float tl_r[4];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 64; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -386,13 +395,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:32
                 float v_p[64];
@@ -400,7 +409,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
                 }
                 // examples/attention.tile:33
                 float v_alpha[4];
@@ -410,7 +419,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t2[4];
+                float tl_t1[4];
                 { /* sum along axis 1 in registers */
                     float tl_r[4];
                     #pragma unroll
@@ -430,16 +439,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[4];
+                float tl_n2[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
                 // examples/attention.tile:36
@@ -472,24 +481,24 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     }
                 }
                 // examples/attention.tile:37
-                float tl_n4[4];
+                float tl_n3[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
                 // examples/attention.tile:28
-                float tl_t5[64];
+                float tl_t4[64];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [128, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 64] @ [64, 64] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 64; tl_k += 16) {
                         unsigned tl_fa[2][4], tl_fb[8][2];
@@ -507,7 +516,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                         for (int tl_m = 0; tl_m < 2; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 8; ++tl_n)
-                                tl_mma_f16(tl_t5 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(tl_t4 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
                 float v_s[64];
@@ -515,7 +524,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: index tile computed where it is used
@@ -528,7 +537,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:31
-                float tl_t6[4];
+                float tl_t5[4];
                 { /* max along axis 1 in registers */
                     float tl_r[4];
                     #pragma unroll
@@ -548,13 +557,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:32
                 float v_p[64];
@@ -572,7 +581,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t7[4];
+                float tl_t6[4];
                 { /* sum along axis 1 in registers */
                     float tl_r[4];
                     #pragma unroll
@@ -592,16 +601,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[4];
+                float tl_n7[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
                 // examples/attention.tile:36
@@ -634,14 +643,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     }
                 }
                 // examples/attention.tile:37
-                float tl_n9[4];
+                float tl_n8[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_cp_wait<0>();
@@ -935,16 +944,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:28
-                float tl_t0[32];
+                float v_s_unscaled[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [128, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 64] @ [64, 64] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[4][4];
                     #pragma unroll
@@ -961,40 +970,49 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t0, 32);
+                    tl_wg_pin(v_s_unscaled, 32);
                     tl_wg_pin(v_acc, 32);
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
+                // examples/attention.tile:28
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm_unscaled[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:30
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:31
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -1007,13 +1025,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:32
                 float v_p[32];
@@ -1021,7 +1039,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:33
                 float v_alpha[2];
@@ -1031,7 +1049,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -1051,16 +1069,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:36
@@ -1093,24 +1111,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:28
-                float tl_t5[32];
+                float tl_t4[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [128, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 64] @ [64, 64] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[4][4];
                     #pragma unroll
@@ -1127,10 +1145,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t5, 32);
+                    tl_wg_pin(tl_t4, 32);
                     tl_wg_pin(v_acc, 32);
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
@@ -1140,7 +1158,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: index tile computed where it is used
@@ -1153,7 +1171,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:31
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -1173,13 +1191,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:32
                 float v_p[32];
@@ -1197,7 +1215,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -1217,16 +1235,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:36
@@ -1259,14 +1277,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_wg_wait<0>();
@@ -1517,16 +1535,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 4608)
                 // examples/attention.tile:28
-                float tl_t0[32];
+                float v_s_unscaled[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [128, 64] @ [64, 32] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 64] @ [64, 32] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 64; tl_k += 16) {
                         unsigned tl_fa[2][4], tl_fb[4][2];
@@ -1544,35 +1562,44 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                         for (int tl_m = 0; tl_m < 2; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 4; ++tl_n)
-                                tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(v_s_unscaled + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
+                // examples/attention.tile:28
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm_unscaled[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:30
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:31
-                float tl_t1[4];
+                float tl_t0[4];
                 { /* max along axis 1 in registers */
                     float tl_r[4];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -1585,13 +1612,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:32
                 float v_p[32];
@@ -1599,7 +1626,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)]));
                 }
                 // examples/attention.tile:33
                 float v_alpha[4];
@@ -1609,7 +1636,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t2[4];
+                float tl_t1[4];
                 { /* sum along axis 1 in registers */
                     float tl_r[4];
                     #pragma unroll
@@ -1629,16 +1656,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[4];
+                float tl_n2[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (9216 + tl_rs * 4608)
                 // examples/attention.tile:36
@@ -1671,24 +1698,24 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     }
                 }
                 // examples/attention.tile:37
-                float tl_n4[4];
+                float tl_n3[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 4608)
                 // examples/attention.tile:28
-                float tl_t5[32];
+                float tl_t4[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [128, 64] @ [64, 32] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 64] @ [64, 32] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 64; tl_k += 16) {
                         unsigned tl_fa[2][4], tl_fb[4][2];
@@ -1706,7 +1733,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                         for (int tl_m = 0; tl_m < 2; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 4; ++tl_n)
-                                tl_mma_f16(tl_t5 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(tl_t4 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
                 float v_s[32];
@@ -1714,7 +1741,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: index tile computed where it is used
@@ -1727,7 +1754,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:31
-                float tl_t6[4];
+                float tl_t5[4];
                 { /* max along axis 1 in registers */
                     float tl_r[4];
                     #pragma unroll
@@ -1747,13 +1774,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:32
                 float v_p[32];
@@ -1771,7 +1798,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t7[4];
+                float tl_t6[4];
                 { /* sum along axis 1 in registers */
                     float tl_r[4];
                     #pragma unroll
@@ -1791,16 +1818,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[4];
+                float tl_n7[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (9216 + tl_rs * 4608)
                 // examples/attention.tile:36
@@ -1833,14 +1860,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     }
                 }
                 // examples/attention.tile:37
-                float tl_n9[4];
+                float tl_n8[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_cp_wait<0>();
@@ -2134,16 +2161,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 4096)
                 // examples/attention.tile:28
-                float tl_t0[16];
+                float v_s_unscaled[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [128, 64] @ [64, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 64] @ [64, 32] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[4][4];
                     #pragma unroll
@@ -2160,40 +2187,49 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t0, 16);
+                    tl_wg_pin(v_s_unscaled, 16);
                     tl_wg_pin(v_acc, 32);
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
+                // examples/attention.tile:28
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm_unscaled[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:30
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:31
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -2206,13 +2242,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:32
                 float v_p[16];
@@ -2220,7 +2256,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:33
                 float v_alpha[2];
@@ -2230,7 +2266,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -2250,16 +2286,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 4096)
                 // examples/attention.tile:36
@@ -2292,24 +2328,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 4096)
                 // examples/attention.tile:28
-                float tl_t5[16];
+                float tl_t4[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [128, 64] @ [64, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 64] @ [64, 32] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[4][4];
                     #pragma unroll
@@ -2326,10 +2362,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t5, 16);
+                    tl_wg_pin(tl_t4, 16);
                     tl_wg_pin(v_acc, 32);
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
@@ -2339,7 +2375,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: index tile computed where it is used
@@ -2352,7 +2388,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:31
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -2372,13 +2408,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:32
                 float v_p[16];
@@ -2396,7 +2432,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -2416,16 +2452,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 4096)
                 // examples/attention.tile:36
@@ -2458,14 +2494,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_wg_wait<0>();
@@ -2716,16 +2752,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
                 // examples/attention.tile:28
-                float tl_t0[32];
+                float v_s_unscaled[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [64, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [64, 64] @ [64, 64] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 64; tl_k += 16) {
                         unsigned tl_fa[1][4], tl_fb[8][2];
@@ -2743,35 +2779,44 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                         for (int tl_m = 0; tl_m < 1; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 8; ++tl_n)
-                                tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(v_s_unscaled + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
+                // examples/attention.tile:28
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm_unscaled[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:30
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:31
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -2784,13 +2829,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:32
                 float v_p[32];
@@ -2798,7 +2843,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:33
                 float v_alpha[2];
@@ -2808,7 +2853,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -2828,16 +2873,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
                 // examples/attention.tile:36
@@ -2870,24 +2915,24 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     }
                 }
                 // examples/attention.tile:37
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
                 // examples/attention.tile:28
-                float tl_t5[32];
+                float tl_t4[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [64, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [64, 64] @ [64, 64] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 64; tl_k += 16) {
                         unsigned tl_fa[1][4], tl_fb[8][2];
@@ -2905,7 +2950,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                         for (int tl_m = 0; tl_m < 1; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 8; ++tl_n)
-                                tl_mma_f16(tl_t5 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(tl_t4 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
                 float v_s[32];
@@ -2913,7 +2958,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: index tile computed where it is used
@@ -2926,7 +2971,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:31
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -2946,13 +2991,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:32
                 float v_p[32];
@@ -2970,7 +3015,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -2990,16 +3035,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
                 // examples/attention.tile:36
@@ -3032,14 +3077,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     }
                 }
                 // examples/attention.tile:37
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_cp_wait<0>();
@@ -3333,16 +3378,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:28
-                float tl_t0[32];
+                float v_s_unscaled[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [64, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [64, 64] @ [64, 64] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[4][4];
                     #pragma unroll
@@ -3359,40 +3404,49 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t0, 32);
+                    tl_wg_pin(v_s_unscaled, 32);
                     tl_wg_pin(v_acc, 32);
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
+                // examples/attention.tile:28
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: true on this tile
+                // examples/attention.tile:30
+                float v_sm_unscaled[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:30
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:31
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -3405,13 +3459,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:32
                 float v_p[32];
@@ -3419,7 +3473,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:33
                 float v_alpha[2];
@@ -3429,7 +3483,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -3449,16 +3503,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:36
@@ -3491,24 +3545,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:28
-                float tl_t5[32];
+                float tl_t4[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [64, 64] @ [64, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [64, 64] @ [64, 64] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[4][4];
                     #pragma unroll
@@ -3525,10 +3579,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t5, 32);
+                    tl_wg_pin(tl_t4, 32);
                     tl_wg_pin(v_acc, 32);
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
@@ -3538,7 +3592,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:29
                 // v_ok: index tile computed where it is used
@@ -3551,7 +3605,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:31
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -3571,13 +3625,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:32
                 float v_p[32];
@@ -3595,7 +3649,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:34
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -3615,16 +3669,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:35
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:36
@@ -3657,14 +3711,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
                 // examples/attention.tile:37
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_wg_wait<0>();
@@ -3915,16 +3969,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
                 // examples/attention.tile:62
-                float tl_t0[16];
+                float v_s_unscaled[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [64, 128] @ [128, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [64, 128] @ [128, 32] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 128; tl_k += 16) {
                         unsigned tl_fa[1][4], tl_fb[4][2];
@@ -3942,35 +3996,44 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                         for (int tl_m = 0; tl_m < 1; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 4; ++tl_n)
-                                tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(v_s_unscaled + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
+                // examples/attention.tile:62
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm_unscaled[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:64
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:65
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -3983,13 +4046,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:66
                 float v_p[16];
@@ -3997,7 +4060,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:67
                 float v_alpha[2];
@@ -4007,7 +4070,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -4027,16 +4090,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
                 // examples/attention.tile:70
@@ -4069,24 +4132,24 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     }
                 }
                 // examples/attention.tile:71
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
                 // examples/attention.tile:62
-                float tl_t5[16];
+                float tl_t4[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [64, 128] @ [128, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [64, 128] @ [128, 32] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 128; tl_k += 16) {
                         unsigned tl_fa[1][4], tl_fb[4][2];
@@ -4104,7 +4167,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                         for (int tl_m = 0; tl_m < 1; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 4; ++tl_n)
-                                tl_mma_f16(tl_t5 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(tl_t4 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
                 float v_s[16];
@@ -4112,7 +4175,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: index tile computed where it is used
@@ -4125,7 +4188,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:65
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -4145,13 +4208,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:66
                 float v_p[16];
@@ -4169,7 +4232,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -4189,16 +4252,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
                 // examples/attention.tile:70
@@ -4231,14 +4294,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     }
                 }
                 // examples/attention.tile:71
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_cp_wait<0>();
@@ -4532,16 +4595,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:62
-                float tl_t0[16];
+                float v_s_unscaled[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [64, 128] @ [128, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [64, 128] @ [128, 32] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[8][4];
                     #pragma unroll
@@ -4558,37 +4621,46 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t0, 16);
+                    tl_wg_pin(v_s_unscaled, 16);
                 }
+                // examples/attention.tile:62
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm_unscaled[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:64
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:65
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -4601,13 +4673,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:66
                 float v_p[16];
@@ -4615,7 +4687,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:67
                 float v_alpha[2];
@@ -4625,7 +4697,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -4645,16 +4717,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:70
@@ -4688,24 +4760,24 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:62
-                float tl_t5[16];
+                float tl_t4[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [64, 128] @ [128, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [64, 128] @ [128, 32] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[8][4];
                     #pragma unroll
@@ -4722,17 +4794,17 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t5, 16);
+                    tl_wg_pin(tl_t4, 16);
                 }
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: index tile computed where it is used
@@ -4745,7 +4817,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:65
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -4765,13 +4837,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:66
                 float v_p[16];
@@ -4789,7 +4861,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -4809,16 +4881,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:70
@@ -4852,14 +4924,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
             if (tl_lane == 0) /* this warp's wgmma are done with the stage */
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
@@ -5108,16 +5180,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
                 // examples/attention.tile:62
-                float tl_t0[32];
+                float v_s_unscaled[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [128, 128] @ [128, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 128] @ [128, 64] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 128; tl_k += 16) {
                         unsigned tl_fa[1][4], tl_fb[8][2];
@@ -5135,35 +5207,44 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                         for (int tl_m = 0; tl_m < 1; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 8; ++tl_n)
-                                tl_mma_f16(tl_t0 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(v_s_unscaled + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
+                // examples/attention.tile:62
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm_unscaled[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:64
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:65
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -5176,13 +5257,13 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:66
                 float v_p[32];
@@ -5190,7 +5271,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:67
                 float v_alpha[2];
@@ -5200,7 +5281,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -5220,16 +5301,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
                 // examples/attention.tile:70
@@ -5262,24 +5343,24 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     }
                 }
                 // examples/attention.tile:71
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
                 // examples/attention.tile:62
-                float tl_t5[32];
+                float tl_t4[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [128, 128] @ [128, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 128] @ [128, 64] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 128; tl_k += 16) {
                         unsigned tl_fa[1][4], tl_fb[8][2];
@@ -5297,7 +5378,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                         for (int tl_m = 0; tl_m < 1; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 8; ++tl_n)
-                                tl_mma_f16(tl_t5 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(tl_t4 + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
                 float v_s[32];
@@ -5305,7 +5386,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: index tile computed where it is used
@@ -5318,7 +5399,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:65
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -5338,13 +5419,13 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:66
                 float v_p[32];
@@ -5362,7 +5443,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -5382,16 +5463,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
                 // examples/attention.tile:70
@@ -5424,14 +5505,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     }
                 }
                 // examples/attention.tile:71
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_cp_wait<0>();
@@ -5725,16 +5806,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
                 // examples/attention.tile:62
-                float tl_t0[32];
+                float v_s_unscaled[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [128, 128] @ [128, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 128] @ [128, 64] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[8][4];
                     #pragma unroll
@@ -5751,37 +5832,46 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t0, 32);
+                    tl_wg_pin(v_s_unscaled, 32);
                 }
+                // examples/attention.tile:62
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm_unscaled[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:64
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:65
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -5794,13 +5884,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:66
                 float v_p[32];
@@ -5808,7 +5898,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:67
                 float v_alpha[2];
@@ -5818,7 +5908,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -5838,16 +5928,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
                 // examples/attention.tile:70
@@ -5881,24 +5971,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
                 // examples/attention.tile:62
-                float tl_t5[32];
+                float tl_t4[32];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [128, 128] @ [128, 64] */
+                for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 128] @ [128, 64] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[8][4];
                     #pragma unroll
@@ -5915,17 +6005,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t5, 32);
+                    tl_wg_pin(tl_t4, 32);
                 }
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: index tile computed where it is used
@@ -5938,7 +6028,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:65
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -5958,13 +6048,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:66
                 float v_p[32];
@@ -5982,7 +6072,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -6002,16 +6092,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
                 // examples/attention.tile:70
@@ -6045,14 +6135,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
             if (tl_lane == 0) /* this warp's wgmma are done with the stage */
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
@@ -6301,16 +6391,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
                 // examples/attention.tile:62
-                float tl_t0[16];
+                float v_s_unscaled[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [128, 128] @ [128, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 128] @ [128, 32] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 128; tl_k += 16) {
                         unsigned tl_fa[1][4], tl_fb[4][2];
@@ -6328,35 +6418,44 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                         for (int tl_m = 0; tl_m < 1; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 4; ++tl_n)
-                                tl_mma_f16(tl_t0 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(v_s_unscaled + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
+                // examples/attention.tile:62
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm_unscaled[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:64
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:65
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -6369,13 +6468,13 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:66
                 float v_p[16];
@@ -6383,7 +6482,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:67
                 float v_alpha[2];
@@ -6393,7 +6492,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -6413,16 +6512,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
                 // examples/attention.tile:70
@@ -6455,24 +6554,24 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     }
                 }
                 // examples/attention.tile:71
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
                 // examples/attention.tile:62
-                float tl_t5[16];
+                float tl_t4[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [128, 128] @ [128, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 128] @ [128, 32] */
                     #pragma unroll
                     for (int tl_k = 0; tl_k < 128; tl_k += 16) {
                         unsigned tl_fa[1][4], tl_fb[4][2];
@@ -6490,7 +6589,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                         for (int tl_m = 0; tl_m < 1; ++tl_m)
                             #pragma unroll
                             for (int tl_n = 0; tl_n < 4; ++tl_n)
-                                tl_mma_f16(tl_t5 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                                tl_mma_f16(tl_t4 + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
                 float v_s[16];
@@ -6498,7 +6597,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: index tile computed where it is used
@@ -6511,7 +6610,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:65
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -6531,13 +6630,13 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:66
                 float v_p[16];
@@ -6555,7 +6654,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -6575,16 +6674,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
                 // examples/attention.tile:70
@@ -6617,14 +6716,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     }
                 }
                 // examples/attention.tile:71
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
         }
         tl_cp_wait<0>();
@@ -6918,16 +7017,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31))))))) { /* the masks hold on the whole tile */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:62
-                float tl_t0[16];
+                float v_s_unscaled[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t0[tl_j] = 0.0f;
-                { /* tl_t0 += dot: [128, 128] @ [128, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 128] @ [128, 32] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[8][4];
                     #pragma unroll
@@ -6944,37 +7043,46 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t0, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t0, 16);
+                    tl_wg_pin(v_s_unscaled, 16);
                 }
+                // examples/attention.tile:62
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t0[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: true on this tile
+                // examples/attention.tile:64
+                float v_sm_unscaled[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
                 // examples/attention.tile:64
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = (true ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:65
-                float tl_t1[2];
+                float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
                     }
                     #pragma unroll
                     for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -6987,13 +7095,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t1[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
                 // examples/attention.tile:66
                 float v_p[16];
@@ -7001,7 +7109,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
                 // examples/attention.tile:67
                 float v_alpha[2];
@@ -7011,7 +7119,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t2[2];
+                float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -7031,16 +7139,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t2[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
                 }
-                float tl_n3[2];
+                float tl_n2[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n3[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t2[tl_j]);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n3[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:70
@@ -7074,24 +7182,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
-                float tl_n4[2];
+                float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n4[tl_j] = v_m_new[tl_j];
+                    tl_n3[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n4[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
                 // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:62
-                float tl_t5[16];
+                float tl_t4[16];
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t5[tl_j] = 0.0f;
-                { /* tl_t5 += dot: [128, 128] @ [128, 32] */
+                for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 128] @ [128, 32] */
                     /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
                     unsigned tl_fw[8][4];
                     #pragma unroll
@@ -7108,17 +7216,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t5, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
                     tl_wg_commit();
                     tl_wg_wait<0>();
-                    tl_wg_pin(tl_t5, 16);
+                    tl_wg_pin(tl_t4, 16);
                 }
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_s[tl_j] = (tl_t5[tl_j] * v_qk_scale);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
                 // examples/attention.tile:63
                 // v_ok: index tile computed where it is used
@@ -7131,7 +7239,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:65
-                float tl_t6[2];
+                float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -7151,13 +7259,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                         tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
                 }
                 float v_m_new[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t6[tl_j]);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
                 // examples/attention.tile:66
                 float v_p[16];
@@ -7175,7 +7283,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
                 // examples/attention.tile:68
-                float tl_t7[2];
+                float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
                     #pragma unroll
@@ -7195,16 +7303,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                         tl_r[tl_j] = tl_r[tl_j] + tl_x;
                     }
                     #pragma unroll
-                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t7[tl_j] = tl_r[tl_j];
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
                 }
-                float tl_n8[2];
+                float tl_n7[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n8[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t7[tl_j]);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n8[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:69
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:70
@@ -7238,14 +7346,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_pin(v_acc, 64);
                 }
                 // examples/attention.tile:71
-                float tl_n9[2];
+                float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-                    tl_n9[tl_j] = v_m_new[tl_j];
+                    tl_n8[tl_j] = v_m_new[tl_j];
                 }
                 #pragma unroll
-                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n9[tl_j];
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
             }
             if (tl_lane == 0) /* this warp's wgmma are done with the stage */
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
