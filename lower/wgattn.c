@@ -449,7 +449,13 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
     lower_frag_a_regs(L, ra, 1, d, "tl_fw[tl_k >> 4]");
     L->ind--;
     lower_line(L, "}");
-    lower_line(L, "const unsigned tl_bw = tl_sa(tl_smem) + %s;", rb->c);
+    /* one descriptor for the stage, each k16 step's its start address plus
+     * the step's offset / 16 in the low word (no carry: shared addresses are
+     * below 2^18), so a step costs one add, not the descriptor's masks and
+     * shifts again (6 uniform instructions a wgmma on the H100's SASS) */
+    lower_line(L, "const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + %s, %lld, 1024, 1);", rb->c,
+               bt ? 16LL : (long long)(K * 128));
+    lower_line(L, "const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);");
     lower_line(L, "tl_wg_fence();");
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %lld; ++tl_q)", (long long)(K / 16));
@@ -457,11 +463,13 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
      * a box of N rows further; MN-major: rows of K, a k16 step 16 rows,
      * the next 64 of N a box (K rows) further (leading byte offset) */
     if (bt)
-        lower_line(L, "    %s(%s, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * %lld + (tl_q & 3) * 32, 16, 1024, 1));", fn,
-                   acc->c, (long long)(N * 128));
+        lower_line(L,
+                   "    %s(%s, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * %lld + (tl_q & 3) * "
+                   "32) >> 4)));",
+                   fn, acc->c, (long long)(N * 128));
     else
-        lower_line(L, "    %s(%s, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, %lld, 1024, 1));", fn, acc->c,
-                   (long long)(K * 128));
+        lower_line(L, "    %s(%s, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));", fn,
+                   acc->c);
     lower_line(L, "tl_wg_commit();");
     wg_plan *w = &L->tw.plan;
     if (w->defer_dot && L->curdot == w->defer_dot) { /* in flight into the next iteration's first dot */

@@ -966,11 +966,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 32);
@@ -1102,11 +1103,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
+                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
@@ -1141,11 +1143,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 32);
@@ -1268,11 +1271,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
+                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
@@ -2183,11 +2187,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 4096);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 4096), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
@@ -2319,11 +2324,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096), 4096, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
-                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
+                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
@@ -2358,11 +2364,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 4096);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 4096), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 16);
@@ -2485,11 +2492,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096), 4096, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
-                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
+                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
@@ -3400,11 +3408,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 32);
@@ -3536,11 +3545,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
+                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
@@ -3575,11 +3585,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 32);
@@ -3702,11 +3713,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
+                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
@@ -4617,11 +4629,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
@@ -4750,11 +4763,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 4096, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
-                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
+                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
@@ -4790,11 +4804,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 16);
@@ -4914,11 +4929,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 4096, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
-                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
+                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
@@ -5828,11 +5844,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 32);
@@ -5961,11 +5978,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384), 8192, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
+                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
@@ -6001,11 +6019,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 8192 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 32);
@@ -6125,11 +6144,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384), 8192, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 8192, 1024, 1));
+                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
@@ -7039,11 +7059,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
@@ -7172,11 +7193,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 4096, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
-                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
+                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
@@ -7212,11 +7234,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], tl_wg_desc(tl_bw + (tl_q >> 2) * 4096 + (tl_q & 3) * 32, 16, 1024, 1));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 16);
@@ -7336,11 +7359,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned tl_bw = tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 4096, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
-                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], tl_wg_desc(tl_bw + tl_q * 2048, 4096, 1024, 1));
+                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
