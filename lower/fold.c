@@ -13,8 +13,9 @@
  * the compiler contracts into one FFMA: 32 FMUL a warp and 64-key iteration
  * fewer on attention's twin (docs/lowering.md, "The softmax side"). The
  * copy is exact but for that contraction (within an ulp of the exponent's
- * argument); the caller runs it only under `c > 0`, the body as written
- * otherwise. */
+ * argument); the caller runs it only where c is positive and finite (an
+ * infinite c times a zero is a NaN the unscaled max would not see), the
+ * body as written otherwise. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -304,8 +305,10 @@ int lower_fold_scale(lw *L, const tilec_block *body, tilec_block *out, const cha
         int seen = 0;
         for (int j = 0; j < i; j++)
             seen |= !strcmp(f.e[j].c->name, f.e[i].c->name);
-        if (!seen)
-            sb_printf(&b, "%s(%s > 0.0f)", k++ ? " && " : "", lower_lookup(L, f.e[i].c->name)->c);
+        if (!seen) { /* positive and finite: 0 * inf would make a NaN the max of the unscaled tile misses */
+            const char *c = lower_lookup(L, f.e[i].c->name)->c;
+            sb_printf(&b, "%s(%s > 0.0f && %s < %s)", k++ ? " && " : "", c, c, lower_inf_lit(L, TILEC_DT_F32));
+        }
     }
     *cond = b.failed ? NULL : lower_fmt(L, "%s", sb_str(&b));
     sb_free(&b);

@@ -152,7 +152,8 @@ typedef struct att_run {
     tilec_program *p;
     const char *kernel;
     int v;
-    int kds; /* K given as [D, S] per (batch, head) */
+    int kds;      /* K given as [D, S] per (batch, head) */
+    double scale; /* 0: 1 / sqrt(D) */
 } att_run;
 
 /* One kernel of file as a program (its sm_90a twins included on a 9.0
@@ -182,7 +183,7 @@ static void check_attention_run(const att_run *r, int D)
             size_t n = (size_t)bh * S * D;
             uint16_t *qh, *kh, *vh;
             float *q = rnd_f16(n, &qh), *k = rnd_f16(n, &kh), *v = rnd_f16(n, &vh);
-            double *want = malloc(n * sizeof *want), scale = 1.0 / sqrt((double)D);
+            double *want = malloc(n * sizeof *want), scale = r->scale != 0 ? r->scale : 1.0 / sqrt((double)D);
             attention_ref(q, k, v, want, bh, S, D, causal, scale);
             if (r->kds) { /* K^T per head: [D, S] */
                 uint16_t *t = malloc(n * 2 + 2);
@@ -208,8 +209,8 @@ static void check_attention_run(const att_run *r, int D)
             for (size_t i = 0; i < n; i++)
                 got[i] = f16_to_f32(oh[i]);
             double err = rel_l2(got, want, n);
-            cr_expect_leq(err, 5e-3, "%s d%d variant %d%s S=%d causal=%d: relative L2 error %g", r->kernel, D, r->v,
-                          r->p ? " (program)" : "", S, causal, err);
+            cr_expect_leq(err, 5e-3, "%s d%d variant %d%s S=%d causal=%d scale=%g: relative L2 error %g", r->kernel, D,
+                          r->v, r->p ? " (program)" : "", S, causal, scale, err);
             tilec_rt_free(rt, dq);
             tilec_rt_free(rt, dk);
             tilec_rt_free(rt, dv);
@@ -239,7 +240,7 @@ static void check_attention_in(const char *file, const char *kernel, int D, uint
 /* Every variant of kernel through a program: on a 9.0 device each has
  * its sm_90a twin (lower/wgattn.c: wgmma, a cp.async producer warp
  * group) and the program launches it. */
-static void check_attention_twins(const char *file, const char *kernel, int D, int kds)
+static void check_attention_twins(const char *file, const char *kernel, int D, int kds, double scale)
 {
     tilec_ctx *ctx;
     tilec_module *m;
@@ -254,7 +255,7 @@ static void check_attention_twins(const char *file, const char *kernel, int D, i
             cr_expect(tilec_program_has_twin(p, kernel, (int)v), "%s variant %u: an sm_90a twin", kernel, v);
         else
             cr_log_info("not a 9.0 device: %s variant %u through its own kernel", kernel, v);
-        att_run r = {.p = p, .kernel = kernel, .v = (int)v, .kds = kds};
+        att_run r = {.p = p, .kernel = kernel, .v = (int)v, .kds = kds, .scale = scale};
         check_attention_run(&r, D);
     }
     tilec_program_free(p);
@@ -264,15 +265,23 @@ static void check_attention_twins(const char *file, const char *kernel, int D, i
 
 /* the sm_90a twins: K as stored [S, D] (read K-major), K^T given as
  * [D, S] (MN-major), d = 64 and 128, every block shape */
-Test(layouts, attention_twin_d64, .timeout = 300) { check_attention_twins("examples/attention.tile", "attention_d64", 64, 0); }
-Test(layouts, attention_twin_d128, .timeout = 300) { check_attention_twins("examples/attention.tile", "attention_d128", 128, 0); }
+Test(layouts, attention_twin_d64, .timeout = 300) { check_attention_twins("examples/attention.tile", "attention_d64", 64, 0, 0); }
+Test(layouts, attention_twin_d128, .timeout = 300) { check_attention_twins("examples/attention.tile", "attention_d128", 128, 0, 0); }
 Test(layouts, attention_twin_k_given_transposed, .timeout = 300)
 {
-    check_attention_twins("tests/gpu/attention_kt.tile", "attention_kds", 64, 1);
+    check_attention_twins("tests/gpu/attention_kt.tile", "attention_kds", 64, 1, 0);
 }
 Test(layouts, attention_twin_trans_k, .timeout = 300)
 {
-    check_attention_twins("tests/gpu/attention_kt.tile", "attention_kt_inline", 64, 0);
+    check_attention_twins("tests/gpu/attention_kt.tile", "attention_kt_inline", 64, 0, 0);
+}
+
+/* A negative scale: the copy of the body with the scale folded into the
+ * exponent (lower/fold.c) runs only where the scale is positive, so every
+ * tile takes the body as written (its max of the scaled tile). */
+Test(layouts, attention_twin_negative_scale, .timeout = 300)
+{
+    check_attention_twins("examples/attention.tile", "attention_d64", 64, 0, -0.125);
 }
 
 static void check_attention(int D, uint32_t variant)

@@ -186,3 +186,87 @@ Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
     cr_expect(!strstr(sass, "_tma"), "an sm_90 compile has no twin");
     free(sass);
 }
+
+/* The scale folded into the exponent (lower/fold.c): the row max taken of
+ * the unscaled product and scaled once a row, each exponent's argument
+ * `s0 * c - m` (one FFMA), in a copy run where c is positive and finite;
+ * any spelling of the product (the scale on either side, K as stored or
+ * given as [D, S], trans inline), the mma.sync kernels too. */
+static void expect_folded(const tilec_kernel_code *code, const char *what)
+{
+    cr_expect(strstr(code->source, "(v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))"),
+              "%s: the folded copy runs where the scale is positive and finite", what);
+    cr_expect(strstr(code->source, "the scale folded into the exponent"), "%s: the copy is there", what);
+    cr_expect(strstr(code->source, "tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new["),
+              "%s: exp2 of s0 * c - m", what);
+    cr_expect(strstr(code->source, "tl_max(v_m_i[tl_j], (tl_t"), "%s: the row max scaled after the reduction", what);
+}
+
+Test(wgattn, scale_folded_into_the_exponent)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, ATTN);
+    for (int v = 0; v < 3; v++) {
+        tilec_kernel_code code;
+        lower_v(ctx, m, v == 2 ? "attention_d128" : "attention_d64", v, &code);
+        expect_folded(&code, "attention.tile");
+        /* the twin's copy and the mma.sync kernel's: both fold */
+        const char *tw = strstr(code.source, "_tma(");
+        cr_assert_not_null(tw);
+        cr_expect(strstr(tw, "v_sm_unscaled") && strstr(code.source, "v_sm_unscaled") < tw, "both kernels fold");
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    m = parse(ctx, ATTN_KT);
+    static const char *const kt[] = {"attention_kds", "attention_kt_inline", "attention_kt_let"};
+    for (int i = 0; i < 3; i++) {
+        tilec_kernel_code code;
+        lower_v(ctx, m, kt[i], 0, &code);
+        expect_folded(&code, kt[i]);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    /* the scale on the left */
+    static const char *const left[] = {"let s = dot(tq, tk) * qk_scale;", "let s = qk_scale * dot(tq, tk);"};
+    tilec_kernel_code code;
+    lower_edited(left, 1, &code);
+    expect_folded(&code, "qk_scale * dot(tq, tk)");
+    tilec_kernel_code_free(&code);
+}
+
+/* Where the fold would not be the body's value it is left out: a scale
+ * the body assigns, a scaled tile the body assigns again, a product
+ * scaled by a tile. */
+Test(wgattn, scale_fold_refused)
+{
+    static const char *const edits[][2] = {
+        {"        m_i = m_new;\n", "        m_i = m_new;\n        qk_scale = qk_scale * 0.5;\n"},
+        {"        let sm = where(ok, s, -inf);\n", "        s = s + 1.0;\n        let sm = where(ok, s, -inf);\n"},
+        {"let s = dot(tq, tk) * qk_scale;", "let s = dot(tq, tk) * full(f32, qk_scale, BM, BN);"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        tilec_kernel_code code;
+        lower_edited(edits[i], 1, &code);
+        cr_expect(!strstr(code.source, "_unscaled"), "edit %zu: no fold", i);
+        cr_expect(!strstr(code.source, "the scale folded"), "edit %zu: no folded copy", i);
+        tilec_kernel_code_free(&code);
+    }
+}
+
+/* One wgmma descriptor a stage: each k16 step adds its offset / 16 to the
+ * descriptor's low word, no descriptor rebuilt a step. */
+Test(wgattn, one_descriptor_a_stage)
+{
+    tilec_kernel_code code;
+    static const char *const none[] = {"attention_d64", "attention_d64"};
+    lower_edited(none, 1, &code);
+    const char *tw = strstr(code.source, "_tma(");
+    cr_assert_not_null(tw);
+    cr_expect(strstr(tw, "const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + "), "the stage's descriptor");
+    cr_expect(strstr(tw, "(unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4))"),
+              "K-major steps: 32 bytes, a box of 64 rows further each 64 of K");
+    cr_expect(strstr(tw, "(unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4))"), "MN-major steps: 16 rows");
+    cr_expect(!strstr(tw, "tl_wg_desc(tl_bw"), "no descriptor a step");
+    tilec_kernel_code_free(&code);
+}
