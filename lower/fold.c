@@ -24,8 +24,8 @@
 #define FOLD_MAX 8
 
 typedef struct {
-    const char *name, *raw;   /* the scaled let and its unscaled twin */
-    const tilec_expr *c, *nm; /* the scale (a scalar name), a NAME node of the let */
+    const char *name, *raw; /* the scaled let and its unscaled twin */
+    const tilec_expr *c;    /* the scale (a scalar name) */
 } fold_ent;
 
 typedef struct {
@@ -230,8 +230,7 @@ static int fold_let(fold_st *f, const tilec_stmt *s, tilec_stmt **out, uint32_t 
     if (v->kind == TILEC_EX_BINARY && v->op == TILEC_OP_MUL) {
         for (int side = 0; side < 2 && !c; side++) {
             const tilec_type *a = lower_ty(f->L, v->args[side]);
-            if (a->rank == t->rank && !memcmp(a->dims, t->dims, sizeof a->dims) && a->dtype == TILEC_DT_F32 &&
-                (c = scale_of(f, v->args[1 - side])))
+            if (lower_same_shape(a, t) && a->dtype == TILEC_DT_F32 && (c = scale_of(f, v->args[1 - side])))
                 raw = rewrite(f, v->args[side]);
         }
     } else if (tilec_is_builtin(v, BI_WHERE) && v->nargs == 3 && (y = find(f, v->args[1])) && is_neg_inf(v->args[2]) &&
@@ -264,7 +263,6 @@ static int fold_let(fold_st *f, const tilec_stmt *s, tilec_stmt **out, uint32_t 
     nm->nargs = 0;
     nm->builtin = 0;
     nm->depth = 1;
-    e->nm = nm;
     out[(*n)++] = let(f, s, rn, raw);
     out[(*n)++] = let(f, s, s->names[0], binary(f, TILEC_OP_MUL, nm, c, v));
     return 1;
