@@ -45,18 +45,6 @@ static const fold_ent *find(const fold_st *f, const tilec_expr *x)
     return NULL;
 }
 
-static int expr_names(const tilec_expr *e, const char *name)
-{
-    if (!e)
-        return 0;
-    if ((e->kind == TILEC_EX_NAME || e->kind == TILEC_EX_CALL) && e->name && !strcmp(e->name, name))
-        return 1;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        if (expr_names(e->args[i], name))
-            return 1;
-    return 0;
-}
-
 /* How many statements of block b (nested ones too) bind `name`: let, assignment, loop variable. */
 static int binds(const tilec_block *b, const char *name)
 {
@@ -73,17 +61,9 @@ static int binds(const tilec_block *b, const char *name)
 /* Does block b bind or read `name` anywhere? */
 static int mentions(const tilec_block *b, const char *name)
 {
-    if (binds(b, name))
-        return 1;
-    for (uint32_t i = 0; i < b->nstmts; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        if (expr_names(s->value, name) || expr_names(s->lo, name) || expr_names(s->hi, name) ||
-            expr_names(s->step, name) || mentions(&s->body, name) || mentions(&s->orelse, name))
+    for (uint32_t i = 0; i < b->nstmts; i++)
+        if (lower_stmt_mentions(b->stmts[i], name))
             return 1;
-        for (uint32_t k = 0; k < s->nvalues; k++)
-            if (expr_names(s->values[k], name))
-                return 1;
-    }
     return 0;
 }
 

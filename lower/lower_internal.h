@@ -472,6 +472,9 @@ void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int l
 /* ---- stmt.c, pipeline.c: statements and loops ---- */
 
 int lower_in_list(const char **v, int n, const char *name);
+/* Does e read `name`? Does statement s (its nested ones too) bind or read it? */
+int lower_mentions(const tilec_expr *e, const char *name);
+int lower_stmt_mentions(const tilec_stmt *s, const char *name);
 const tilec_expr *lower_dot_update(const tilec_stmt *s);
 void lower_scan_assigned(lw *L, const tilec_block *b);
 void lower_comment_loc(lw *L, const tilec_loc *loc);

@@ -371,3 +371,32 @@ void lower_emit_block(lw *L, const tilec_block *b)
     for (uint32_t i = 0; i < b->nstmts && !L->failed; i++)
         emit_stmt(L, b->stmts[i]);
 }
+
+int lower_mentions(const tilec_expr *e, const char *name)
+{
+    if (!e)
+        return 0;
+    if (e->kind == TILEC_EX_NAME && !strcmp(e->name, name))
+        return 1;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (lower_mentions(e->args[i], name))
+            return 1;
+    return 0;
+}
+
+int lower_stmt_mentions(const tilec_stmt *s, const char *name)
+{
+    for (uint32_t j = 0; j < s->nnames; j++)
+        if (!strcmp(s->names[j], name))
+            return 1;
+    if (lower_mentions(s->value, name) || lower_mentions(s->lo, name) || lower_mentions(s->hi, name) ||
+        lower_mentions(s->step, name))
+        return 1;
+    for (uint32_t i = 0; i < s->body.nstmts; i++)
+        if (lower_stmt_mentions(s->body.stmts[i], name))
+            return 1;
+    for (uint32_t i = 0; i < s->orelse.nstmts; i++)
+        if (lower_stmt_mentions(s->orelse.stmts[i], name))
+            return 1;
+    return 0;
+}

@@ -162,35 +162,6 @@ static int dot_ok(lw *L, const tilec_expr *dot, const tilec_block *body, const r
     return 1;
 }
 
-/* Does e, or a statement of b, read or assign `name`? */
-static int mentions(const tilec_expr *e, const char *name)
-{
-    if (!e)
-        return 0;
-    if (e->kind == TILEC_EX_NAME && !strcmp(e->name, name))
-        return 1;
-    for (uint32_t i = 0; i < e->nargs; i++)
-        if (mentions(e->args[i], name))
-            return 1;
-    return 0;
-}
-
-static int stmt_mentions(const tilec_stmt *s, const char *name)
-{
-    for (uint32_t j = 0; j < s->nnames; j++)
-        if (!strcmp(s->names[j], name))
-            return 1;
-    if (mentions(s->value, name) || mentions(s->lo, name) || mentions(s->hi, name) || mentions(s->step, name))
-        return 1;
-    for (uint32_t i = 0; i < s->body.nstmts; i++)
-        if (stmt_mentions(s->body.stmts[i], name))
-            return 1;
-    for (uint32_t i = 0; i < s->orelse.nstmts; i++)
-        if (stmt_mentions(s->orelse.stmts[i], name))
-            return 1;
-    return 0;
-}
-
 /* The body's last dot may stay in flight into the next iteration when it
  * accumulates in place (`x = x [* alpha] + dot(a, b)`, x a tile the loop
  * carries) and nothing after it in the body, nor before the body's first
@@ -221,7 +192,7 @@ static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
         return;
     const char *x = s->names[0];
     for (uint32_t i = 0; i < b->nstmts; i++)
-        if ((i <= (uint32_t)first || i > (uint32_t)last) && stmt_mentions(b->stmts[i], x))
+        if ((i <= (uint32_t)first || i > (uint32_t)last) && lower_stmt_mentions(b->stmts[i], x))
             return;
     const tilec_expr *f[RING_MAX];
     dots_of(b->stmts[first]->value, f, 0, RING_MAX);
