@@ -426,6 +426,33 @@ int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s);
 int lower_monotone_mask(lw *L, const tilec_expr *m, int rank, int axis);
 /* Are e's runs along axis unit-stride in aligned groups of n elements? */
 int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n);
+/* A pointer tile as base + I0 * S0 + I1 * S1 + Z * X [* Y] (axis k of the
+ * tile: I_k a 1-D unit-stride index broadcast along it, S_k an integer
+ * parameter or 1; Z pid(2)), followed through lets (tile, pointer and
+ * scalar ones: `let lda = K`, `let ab = a + pid(2) * M * K`), broadcasts
+ * before or after the product, products either way round and casts:
+ * what a tensor map needs (the symbolic strides, the coordinates of the
+ * first element). lower_ptr_affine fills it, or returns 0 with why. */
+typedef struct lower_ptraff {
+    const tilec_type *tile;    /* the pointer tile's type */
+    int base;                  /* the pointer parameter */
+    const tilec_expr *idx[2];  /* per axis of the tile: I_k (its first element the coordinate) */
+    int stride[2];             /* per axis: S_k's integer parameter, -1 for a unit stride */
+    const tilec_expr *z;       /* the batch index pid(2) (maybe cast), or NULL */
+    int bs[2];                 /* its stride: one or two integer parameters (-1: none) */
+    const char *why;
+} lower_ptraff;
+int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa);
+/* Mask m (a conjunction through lets) as exactly I0 < B0 && I1 < B1 of the
+ * indices of pa (either order, `B > I` too): the bounds' integer
+ * parameters into bound[axis]; 0 when it is anything else. */
+int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bound[2]);
+/* The index of parameter e (a pointer when ptr, else an i32 or i64) that
+ * no let shadows and nothing assigns, followed through scalar lets and
+ * casts when follow; -1 otherwise. */
+int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow);
+/* How many times `name` is let in b and the blocks inside it. */
+int lower_lets_of(const tilec_block *b, const char *name);
 /* With L->axlog: one line of what load/store `what` read of ptr and mask
  * along axis, and the vector width w it took. */
 void lower_axinfo_trace(lw *L, const char *what, const tilec_expr *ptr, const tilec_expr *mask, int axis, int w);
