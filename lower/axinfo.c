@@ -790,10 +790,31 @@ static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
         factor(L, x, f, depth + 1);
         return;
     }
+    if (e->kind == TILEC_EX_NAME && (x = def_of(L, e)) != e && lower_ty(L, e)->rank == 0) {
+        /* a scalar let: its factors where it names a parameter or pid(2) (`let lda = K`, `let za = pid(2) * M *
+         * K`); else the scalar itself (`let row0 = pid(0) * BM`: a coordinate) */
+        pa_prod g = {.c = 1, .ok = 1};
+        factor(L, x, &g, depth + 1);
+        if (g.ok && !g.nsym && !g.z) {
+            if (f->nleaf == PA_MAX)
+                f->ok = 0;
+            else
+                f->leaf[f->nleaf++] = e;
+            return;
+        }
+        for (int i = 0; i < g.nsym && f->ok; i++)
+            f->ok = f->nsym < PA_MAX && (f->sym[f->nsym++] = g.sym[i]) >= 0;
+        for (int i = 0; i < g.nleaf && f->ok; i++)
+            f->ok = f->nleaf < PA_MAX && (f->leaf[f->nleaf++] = g.leaf[i]) != NULL;
+        f->ok = f->ok && g.ok && !(f->z && g.z) && !__builtin_mul_overflow(f->c, g.c, &f->c);
+        if (g.z)
+            f->z = g.z;
+        return;
+    }
     if (e->kind == TILEC_EX_NAME && (x = def_of(L, e)) != e) {
-        /* a scalar let, or a tile let to a product, broadcast or cast: what it stands for; a let index (rm) stays */
-        if (lower_ty(L, e)->rank == 0 || (x->kind == TILEC_EX_BINARY && x->op == TILEC_OP_MUL) || int_cast_of(L, x) ||
-            bcast_inner(x) || x->kind == TILEC_EX_NAME) {
+        /* a tile let to a product, broadcast or cast: what it stands for; a let index (rm) stays */
+        if ((x->kind == TILEC_EX_BINARY && x->op == TILEC_OP_MUL) || int_cast_of(L, x) || bcast_inner(x) ||
+            x->kind == TILEC_EX_NAME) {
             factor(L, x, f, depth + 1);
             return;
         }
@@ -852,6 +873,8 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
     if (tile->rank != 2 || !tile->ptr)
         return pa->why = "the pointer is not a 2-D tile", 0;
     int n = sum_terms(L, ptr, t, 0, 0);
+    const tilec_expr *scal[PA_MAX];
+    int sstride[PA_MAX], ns = 0;
     if (n < 0)
         return pa->why = "the pointer is not P + R[:, None] * S + C[None, :] (with at most one batch offset)", 0;
     for (int i = 0; i < n; i++) {
@@ -867,6 +890,16 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
         int m = varying(L, t[i], tile);
         if (!f.ok || f.c != 1)
             return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
+        if (!m && !f.z && f.nsym <= 1 && lower_ty(L, t[i])->rank == 0) {
+            /* a scalar: added to the coordinate of the axis of its stride (none: the unit-stride axis) */
+            if (f.nsym == 1 && (f.nleaf != 1 || lower_ty(L, f.leaf[0])->rank != 0))
+                return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters "
+                                 "or a coordinate times the row stride",
+                       0;
+            scal[ns] = f.nsym ? f.leaf[0] : t[i];
+            sstride[ns++] = f.nsym ? f.sym[0] : -1;
+            continue;
+        }
         if (!m) { /* constant over the tile: the batch offset pid(2) * X [* Y] */
             if (!f.z || f.nleaf || f.nsym < 1 || f.nsym > 2 || pa->z)
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters",
@@ -892,6 +925,104 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
         return pa->why = "the pointer is not a pointer parameter plus offsets", 0;
     if (!pa->idx[0] || !pa->idx[1] || (pa->stride[0] >= 0) == (pa->stride[1] >= 0))
         return pa->why = "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles", 0;
+    for (int i = 0; i < ns; i++) {
+        int ax = pa->stride[0] == sstride[i] ? 0 : pa->stride[1] == sstride[i] ? 1 : -1;
+        if (ax < 0 || pa->add[ax])
+            return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters", 0;
+        pa->add[ax] = scal[i];
+    }
+    return 1;
+}
+
+/* ---- first elements as linear forms: sum of coef * atom + c ---- */
+
+enum { LIN_MAX = 8 };
+typedef struct lin {
+    int n;
+    const tilec_expr *atom[LIN_MAX]; /* a name (compared by name), pid(i) (by i), or any other expression */
+    int64_t coef[LIN_MAX];
+    int64_t c;
+    int ok;
+} lin;
+
+static int same_atom(const tilec_expr *a, const tilec_expr *b)
+{
+    if (a->kind == TILEC_EX_NAME && b->kind == TILEC_EX_NAME)
+        return !strcmp(a->name, b->name);
+    if (tilec_is_builtin(a, BI_PID) && tilec_is_builtin(b, BI_PID) && a->nargs == 1 && b->nargs == 1 &&
+        a->args[0]->kind == TILEC_EX_INT && b->args[0]->kind == TILEC_EX_INT)
+        return a->args[0]->ival == b->args[0]->ival;
+    return a == b;
+}
+
+static void lin_atom(lin *f, const tilec_expr *e, int64_t mul)
+{
+    for (int i = 0; i < f->n; i++)
+        if (same_atom(f->atom[i], e)) {
+            f->ok &= !__builtin_add_overflow(f->coef[i], mul, &f->coef[i]);
+            return;
+        }
+    if (f->n == LIN_MAX) {
+        f->ok = 0;
+        return;
+    }
+    f->atom[f->n] = e;
+    f->coef[f->n++] = mul;
+}
+
+/* f += mul * (e's first element): through lets, broadcasts, widening
+ * casts, + - and products by constants; range(n) starts at 0. */
+static void lin_of(lw *L, const tilec_expr *e, int64_t mul, lin *f, int depth)
+{
+    int64_t v;
+    const tilec_expr *x;
+    if (!f->ok || depth > 64) {
+        f->ok = 0;
+        return;
+    }
+    if (lower_ty(L, e)->rank == 0 && !lower_ty(L, e)->ptr && lower_const_int(L, e, &v) == 0) {
+        f->ok &= !__builtin_mul_overflow(mul, v, &v) && !__builtin_add_overflow(f->c, v, &f->c);
+        return;
+    }
+    if (tilec_is_builtin(e, BI_RANGE))
+        return;
+    if ((x = int_cast_of(L, e)) != NULL || (x = bcast_inner(e)) != NULL ||
+        (e->kind == TILEC_EX_NAME && (x = def_of(L, e)) != e)) {
+        lin_of(L, x, mul, f, depth + 1);
+        return;
+    }
+    if (e->kind == TILEC_EX_BINARY && (e->op == TILEC_OP_ADD || e->op == TILEC_OP_SUB)) {
+        lin_of(L, e->args[0], mul, f, depth + 1);
+        lin_of(L, e->args[1], e->op == TILEC_OP_SUB ? -mul : mul, f, depth + 1);
+        return;
+    }
+    if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
+        lin_of(L, e->args[0], -mul, f, depth + 1);
+        return;
+    }
+    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL)
+        for (int i = 0; i < 2; i++)
+            if (lower_ty(L, e->args[i])->rank == 0 && lower_const_int(L, e->args[i], &v) == 0) {
+                f->ok &= !__builtin_mul_overflow(mul, v, &v);
+                lin_of(L, e->args[1 - i], v, f, depth + 1);
+                return;
+            }
+    lin_atom(f, e, mul);
+}
+
+/* Do a and b + add (add maybe NULL) have the same first element? */
+static int same_first(lw *L, const tilec_expr *a, const tilec_expr *b, const tilec_expr *add)
+{
+    lin f = {.ok = 1};
+    lin_of(L, a, 1, &f, 0);
+    lin_of(L, b, -1, &f, 0);
+    if (add)
+        lin_of(L, add, -1, &f, 0);
+    if (!f.ok || f.c)
+        return 0;
+    for (int i = 0; i < f.n; i++)
+        if (f.coef[i])
+            return 0;
     return 1;
 }
 
@@ -928,6 +1059,18 @@ static int conjuncts(lw *L, const tilec_expr *m, const tilec_expr **t, int n, in
     return n + 1;
 }
 
+/* Is x (a bound's index) the coordinate of pa's axis ax along the whole
+ * tile: the same index, or one of unit stride along that axis whose first
+ * element is the coordinate's (`(k + range(BK))[None, :]` against
+ * range(BK) + k)? */
+static int bound_index(lw *L, const tilec_expr *x, const lower_ptraff *pa, int ax)
+{
+    if (!pa->add[ax] && canon(L, x) == canon(L, pa->idx[ax]))
+        return 1;
+    lower_axfact a = along(info(L, x), lower_ty(L, x), pa->tile->rank, ax, pa->tile->dims[ax]);
+    return a.known && a.stride == 1 && same_first(L, x, pa->idx[ax], pa->add[ax]);
+}
+
 int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bound[2])
 {
     const tilec_expr *t[PA_MAX];
@@ -949,7 +1092,7 @@ int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bo
         /* the bound's index is the pointer's along that axis, broadcast along it alone */
         int m2 = varying(L, t[i], pa->tile);
         for (int ax = 0; ax < 2; ax++)
-            if (canon(L, x) == canon(L, pa->idx[ax]) && bound[ax] < 0 && m2 == 1 << ax) {
+            if (bound[ax] < 0 && m2 == 1 << ax && bound_index(L, x, pa, ax)) {
                 bound[ax] = p;
                 p = -1;
                 break;

@@ -71,13 +71,14 @@ static const tilec_expr *bcast_of(const tilec_expr *e, int axis)
  * axis C runs along (1, or 0 for a tile built with its unit stride along
  * axis 0). */
 static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
-                     tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z, int *cax)
+                     tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z,
+                     const tilec_expr **Ra, const tilec_expr **Ca, int *cax)
 {
     unsigned line = ptr ? ptr->loc.line : 0;
     lower_ptraff pa;
     int bound[2];
     int64_t s0;
-    *R = *C = *Z = NULL;
+    *R = *C = *Z = *Ra = *Ca = NULL;
     /* the unit-stride axis as the analysis knows it, even where no map describes the pointer (the cp.async twin
      * reads it) */
     *cax = ptr && !(lower_stride(L, ptr, 1, &s0) && s0 == 1) && lower_stride(L, ptr, 0, &s0) && s0 == 1 ? 0 : 1;
@@ -89,6 +90,8 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
     int rax = 1 - *cax;
     *R = pa.idx[rax];
     *C = pa.idx[*cax];
+    *Ra = pa.add[rax];
+    *Ca = pa.add[*cax];
     if (!lower_mask_bounds(L, mk, &pa, bound))
         return lower_miss(L, line, "the mask is not R[:, None] < rows && C[None, :] < cols");
     unsigned size = tilec_dtype_size(dt);
@@ -116,10 +119,11 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
 }
 
 int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
-                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z)
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z,
+                   const tilec_expr **Ra, const tilec_expr **Ca)
 {
     int cax;
-    if (!match_ptr(L, ptr, mk, dt, box_rows, m, R, C, Z, &cax))
+    if (!match_ptr(L, ptr, mk, dt, box_rows, m, R, C, Z, Ra, Ca, &cax))
         return 0;
     if (cax != 1) /* the tile stored as its rows lie (a store's staging) */
         return lower_miss(L, ptr->loc.line, "the pointer's unit stride is along axis 0 (C[:, None] + R[None, :] * S)");
@@ -130,12 +134,12 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
  * cols, 0) of f16 or bf16, or its axes the other way round: the map, with
  * R and C; *cax the load's axis C runs along (the map's columns). */
 static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
-                      const tilec_expr **Z, int *cax)
+                      const tilec_expr **Z, const tilec_expr **Ra, const tilec_expr **Ca, int *cax)
 {
     const tilec_type *ty = lower_ty(L, ld);
     if (ty->dtype == TILEC_DT_F32)
         return lower_miss(L, ld->loc.line, "f32 operands (the twin multiplies f16 and bf16)");
-    if (!match_ptr(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, 0, m, R, C, Z, cax))
+    if (!match_ptr(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, 0, m, R, C, Z, Ra, Ca, cax))
         return 0;
     m->box_rows = (uint32_t)ty->dims[1 - *cax];
     /* a tile narrower than 128 bytes: boxes as wide as it, in the swizzle of that width */
@@ -334,12 +338,17 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
     /* the K index of A and of B (the map's columns of a K-major operand, its rows of an MN-major one), and
      * the masks' K extents */
     const tilec_expr *kx[2] = {wg_kmajor(w, 0) ? w->C[0] : w->R[0], wg_kmajor(w, 1) ? w->C[1] : w->R[1]};
+    const tilec_expr *kadd[2] = {wg_kmajor(w, 0) ? w->Ca[0] : w->Ra[0], wg_kmajor(w, 1) ? w->Ca[1] : w->Ra[1]};
     uint32_t ext[2] = {wg_kmajor(w, 0) ? w->maps[0].cols : w->maps[0].rows,
                        wg_kmajor(w, 1) ? w->maps[1].cols : w->maps[1].rows};
     int64_t a0 = 0;
     for (int i = 0; i < 2; i++) {
-        int rest;
-        if (!k_affine(L, kx[i], var, &a, &rest) || rest || a <= 0 || a * st != w->kt || (i && a != a0))
+        int rest, rest1 = 0;
+        int64_t a1 = 0;
+        int ok = k_affine(L, kx[i], var, &a, &rest) && (!kadd[i] || k_affine(L, kadd[i], var, &a1, &rest1));
+        a += a1; /* the K coordinate: the index's first element plus the pointer's scalar (lower_ptraff.add) */
+        rest |= rest1;
+        if (!ok || rest || a <= 0 || a * st != w->kt || (i && a != a0))
             return *why = lower_fmt(L, "%c's K index is not the loop variable (times a constant) plus range(%lld), "
                                        "one K tile an iteration",
                                     i ? 'B' : 'A', (long long)w->kt),
@@ -437,8 +446,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     /* each operand K-major when the axis its load's unit stride runs along is the dot's K (the K axis of
      * load 0 is 1 unless A is trans of its load; of load 1, 0 unless B is), else MN-major */
     int cax[2] = {1, 1};
-    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0], &cax[0]) &&
-             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1], &cax[1]);
+    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0], &w->Ra[0], &w->Ca[0], &cax[0]) &&
+             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1], &w->Ra[1], &w->Ca[1], &cax[1]);
     if (!ok && !pp->twin_only) /* an operand TMA cannot read: both by cp.async (wggather.c; A [M, K] only) */
         ok = lower_wg_gather_note(L, pp, w);
     w->amn = cax[0] != (pp->tr[0] ? 0 : 1);
@@ -550,6 +559,15 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
     lower_walk(L, w->R[i], z, 0, NULL, PREP);
     *col = lower_walk(L, w->C[i], z, 0, NULL, EMIT);
     *row = lower_walk(L, w->R[i], z, 0, NULL, EMIT);
+    /* a scalar the pointer adds to a coordinate (lower_ptraff.add) */
+    if (w->Ca[i]) {
+        lower_walk(L, w->Ca[i], NULL, 0, NULL, PREP);
+        *col = lower_fmt(L, "(%s + (int)(%s))", *col, lower_walk(L, w->Ca[i], NULL, 0, NULL, EMIT));
+    }
+    if (w->Ra[i]) {
+        lower_walk(L, w->Ra[i], NULL, 0, NULL, PREP);
+        *row = lower_fmt(L, "(%s + (int)(%s))", *row, lower_walk(L, w->Ra[i], NULL, 0, NULL, EMIT));
+    }
 }
 
 /* The suffix of the wgmma helper of A M-major (amn), B K-major (bk), a

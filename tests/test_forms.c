@@ -124,10 +124,11 @@ static const form forms[] = {
     {"batch_ptr_let.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
     {"batch_stride_let.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
     {"batch_bt.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
-    /* today's gaps: a K offset added to a pointer let outside the index (two terms a coordinate), and pointers
-     * stepped in the loop (not pipelined at all) */
-    {"bt_ptr_base.tile", 0, 1, "dot loop: cp.async pipeline + mma.sync (B^T: [N][K] in its ring",
-     "a scalar offset of the pointer is not pid(2) times one or two integer parameters", 0, 64},
+    /* scalars the pointer adds to a coordinate (lower_ptraff.add): the K offset added to a pointer let of
+     * range(BK)[None, :], the first row and column folded into scalar pointer lets before the loop */
+    {"bt_ptr_base.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
+    {"scalar_bases.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    /* today's gap: pointers stepped in the loop (not pipelined at all) */
     {"ptr_step.tile", 0, 0, "dot loop: its loads through registers (no cp.async pipeline)",
      "not on a cp.async pipeline: a statement other than a let or the dot update in the loop body", 0, 64},
 };
@@ -210,7 +211,8 @@ Test(forms, maps_as_reference, .timeout = 120)
         {"rows_cols.tile", "ref.tile"},            {"i64_bounds.tile", "ref.tile"},
         {"ptr_lets.tile", "ref.tile"},             {"named_masks.tile", "ref.tile"},
         {"bt_strides.tile", "bt.tile"},            {"bt_ptr_lets.tile", "bt.tile"},
-        {"batch_stride_let.tile", "batch_ptr_let.tile"},
+        {"batch_stride_let.tile", "batch_ptr_let.tile"}, {"bt_ptr_base.tile", "bt.tile"},
+        {"scalar_bases.tile", "ref.tile"},
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         tilec_tma_meta a, b;
@@ -687,7 +689,9 @@ Test(forms, not_a_map, .timeout = 120)
          "the mask is not R[:, None] < rows && C[None, :] < cols"},
         {"rm[:, None] < M && rk[None, :] < K, 0.0", "rm[:, None] < M && rk[None, :] + 1 < K, 0.0",
          "the mask is not R[:, None] < rows && C[None, :] < cols"},
-        {"load(a + rm", "load(a + pid(1) + rm", "a scalar offset of the pointer is not pid(2) times"},
+        /* a scalar added to the columns that the mask's K bound does not add */
+        {"load(a + rm", "load(a + pid(1) + rm", "the mask is not R[:, None] < rows && C[None, :] < cols"},
+        {"load(a + rm", "load(a + 2 * k + rm", "a term of the pointer is not the pointer parameter"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tilec_ctx *ctx = tilec_ctx_new();
