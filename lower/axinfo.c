@@ -825,10 +825,12 @@ static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
         f->leaf[f->nleaf++] = e;
 }
 
-/* The terms of the sum e, through lets of pointers and of 2-D offsets
- * (`let pa = a + rm[:, None] * K`, `let offs = rm[:, None] * K + rk[None, :]`);
- * a 1-D sum is an index (pid(0) * BM + range(BM)), one term. */
-static int sum_terms(lw *L, const tilec_expr *e, const tilec_expr **t, int n, int depth)
+/* The terms of the sum e (conj 0), through lets of pointers and of 2-D
+ * offsets (`let pa = a + rm[:, None] * K`, `let offs = rm[:, None] * K +
+ * rk[None, :]`; a 1-D sum is an index, pid(0) * BM + range(BM), one
+ * term), or the conjuncts of mask e (conj 1, `&&` or `&` of booleans),
+ * through lets: into t from n, the new count (-1: too many). */
+static int split(lw *L, const tilec_expr *e, int conj, const tilec_expr **t, int n, int depth)
 {
     const tilec_expr *d = e;
     for (int i = 0; i < 32 && d->kind == TILEC_EX_NAME; i++) {
@@ -838,13 +840,16 @@ static int sum_terms(lw *L, const tilec_expr *e, const tilec_expr **t, int n, in
         d = x;
     }
     const tilec_type *ty = lower_ty(L, d);
-    if (depth < 32 && n >= 0 && d->kind == TILEC_EX_BINARY && d->op == TILEC_OP_ADD && (ty->ptr || ty->rank >= 2)) {
-        n = sum_terms(L, d->args[0], t, n, depth + 1);
-        return sum_terms(L, d->args[1], t, n, depth + 1);
+    int sum = !conj && d->kind == TILEC_EX_BINARY && d->op == TILEC_OP_ADD && (ty->ptr || ty->rank >= 2);
+    int both = conj && d->kind == TILEC_EX_BINARY && (d->op == TILEC_OP_ANDAND || d->op == TILEC_OP_AND) &&
+              lower_ty(L, d->args[0])->dtype == TILEC_DT_BOOL && lower_ty(L, d->args[1])->dtype == TILEC_DT_BOOL;
+    if (depth < 32 && n >= 0 && (sum || both)) {
+        n = split(L, d->args[0], conj, t, n, depth + 1);
+        return split(L, d->args[1], conj, t, n, depth + 1);
     }
     if (n < 0 || n >= PA_MAX)
         return -1;
-    t[n] = e;
+    t[n] = conj ? d : e; /* a term keeps its name: a scalar let is a coordinate (factor) */
     return n + 1;
 }
 
@@ -872,7 +877,7 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
     pa->base = pa->stride[0] = pa->stride[1] = pa->bs[0] = pa->bs[1] = -1;
     if (tile->rank != 2 || !tile->ptr)
         return pa->why = "the pointer is not a 2-D tile", 0;
-    int n = sum_terms(L, ptr, t, 0, 0);
+    int n = split(L, ptr, 0, t, 0, 0);
     const tilec_expr *scal[PA_MAX];
     int sstride[PA_MAX], ns = 0;
     if (n < 0)
@@ -905,8 +910,9 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters",
                        0;
             pa->z = f.z;
-            pa->bs[0] = f.sym[0];
-            pa->bs[1] = f.nsym == 2 ? f.sym[1] : -1;
+            /* the last factor first (pid(2) * M * K: K, M), as the maps have always listed them */
+            pa->bs[0] = f.sym[f.nsym - 1];
+            pa->bs[1] = f.nsym == 2 ? f.sym[0] : -1;
             continue;
         }
         int ax = m == 1 ? 0 : m == 2 ? 1 : -1;
@@ -1042,23 +1048,6 @@ static const tilec_expr *canon(lw *L, const tilec_expr *e)
     return e;
 }
 
-/* The conjuncts of mask m, through lets. */
-static int conjuncts(lw *L, const tilec_expr *m, const tilec_expr **t, int n, int depth)
-{
-    const tilec_expr *d = m;
-    while (d->kind == TILEC_EX_NAME && def_of(L, d) != d)
-        d = def_of(L, d);
-    if (depth < 32 && n >= 0 && d->kind == TILEC_EX_BINARY && (d->op == TILEC_OP_ANDAND || d->op == TILEC_OP_AND) &&
-        lower_ty(L, d->args[0])->dtype == TILEC_DT_BOOL && lower_ty(L, d->args[1])->dtype == TILEC_DT_BOOL) {
-        n = conjuncts(L, d->args[0], t, n, depth + 1);
-        return conjuncts(L, d->args[1], t, n, depth + 1);
-    }
-    if (n < 0 || n >= PA_MAX)
-        return -1;
-    t[n] = d;
-    return n + 1;
-}
-
 /* Is x (a bound's index) the coordinate of pa's axis ax along the whole
  * tile: the same index, or one of unit stride along that axis whose first
  * element is the coordinate's (`(k + range(BK))[None, :]` against
@@ -1075,7 +1064,7 @@ int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bo
 {
     const tilec_expr *t[PA_MAX];
     bound[0] = bound[1] = -1;
-    int n = conjuncts(L, m, t, 0, 0);
+    int n = split(L, m, 1, t, 0, 0);
     if (n != 2)
         return 0;
     for (int i = 0; i < n; i++) {
