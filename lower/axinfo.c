@@ -618,3 +618,476 @@ void lower_axinfo_trace(lw *L, const char *what, const tilec_expr *ptr, const ti
     }
     sb_printf(L->axlog, "\n");
 }
+
+/* ---- pointer tiles as tensor maps see them ---- */
+
+/* How many times `name` is let in b and the blocks inside it. */
+int lower_lets_of(const tilec_block *b, const char *name)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        for (uint32_t j = 0; j < s->nnames; j++)
+            if ((s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE || s->kind == TILEC_ST_FOR) && s->names[j] &&
+                !strcmp(s->names[j], name))
+                n++;
+        n += lower_lets_of(&s->body, name) + lower_lets_of(&s->orelse, name);
+    }
+    return n;
+}
+
+static int is_param_name(const lw *L, const char *name)
+{
+    for (uint32_t i = 0; i < L->k->nparams; i++)
+        if (!strcmp(L->k->params[i].name, name))
+            return 1;
+    return 0;
+}
+
+/* The let of `name` in b or a block inside it, or NULL. */
+static const tilec_stmt *let_in(const tilec_block *b, const char *name)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i], *t;
+        if (s->kind == TILEC_ST_LET && s->nnames && !strcmp(s->names[0], name))
+            return s;
+        if ((t = let_in(&s->body, name)) != NULL || (t = let_in(&s->orelse, name)) != NULL)
+            return t;
+    }
+    return NULL;
+}
+
+/* What name e stands for: a virtual let's expression, or the value of a
+ * scalar let, the kernel's only let of that name (not a parameter's),
+ * never assigned, bound where e is read (`let lda = K`, `let ab = a +
+ * pid(2) * M * K`); e itself otherwise. */
+static const tilec_expr *def_of(lw *L, const tilec_expr *e)
+{
+    if (!e || e->kind != TILEC_EX_NAME)
+        return e;
+    val *v = lower_lookup(L, e->name);
+    if (!v)
+        return e;
+    if (v->kind == VK_VIRT && v->expr)
+        return v->expr;
+    if (v->kind != VK_SCALAR || is_param_name(L, e->name) || lower_in_list(L->assigned, L->nassigned, e->name) ||
+        lower_lets_of(&L->k->body, e->name) != 1)
+        return e;
+    const tilec_stmt *s = let_in(&L->k->body, e->name);
+    return s ? s->value : e;
+}
+
+/* An integer cast of an integer (what the index keeps): its operand. */
+static const tilec_expr *int_cast_of(lw *L, const tilec_expr *e)
+{
+    if (!tilec_is_builtin(e, BI_CAST) || e->nargs < 1)
+        return NULL;
+    const tilec_type *f = lower_ty(L, e->args[0]), *t = lower_ty(L, e);
+    char fc = tilec_dtype_class(f->dtype), tc = tilec_dtype_class(t->dtype);
+    unsigned fs = tilec_dtype_size(f->dtype), ts = tilec_dtype_size(t->dtype);
+    int ok = !f->ptr && !t->ptr && (fc == 's' || fc == 'u') && (tc == 's' || tc == 'u') && ts >= fs &&
+             (fc == tc || ts > fs);
+    return ok ? e->args[0] : NULL; /* widened or kept: the same value */
+}
+
+/* x[:, None], x[None, :], x[:] ...: slots of None and bare slices only
+ * (a broadcast, the same elements): x. */
+static const tilec_expr *bcast_inner(const tilec_expr *e)
+{
+    if (e->kind != TILEC_EX_INDEX)
+        return NULL;
+    for (uint32_t i = 1; i < e->nargs; i++)
+        if (e->args[i]->kind != TILEC_EX_NONE && (e->args[i]->kind != TILEC_EX_SLICE || e->args[i]->nargs))
+            return NULL;
+    return e->args[0];
+}
+
+int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow)
+{
+    for (int depth = 0; follow && e && depth < 32; depth++) {
+        const tilec_expr *x = ptr ? NULL : int_cast_of(L, e);
+        const tilec_expr *d = x ? x : def_of(L, e);
+        if (d == e)
+            break;
+        e = d;
+    }
+    if (!e || e->kind != TILEC_EX_NAME)
+        return -1;
+    for (uint32_t i = 0; i < L->k->nparams; i++) {
+        const tilec_param *p = &L->k->params[i];
+        if (strcmp(p->name, e->name))
+            continue;
+        if (lower_in_list(L->assigned, L->nassigned, p->name))
+            return -1;
+        if (ptr != (p->type.kind == TILEC_TE_POINTER))
+            return -1;
+        if (!ptr && p->type.dtype != TILEC_DT_I32 && p->type.dtype != TILEC_DT_I64)
+            return -1;
+        /* the name must still be the parameter (no let shadows it) */
+        val *v = lower_lookup(L, e->name);
+        if (!v || v->kind != VK_SCALAR || strcmp(v->c, lower_cname(L, p->name)))
+            return -1;
+        return (int)i;
+    }
+    return -1;
+}
+
+/* pid(2), or an integer cast of it: the pid call. */
+static const tilec_expr *pid2_of(lw *L, const tilec_expr *e)
+{
+    const tilec_expr *x = int_cast_of(L, e);
+    if (x)
+        e = x;
+    return tilec_is_builtin(e, BI_PID) && e->nargs == 1 && e->args[0]->kind == TILEC_EX_INT && e->args[0]->ival == 2
+               ? e
+               : NULL;
+}
+
+enum { PA_MAX = 6 };
+
+/* One term of the pointer's sum as a product: a constant, integer
+ * parameters, pid(2) and index tiles (the leaves). */
+typedef struct pa_prod {
+    int64_t c;
+    int sym[PA_MAX], nsym;
+    const tilec_expr *leaf[PA_MAX];
+    int nleaf;
+    const tilec_expr *z;
+    int ok;
+} pa_prod;
+
+static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
+{
+    int64_t v;
+    const tilec_expr *x;
+    int p;
+    if (depth > 32 || !f->ok) {
+        f->ok = 0;
+        return;
+    }
+    if (lower_ty(L, e)->rank == 0 && !lower_ty(L, e)->ptr && lower_const_int(L, e, &v) == 0) {
+        f->ok = !__builtin_mul_overflow(f->c, v, &f->c);
+        return;
+    }
+    if ((p = lower_param_of(L, e, 0, 0)) >= 0) {
+        if (f->nsym == PA_MAX)
+            f->ok = 0;
+        else
+            f->sym[f->nsym++] = p;
+        return;
+    }
+    if (pid2_of(L, e)) {
+        f->ok = !f->z;
+        f->z = pid2_of(L, e);
+        return;
+    }
+    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL) {
+        factor(L, e->args[0], f, depth + 1);
+        factor(L, e->args[1], f, depth + 1);
+        return;
+    }
+    if ((x = int_cast_of(L, e)) != NULL || (x = bcast_inner(e)) != NULL) {
+        factor(L, x, f, depth + 1);
+        return;
+    }
+    if (e->kind == TILEC_EX_NAME && (x = def_of(L, e)) != e && lower_ty(L, e)->rank == 0) {
+        /* a scalar let: its factors where it names a parameter or pid(2) (`let lda = K`, `let za = pid(2) * M *
+         * K`); else the scalar itself (`let row0 = pid(0) * BM`: a coordinate) */
+        pa_prod g = {.c = 1, .ok = 1};
+        factor(L, x, &g, depth + 1);
+        if (g.ok && !g.nsym && !g.z) {
+            if (f->nleaf == PA_MAX)
+                f->ok = 0;
+            else
+                f->leaf[f->nleaf++] = e;
+            return;
+        }
+        for (int i = 0; i < g.nsym && f->ok; i++)
+            f->ok = f->nsym < PA_MAX && (f->sym[f->nsym++] = g.sym[i]) >= 0;
+        for (int i = 0; i < g.nleaf && f->ok; i++)
+            f->ok = f->nleaf < PA_MAX && (f->leaf[f->nleaf++] = g.leaf[i]) != NULL;
+        f->ok = f->ok && g.ok && !(f->z && g.z) && !__builtin_mul_overflow(f->c, g.c, &f->c);
+        if (g.z)
+            f->z = g.z;
+        return;
+    }
+    if (e->kind == TILEC_EX_NAME && (x = def_of(L, e)) != e) {
+        /* a tile let to a product, broadcast or cast: what it stands for; a let index (rm) stays */
+        if ((x->kind == TILEC_EX_BINARY && x->op == TILEC_OP_MUL) || int_cast_of(L, x) || bcast_inner(x) ||
+            x->kind == TILEC_EX_NAME) {
+            factor(L, x, f, depth + 1);
+            return;
+        }
+    }
+    if (f->nleaf == PA_MAX)
+        f->ok = 0;
+    else
+        f->leaf[f->nleaf++] = e;
+}
+
+/* The terms of the sum e (conj 0), through lets of pointers and of 2-D
+ * offsets (`let pa = a + rm[:, None] * K`, `let offs = rm[:, None] * K +
+ * rk[None, :]`; a 1-D sum is an index, pid(0) * BM + range(BM), one
+ * term), or the conjuncts of mask e (conj 1, `&&` or `&` of booleans),
+ * through lets: into t from n, the new count (-1: too many). */
+static int split(lw *L, const tilec_expr *e, int conj, const tilec_expr **t, int n, int depth)
+{
+    const tilec_expr *d = e;
+    for (int i = 0; i < 32 && d->kind == TILEC_EX_NAME; i++) {
+        const tilec_expr *x = def_of(L, d);
+        if (x == d)
+            break;
+        d = x;
+    }
+    const tilec_type *ty = lower_ty(L, d);
+    int sum = !conj && d->kind == TILEC_EX_BINARY && d->op == TILEC_OP_ADD && (ty->ptr || ty->rank >= 2);
+    int both = conj && d->kind == TILEC_EX_BINARY && (d->op == TILEC_OP_ANDAND || d->op == TILEC_OP_AND) &&
+              lower_ty(L, d->args[0])->dtype == TILEC_DT_BOOL && lower_ty(L, d->args[1])->dtype == TILEC_DT_BOOL;
+    if (depth < 32 && n >= 0 && (sum || both)) {
+        n = split(L, d->args[0], conj, t, n, depth + 1);
+        return split(L, d->args[1], conj, t, n, depth + 1);
+    }
+    if (n < 0 || n >= PA_MAX)
+        return -1;
+    t[n] = conj ? d : e; /* a term keeps its name: a scalar let is a coordinate (factor) */
+    return n + 1;
+}
+
+/* The axes of a rank-`rank` tile along which e (broadcast from the right)
+ * may vary: a bit per axis. */
+static int varying(lw *L, const tilec_expr *e, const tilec_type *tile)
+{
+    const lower_axinfo *x = info(L, e);
+    const tilec_type *t = lower_ty(L, e);
+    int m = 0;
+    for (int k = 0; k < tile->rank; k++) {
+        lower_axfact a = along(x, t, tile->rank, k, tile->dims[k]);
+        if (tile->dims[k] > 1 && !(a.known && a.stride == 0))
+            m |= 1 << k;
+    }
+    return m;
+}
+
+int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
+{
+    const tilec_expr *t[PA_MAX];
+    const tilec_type *tile = lower_ty(L, ptr);
+    memset(pa, 0, sizeof *pa);
+    pa->tile = tile;
+    pa->base = pa->stride[0] = pa->stride[1] = pa->bs[0] = pa->bs[1] = -1;
+    if (tile->rank != 2 || !tile->ptr)
+        return pa->why = "the pointer is not a 2-D tile", 0;
+    int n = split(L, ptr, 0, t, 0, 0);
+    const tilec_expr *scal[PA_MAX];
+    int sstride[PA_MAX], ns = 0;
+    if (n < 0)
+        return pa->why = "the pointer is not P + R[:, None] * S + C[None, :] (with at most one batch offset)", 0;
+    for (int i = 0; i < n; i++) {
+        if (lower_ty(L, t[i])->ptr) {
+            int p = lower_param_of(L, t[i], 1, 1);
+            if (p < 0 || pa->base >= 0)
+                return pa->why = "the pointer is not a pointer parameter plus offsets", 0;
+            pa->base = p;
+            continue;
+        }
+        pa_prod f = {.c = 1, .ok = 1};
+        factor(L, t[i], &f, 0);
+        int m = varying(L, t[i], tile);
+        if (!f.ok || f.c != 1)
+            return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
+        if (!m && !f.z && f.nsym <= 1 && lower_ty(L, t[i])->rank == 0) {
+            /* a scalar: added to the coordinate of the axis of its stride (none: the unit-stride axis) */
+            if (f.nsym == 1 && (f.nleaf != 1 || lower_ty(L, f.leaf[0])->rank != 0))
+                return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters "
+                                 "or a coordinate times the row stride",
+                       0;
+            scal[ns] = f.nsym ? f.leaf[0] : t[i];
+            sstride[ns++] = f.nsym ? f.sym[0] : -1;
+            continue;
+        }
+        if (!m) { /* constant over the tile: the batch offset pid(2) * X [* Y] */
+            if (!f.z || f.nleaf || f.nsym < 1 || f.nsym > 2 || pa->z)
+                return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters",
+                       0;
+            pa->z = f.z;
+            /* the last factor first (pid(2) * M * K: K, M), as the maps have always listed them */
+            pa->bs[0] = f.sym[f.nsym - 1];
+            pa->bs[1] = f.nsym == 2 ? f.sym[0] : -1;
+            continue;
+        }
+        int ax = m == 1 ? 0 : m == 2 ? 1 : -1;
+        if (ax < 0 || f.z || f.nleaf != 1 || f.nsym > 1 || pa->idx[ax])
+            return pa->why = "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles", 0;
+        if (f.nsym == 1 && f.sym[0] < 0)
+            return pa->why = "the row stride is not an integer parameter", 0;
+        const tilec_expr *I = f.leaf[0];
+        const lower_axinfo *ix = info(L, I);
+        if (lower_ty(L, I)->rank != 1 || !ix->virt || !ix->ax[0].known || ix->ax[0].stride != 1)
+            return pa->why = "an index of the pointer is not a unit-stride start + range(n)", 0;
+        pa->idx[ax] = I;
+        pa->stride[ax] = f.nsym ? f.sym[0] : -1;
+    }
+    if (pa->base < 0)
+        return pa->why = "the pointer is not a pointer parameter plus offsets", 0;
+    if (!pa->idx[0] || !pa->idx[1] || (pa->stride[0] >= 0) == (pa->stride[1] >= 0))
+        return pa->why = "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles", 0;
+    for (int i = 0; i < ns; i++) {
+        int ax = pa->stride[0] == sstride[i] ? 0 : pa->stride[1] == sstride[i] ? 1 : -1;
+        if (ax < 0 || pa->add[ax])
+            return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters", 0;
+        pa->add[ax] = scal[i];
+    }
+    return 1;
+}
+
+/* ---- first elements as linear forms: sum of coef * atom + c ---- */
+
+enum { LIN_MAX = 8 };
+typedef struct lin {
+    int n;
+    const tilec_expr *atom[LIN_MAX]; /* a name (compared by name), pid(i) (by i), or any other expression */
+    int64_t coef[LIN_MAX];
+    int64_t c;
+    int ok;
+} lin;
+
+static int same_atom(const tilec_expr *a, const tilec_expr *b)
+{
+    if (a->kind == TILEC_EX_NAME && b->kind == TILEC_EX_NAME)
+        return !strcmp(a->name, b->name);
+    if (tilec_is_builtin(a, BI_PID) && tilec_is_builtin(b, BI_PID) && a->nargs == 1 && b->nargs == 1 &&
+        a->args[0]->kind == TILEC_EX_INT && b->args[0]->kind == TILEC_EX_INT)
+        return a->args[0]->ival == b->args[0]->ival;
+    return a == b;
+}
+
+static void lin_atom(lin *f, const tilec_expr *e, int64_t mul)
+{
+    for (int i = 0; i < f->n; i++)
+        if (same_atom(f->atom[i], e)) {
+            f->ok &= !__builtin_add_overflow(f->coef[i], mul, &f->coef[i]);
+            return;
+        }
+    if (f->n == LIN_MAX) {
+        f->ok = 0;
+        return;
+    }
+    f->atom[f->n] = e;
+    f->coef[f->n++] = mul;
+}
+
+/* f += mul * (e's first element): through lets, broadcasts, widening
+ * casts, + - and products by constants; range(n) starts at 0. */
+static void lin_of(lw *L, const tilec_expr *e, int64_t mul, lin *f, int depth)
+{
+    int64_t v;
+    const tilec_expr *x;
+    if (!f->ok || depth > 64) {
+        f->ok = 0;
+        return;
+    }
+    if (lower_ty(L, e)->rank == 0 && !lower_ty(L, e)->ptr && lower_const_int(L, e, &v) == 0) {
+        f->ok &= !__builtin_mul_overflow(mul, v, &v) && !__builtin_add_overflow(f->c, v, &f->c);
+        return;
+    }
+    if (tilec_is_builtin(e, BI_RANGE))
+        return;
+    if ((x = int_cast_of(L, e)) != NULL || (x = bcast_inner(e)) != NULL ||
+        (e->kind == TILEC_EX_NAME && (x = def_of(L, e)) != e)) {
+        lin_of(L, x, mul, f, depth + 1);
+        return;
+    }
+    if (e->kind == TILEC_EX_BINARY && (e->op == TILEC_OP_ADD || e->op == TILEC_OP_SUB)) {
+        lin_of(L, e->args[0], mul, f, depth + 1);
+        lin_of(L, e->args[1], e->op == TILEC_OP_SUB ? -mul : mul, f, depth + 1);
+        return;
+    }
+    if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
+        lin_of(L, e->args[0], -mul, f, depth + 1);
+        return;
+    }
+    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL)
+        for (int i = 0; i < 2; i++)
+            if (lower_ty(L, e->args[i])->rank == 0 && lower_const_int(L, e->args[i], &v) == 0) {
+                f->ok &= !__builtin_mul_overflow(mul, v, &v);
+                lin_of(L, e->args[1 - i], v, f, depth + 1);
+                return;
+            }
+    lin_atom(f, e, mul);
+}
+
+/* Do a and b + add (add maybe NULL) have the same first element? */
+static int same_first(lw *L, const tilec_expr *a, const tilec_expr *b, const tilec_expr *add)
+{
+    lin f = {.ok = 1};
+    lin_of(L, a, 1, &f, 0);
+    lin_of(L, b, -1, &f, 0);
+    if (add)
+        lin_of(L, add, -1, &f, 0);
+    if (!f.ok || f.c)
+        return 0;
+    for (int i = 0; i < f.n; i++)
+        if (f.coef[i])
+            return 0;
+    return 1;
+}
+
+/* e without lets, broadcasts and integer casts: an index's identity. */
+static const tilec_expr *canon(lw *L, const tilec_expr *e)
+{
+    for (int i = 0; e && i < 64; i++) {
+        const tilec_expr *x = int_cast_of(L, e);
+        if (!x)
+            x = bcast_inner(e);
+        if (!x)
+            x = def_of(L, e);
+        if (x == e || !x)
+            break;
+        e = x;
+    }
+    return e;
+}
+
+/* Is x (a bound's index) the coordinate of pa's axis ax along the whole
+ * tile: the same index, or one of unit stride along that axis whose first
+ * element is the coordinate's (`(k + range(BK))[None, :]` against
+ * range(BK) + k)? */
+static int bound_index(lw *L, const tilec_expr *x, const lower_ptraff *pa, int ax)
+{
+    if (!pa->add[ax] && canon(L, x) == canon(L, pa->idx[ax]))
+        return 1;
+    lower_axfact a = along(info(L, x), lower_ty(L, x), pa->tile->rank, ax, pa->tile->dims[ax]);
+    return a.known && a.stride == 1 && same_first(L, x, pa->idx[ax], pa->add[ax]);
+}
+
+int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bound[2])
+{
+    const tilec_expr *t[PA_MAX];
+    bound[0] = bound[1] = -1;
+    int n = split(L, m, 1, t, 0, 0);
+    if (n != 2)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        const tilec_expr *c = t[i], *x, *b;
+        if (c->kind == TILEC_EX_INDEX && bcast_inner(c)) /* (R < rows)[:, None] */
+            c = canon(L, c);
+        if (c->kind != TILEC_EX_BINARY || (c->op != TILEC_OP_LT && c->op != TILEC_OP_GT))
+            return 0;
+        x = c->op == TILEC_OP_LT ? c->args[0] : c->args[1];
+        b = c->op == TILEC_OP_LT ? c->args[1] : c->args[0];
+        int p = lower_param_of(L, b, 0, 1);
+        if (p < 0)
+            return 0;
+        /* the bound's index is the pointer's along that axis, broadcast along it alone */
+        int m2 = varying(L, t[i], pa->tile);
+        for (int ax = 0; ax < 2; ax++)
+            if (bound[ax] < 0 && m2 == 1 << ax && bound_index(L, x, pa, ax)) {
+                bound[ax] = p;
+                p = -1;
+                break;
+            }
+        if (p >= 0)
+            return 0;
+    }
+    return bound[0] >= 0 && bound[1] >= 0;
+}

@@ -98,6 +98,7 @@ typedef struct lbind {
 typedef struct wg_plan {
     tilec_tma_map maps[3];        /* A, B, and C when the epilogue stores by TMA */
     const tilec_expr *R[3], *C[3]; /* each map's row and column index tiles */
+    const tilec_expr *Ra[3], *Ca[3]; /* scalars added to their coordinates (lower_ptraff.add), or NULL */
     const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
     int64_t M, N, stage_bytes;
     int64_t K;                    /* a stage's K depth: the K tile, or 64 halves for several iterations of a smaller one */
@@ -426,6 +427,35 @@ int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s);
 int lower_monotone_mask(lw *L, const tilec_expr *m, int rank, int axis);
 /* Are e's runs along axis unit-stride in aligned groups of n elements? */
 int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n);
+/* A pointer tile as base + (I0 + a0) * S0 + (I1 + a1) * S1 + Z * X [* Y] (axis k of the
+ * tile: I_k a 1-D unit-stride index broadcast along it, S_k an integer
+ * parameter or 1; Z pid(2)), followed through lets (tile, pointer and
+ * scalar ones: `let lda = K`, `let ab = a + pid(2) * M * K`), broadcasts
+ * before or after the product, products either way round and casts:
+ * what a tensor map needs (the symbolic strides, the coordinates of the
+ * first element). lower_ptr_affine fills it, or returns 0 with why. */
+typedef struct lower_ptraff {
+    const tilec_type *tile;    /* the pointer tile's type */
+    int base;                  /* the pointer parameter */
+    const tilec_expr *idx[2];  /* per axis of the tile: I_k (its first element the coordinate) */
+    const tilec_expr *add[2];  /* per axis: a scalar added to that coordinate (`pa + k` with pa's columns
+                                * range(BK)[None, :]; `pid(0) * K` with the rows' stride K), or NULL */
+    int stride[2];             /* per axis: S_k's integer parameter, -1 for a unit stride */
+    const tilec_expr *z;       /* the batch index pid(2) (maybe cast), or NULL */
+    int bs[2];                 /* its stride: one or two integer parameters (-1: none) */
+    const char *why;
+} lower_ptraff;
+int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa);
+/* Mask m (a conjunction through lets) as exactly I0 < B0 && I1 < B1 of the
+ * indices of pa (either order, `B > I` too): the bounds' integer
+ * parameters into bound[axis]; 0 when it is anything else. */
+int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bound[2]);
+/* The index of parameter e (a pointer when ptr, else an i32 or i64) that
+ * no let shadows and nothing assigns, followed through scalar lets and
+ * casts when follow; -1 otherwise. */
+int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow);
+/* How many times `name` is let in b and the blocks inside it. */
+int lower_lets_of(const tilec_block *b, const char *name);
 /* With L->axlog: one line of what load/store `what` read of ptr and mask
  * along axis, and the vector width w it took. */
 void lower_axinfo_trace(lw *L, const char *what, const tilec_expr *ptr, const tilec_expr *mask, int axis, int w);
@@ -664,7 +694,8 @@ const char *lower_wg_params(lw *L);
 /* P + R[:, None] * S + C[None, :] masked by R < rows && C < cols: a 2-D
  * tensor map of dt (f16, bf16, f32) with boxes of box_rows x 128 bytes. */
 int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mask, tilec_dtype dt, int64_t box_rows,
-                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z);
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z,
+                   const tilec_expr **Ra, const tilec_expr **Ca);
 /* ", z": a batched map i's third coordinate; "" for a 2-D map. */
 const char *lower_wg_batch(lw *L, const wg_plan *w, int i);
 /* The box coordinates (column, row) of map i at its first element. */

@@ -101,7 +101,7 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
         w->maps[i].elem_bytes = (uint32_t)es;
         w->maps[i].bf16 = at->dtype == TILEC_DT_BF16;
         w->maps[i].box_cols = (uint32_t)(GA_ROW / es);
-        w->R[i] = w->C[i] = w->Z[i] = NULL;
+        w->R[i] = w->C[i] = w->Z[i] = w->Ra[i] = w->Ca[i] = NULL;
         w->ld[i] = pp->load[i];
     }
     w->gather = 1;

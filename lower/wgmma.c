@@ -53,29 +53,6 @@ enum { WG_PERSIST_MAX = 224 * 1024 };
 
 /* ---- recognising the loads ---- */
 
-static int param_index(lw *L, const tilec_expr *e, int ptr)
-{
-    if (!e || e->kind != TILEC_EX_NAME)
-        return -1;
-    for (uint32_t i = 0; i < L->k->nparams; i++) {
-        const tilec_param *p = &L->k->params[i];
-        if (strcmp(p->name, e->name))
-            continue;
-        if (lower_in_list(L->assigned, L->nassigned, p->name))
-            return -1;
-        if (ptr != (p->type.kind == TILEC_TE_POINTER))
-            return -1;
-        if (!ptr && p->type.dtype != TILEC_DT_I32 && p->type.dtype != TILEC_DT_I64)
-            return -1;
-        /* the name must still be the parameter (no let shadows it) */
-        val *v = lower_lookup(L, e->name);
-        if (!v || v->kind != VK_SCALAR || strcmp(v->c, lower_cname(L, p->name)))
-            return -1;
-        return (int)i;
-    }
-    return -1;
-}
-
 /* x[:, None] (axis 0) or x[None, :] (axis 1) of a 1-D name: the name. */
 static const tilec_expr *bcast_of(const tilec_expr *e, int axis)
 {
@@ -85,192 +62,68 @@ static const tilec_expr *bcast_of(const tilec_expr *e, int axis)
     return a->kind == TILEC_EX_SLICE && !a->nargs && b->kind == TILEC_EX_NONE ? e->args[0] : NULL;
 }
 
-/* The terms of a chain of +, through names let to tiles computed where
- * they are used (`let offs = rm[:, None] * K + rk[None, :]`). */
-static int add_terms(lw *L, const tilec_expr *e, const tilec_expr **t, int n, int max)
-{
-    if (e->kind == TILEC_EX_NAME && lower_ty(L, e)->rank > 0)
-        e = lower_look(L, e);
-    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_ADD) {
-        n = add_terms(L, e->args[0], t, n, max);
-        return n < 0 ? n : add_terms(L, e->args[1], t, n, max);
-    }
-    if (n >= max)
-        return -1;
-    t[n] = e;
-    return n + 1;
-}
-
-static int same_name(const tilec_expr *a, const tilec_expr *b) { return a && b && !strcmp(a->name, b->name); }
-
-/* `R[:, None] < rows` or `(R < rows)[:, None]` (axis 0), `C[None, :] < cols`
- * or `(C < cols)[None, :]` (axis 1), maybe through a name let to it. */
-static int bound_of(lw *L, const tilec_expr *e, const tilec_expr *x, int axis)
-{
-    e = lower_look(L, e);
-    if (e->kind == TILEC_EX_INDEX && e->nargs == 3) { /* (R < rows)[:, None]: the same bound */
-        const tilec_expr *a = e->args[1 + axis], *b = e->args[2 - axis], *c = lower_look(L, e->args[0]);
-        if (a->kind != TILEC_EX_SLICE || a->nargs || b->kind != TILEC_EX_NONE || c->kind != TILEC_EX_BINARY ||
-            c->op != TILEC_OP_LT || c->args[0]->kind != TILEC_EX_NAME || !same_name(c->args[0], x))
-            return -1;
-        return param_index(L, c->args[1], 0);
-    }
-    if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_LT || !same_name(bcast_of(e->args[0], axis), x))
-        return -1;
-    return param_index(L, e->args[1], 0);
-}
-
-/* A 1-D virtual index tile with unit stride: start + range(n). */
-static int unit_index(lw *L, const tilec_expr *x)
-{
-    val *v = lower_lookup(L, x->name);
-    int64_t s;
-    return v && v->kind == VK_VIRT && lower_ty(L, x)->rank == 1 && lower_stride(L, x, 0, &s) && s == 1;
-}
-
-/* The lets of `name` in block b and the blocks inside it. */
-static int lets_of(const tilec_block *b, const char *name)
-{
-    int n = 0;
-    for (uint32_t i = 0; i < b->nstmts; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        for (uint32_t j = 0; j < s->nnames; j++)
-            if ((s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE || s->kind == TILEC_ST_FOR) &&
-                !strcmp(s->names[j], name))
-                n++;
-        n += lets_of(&s->body, name) + lets_of(&s->orelse, name);
-    }
-    return n;
-}
-
-/* pid(2), or cast(pid(2), ...): the pid call. */
-static const tilec_expr *pid2_of(const tilec_expr *e)
-{
-    if (tilec_is_builtin(e, BI_CAST) && e->nargs >= 1)
-        e = e->args[0];
-    return tilec_is_builtin(e, BI_PID) && e->nargs == 1 && e->args[0]->ival == 2 ? e : NULL;
-}
-
-/* Z, a name let once at the top of the kernel to pid(2) * X [* Y] with X,
- * Y integer parameters (in any order, pid(2) maybe cast): the batch
- * stride X * Y into m, the pid call into *zc. */
-static int batch_of(lw *L, const tilec_expr *z, tilec_tma_map *m, const tilec_expr **zc)
-{
-    const tilec_block *b = &L->k->body;
-    const tilec_stmt *let = NULL;
-    for (uint32_t i = 0; i < b->nstmts; i++)
-        if (b->stmts[i]->kind == TILEC_ST_LET && !strcmp(b->stmts[i]->names[0], z->name))
-            let = b->stmts[i];
-    if (!let || lets_of(b, z->name) != 1 || lower_in_list(L->assigned, L->nassigned, z->name))
-        return 0;
-    const tilec_expr *f[4], *e = let->value;
-    int n = 0;
-    while (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL && n < 3) {
-        f[n++] = e->args[1];
-        e = e->args[0];
-    }
-    f[n++] = e;
-    int np = 0;
-    *zc = NULL;
-    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
-    for (int i = 0; i < n; i++) {
-        int p;
-        if (!*zc && (*zc = pid2_of(f[i])) != NULL)
-            continue;
-        if (np == 2 || (p = param_index(L, f[i], 0)) < 0)
-            return 0;
-        m->bs[np++] = (uint32_t)p;
-    }
-    m->batched = 1;
-    return *zc && np >= 1;
-}
-
-/* P + R[:, None] * S + C[None, :] under the mask R[:, None] < rows &&
- * C[None, :] < cols (either way round) for elements of dt, or the same
- * with the tile's axes the other way round (P + C[:, None] + R[None, :] *
- * S: a pointer tile built with its unit stride along axis 0): the map
- * (box box_rows x one 128-byte row), with R (the map's rows, stride S)
- * and C (its columns, unit stride); *cax the tile's axis C runs along. */
+/* A pointer tile the analysis reads as P + R[:, None] * S + C[None, :]
+ * [+ pid(2) * X [* Y]] (lower_ptr_affine: through lets, pointer and
+ * scalar lets, broadcasts and products in any order) under a mask that is
+ * exactly R < rows && C < cols along the same axes (lower_mask_bounds), of
+ * elements dt: the map (box box_rows x one 128-byte row), with R (the
+ * map's rows, stride S) and C (its columns, unit stride); *cax the tile's
+ * axis C runs along (1, or 0 for a tile built with its unit stride along
+ * axis 0). */
 static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
-                     tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z, int *cax)
+                     tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z,
+                     const tilec_expr **Ra, const tilec_expr **Ca, int *cax)
 {
-    const tilec_expr *t[4], *zname = NULL;
     unsigned line = ptr ? ptr->loc.line : 0;
+    lower_ptraff pa;
+    int bound[2];
+    int64_t s0;
+    *R = *C = *Z = *Ra = *Ca = NULL;
+    /* the unit-stride axis as the analysis knows it, even where no map describes the pointer (the cp.async twin
+     * reads it) */
+    *cax = ptr && !(lower_stride(L, ptr, 1, &s0) && s0 == 1) && lower_stride(L, ptr, 0, &s0) && s0 == 1 ? 0 : 1;
     if (!mk)
         return lower_miss(L, line, "the load has no mask (TMA's box needs the bounds of both axes)");
-    int nt = add_terms(L, ptr, t, 0, 4);
-    if (nt != 3 && nt != 4)
-        return lower_miss(L, line, "the pointer is not P + R[:, None] * S + C[None, :] (with at most one batch offset)");
-    int p = -1, s = -1, rax = -1;
-    *R = *C = *Z = NULL;
-    *cax = -1;
-    for (int i = 0; i < nt; i++) {
-        const tilec_expr *e = t[i];
-        if (e->kind == TILEC_EX_NAME && p < 0 && (p = param_index(L, e, 1)) >= 0) {
-            continue;
-        } else if (e->kind == TILEC_EX_NAME && nt == 4 && !zname) {
-            zname = e; /* P + Z + ...: a batch offset */
-        } else if (e->kind == TILEC_EX_INDEX && !*C) {
-            for (int ax = 1; ax >= 0 && !*C; ax--) /* C[None, :], or C[:, None] (unit stride along axis 0) */
-                if ((*C = bcast_of(e, ax)) != NULL)
-                    *cax = ax;
-        } else if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL && !*R) {
-            for (int j = 0; j < 4 && !*R; j++)
-                if ((*R = bcast_of(e->args[j % 2], j / 2)) != NULL) {
-                    s = param_index(L, e->args[1 - j % 2], 0);
-                    rax = j / 2;
-                }
-        } else {
-            return lower_miss(L, line, "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]");
-        }
-    }
-    if (p < 0)
-        return lower_miss(L, line, "the pointer is not a pointer parameter plus offsets");
-    if (!*R || !*C || rax == *cax)
-        return lower_miss(L, line, "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles");
-    if (s < 0)
-        return lower_miss(L, line, "the row stride is not an integer parameter");
-    if (!unit_index(L, *R) || !unit_index(L, *C))
-        return lower_miss(L, line, "an index of the pointer is not a unit-stride start + range(n)");
-    if (nt == 4 && !zname)
-        return lower_miss(L, line, "the fourth term of the pointer is not a batch offset name");
-    mk = lower_look(L, mk);
-    /* && or & of the two bounds (bool tiles: the same mask) */
-    if (mk->kind != TILEC_EX_BINARY || (mk->op != TILEC_OP_ANDAND && mk->op != TILEC_OP_AND))
+    if (!lower_ptr_affine(L, ptr, &pa))
+        return lower_miss(L, line, "%s", pa.why);
+    *cax = pa.stride[1] < 0 ? 1 : 0;
+    int rax = 1 - *cax;
+    *R = pa.idx[rax];
+    *C = pa.idx[*cax];
+    *Ra = pa.add[rax];
+    *Ca = pa.add[*cax];
+    if (!lower_mask_bounds(L, mk, &pa, bound))
         return lower_miss(L, line, "the mask is not R[:, None] < rows && C[None, :] < cols");
-    int rows = bound_of(L, mk->args[0], *R, rax), cols = bound_of(L, mk->args[1], *C, *cax);
-    if (rows < 0 || cols < 0) {
-        rows = bound_of(L, mk->args[1], *R, rax);
-        cols = bound_of(L, mk->args[0], *C, *cax);
-    }
     unsigned size = tilec_dtype_size(dt);
-    if (rows < 0 || cols < 0)
-        return lower_miss(L, line, "the mask does not bound R and C by integer parameters (R[:, None] < rows && C[None, :] < cols)");
     if (dt != TILEC_DT_F16 && dt != TILEC_DT_BF16 && dt != TILEC_DT_F32)
         return lower_miss(L, line, "elements of %s (TMA here takes f16, bf16, f32)", tilec_dtype_name(dt));
     memset(m, 0, sizeof *m);
-    m->ptr = (uint32_t)p;
-    m->rows = (uint32_t)rows;
-    m->cols = (uint32_t)cols;
-    m->stride = (uint32_t)s;
+    m->ptr = (uint32_t)pa.base;
+    m->rows = (uint32_t)bound[rax];
+    m->cols = (uint32_t)bound[*cax];
+    m->stride = (uint32_t)pa.stride[rax];
     m->box_rows = (uint32_t)box_rows;
     m->box_cols = WG_ROW_BYTES / size;
     m->elem_bytes = size;
     m->bf16 = dt == TILEC_DT_BF16;
     m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
-    if (zname && !batch_of(L, zname, m, Z))
-        return lower_miss(L, line, "batch offset %s is not a name let once to pid(2) * X [* Y] of integer parameters",
-                          zname->name);
-    if (L->k->params[p].type.dtype != dt)
-        return lower_miss(L, line, "pointer %s's elements are not the loaded type", L->k->params[p].name);
+    if (pa.z) {
+        *Z = pa.z;
+        m->batched = 1;
+        m->bs[0] = (uint32_t)pa.bs[0];
+        m->bs[1] = pa.bs[1] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[1];
+    }
+    if (L->k->params[pa.base].type.dtype != dt)
+        return lower_miss(L, line, "pointer %s's elements are not the loaded type", L->k->params[pa.base].name);
     return 1;
 }
 
 int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dtype dt, int64_t box_rows,
-                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z)
+                   tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z,
+                   const tilec_expr **Ra, const tilec_expr **Ca)
 {
     int cax;
-    if (!match_ptr(L, ptr, mk, dt, box_rows, m, R, C, Z, &cax))
+    if (!match_ptr(L, ptr, mk, dt, box_rows, m, R, C, Z, Ra, Ca, &cax))
         return 0;
     if (cax != 1) /* the tile stored as its rows lie (a store's staging) */
         return lower_miss(L, ptr->loc.line, "the pointer's unit stride is along axis 0 (C[:, None] + R[None, :] * S)");
@@ -281,12 +134,12 @@ int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_dty
  * cols, 0) of f16 or bf16, or its axes the other way round: the map, with
  * R and C; *cax the load's axis C runs along (the map's columns). */
 static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
-                      const tilec_expr **Z, int *cax)
+                      const tilec_expr **Z, const tilec_expr **Ra, const tilec_expr **Ca, int *cax)
 {
     const tilec_type *ty = lower_ty(L, ld);
     if (ty->dtype == TILEC_DT_F32)
         return lower_miss(L, ld->loc.line, "f32 operands (the twin multiplies f16 and bf16)");
-    if (!match_ptr(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, 0, m, R, C, Z, cax))
+    if (!match_ptr(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, ty->dtype, 0, m, R, C, Z, Ra, Ca, cax))
         return 0;
     m->box_rows = (uint32_t)ty->dims[1 - *cax];
     /* a tile narrower than 128 bytes: boxes as wide as it, in the swizzle of that width */
@@ -485,12 +338,17 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
     /* the K index of A and of B (the map's columns of a K-major operand, its rows of an MN-major one), and
      * the masks' K extents */
     const tilec_expr *kx[2] = {wg_kmajor(w, 0) ? w->C[0] : w->R[0], wg_kmajor(w, 1) ? w->C[1] : w->R[1]};
+    const tilec_expr *kadd[2] = {wg_kmajor(w, 0) ? w->Ca[0] : w->Ra[0], wg_kmajor(w, 1) ? w->Ca[1] : w->Ra[1]};
     uint32_t ext[2] = {wg_kmajor(w, 0) ? w->maps[0].cols : w->maps[0].rows,
                        wg_kmajor(w, 1) ? w->maps[1].cols : w->maps[1].rows};
     int64_t a0 = 0;
     for (int i = 0; i < 2; i++) {
-        int rest;
-        if (!k_affine(L, kx[i], var, &a, &rest) || rest || a <= 0 || a * st != w->kt || (i && a != a0))
+        int rest, rest1 = 0;
+        int64_t a1 = 0;
+        int ok = k_affine(L, kx[i], var, &a, &rest) && (!kadd[i] || k_affine(L, kadd[i], var, &a1, &rest1));
+        a += a1; /* the K coordinate: the index's first element plus the pointer's scalar (lower_ptraff.add) */
+        rest |= rest1;
+        if (!ok || rest || a <= 0 || a * st != w->kt || (i && a != a0))
             return *why = lower_fmt(L, "%c's K index is not the loop variable (times a constant) plus range(%lld), "
                                        "one K tile an iteration",
                                     i ? 'B' : 'A', (long long)w->kt),
@@ -503,7 +361,7 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
     if (tilec_is_builtin(hi, BI_CDIV) && hi->nargs == 2 && !lower_const_int(L, hi->args[1], &c) &&
         c == a0)
         d = lower_look(L, hi->args[0]); /* a * cdiv(K, a) >= K */
-    int p = param_index(L, d, 0);
+    int p = lower_param_of(L, d, 0, 0);
     if (p < 0 || (uint32_t)p != ext[0])
         return *why = lower_fmt(L, "the loop's end is not %s, the masks' K extent (a merged stage's iterations "
                                    "past the end would add what they read)",
@@ -588,8 +446,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     /* each operand K-major when the axis its load's unit stride runs along is the dot's K (the K axis of
      * load 0 is 1 unless A is trans of its load; of load 1, 0 unless B is), else MN-major */
     int cax[2] = {1, 1};
-    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0], &cax[0]) &&
-             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1], &cax[1]);
+    int ok = match_load(L, pp->load[0], &w->maps[0], &w->R[0], &w->C[0], &w->Z[0], &w->Ra[0], &w->Ca[0], &cax[0]) &&
+             match_load(L, pp->load[1], &w->maps[1], &w->R[1], &w->C[1], &w->Z[1], &w->Ra[1], &w->Ca[1], &cax[1]);
     if (!ok && !pp->twin_only) /* an operand TMA cannot read: both by cp.async (wggather.c; A [M, K] only) */
         ok = lower_wg_gather_note(L, pp, w);
     w->amn = cax[0] != (pp->tr[0] ? 0 : 1);
@@ -701,6 +559,15 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
     lower_walk(L, w->R[i], z, 0, NULL, PREP);
     *col = lower_walk(L, w->C[i], z, 0, NULL, EMIT);
     *row = lower_walk(L, w->R[i], z, 0, NULL, EMIT);
+    /* a scalar the pointer adds to a coordinate (lower_ptraff.add) */
+    if (w->Ca[i]) {
+        lower_walk(L, w->Ca[i], NULL, 0, NULL, PREP);
+        *col = lower_fmt(L, "(%s + (int)(%s))", *col, lower_walk(L, w->Ca[i], NULL, 0, NULL, EMIT));
+    }
+    if (w->Ra[i]) {
+        lower_walk(L, w->Ra[i], NULL, 0, NULL, PREP);
+        *row = lower_fmt(L, "(%s + (int)(%s))", *row, lower_walk(L, w->Ra[i], NULL, 0, NULL, EMIT));
+    }
 }
 
 /* The suffix of the wgmma helper of A M-major (amn), B K-major (bk), a

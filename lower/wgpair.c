@@ -115,6 +115,13 @@ static int pid1_is(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64_t w
     return !e || (pid1_affine(L, e, loop, &a, 0) && a == want);
 }
 
+/* Does e + add (add maybe NULL) have pid(1) coefficient `want` and no other dependence on it? */
+static int pid1_sum_is(lw *L, const tilec_expr *e, const tilec_expr *add, const tilec_stmt *loop, int64_t want)
+{
+    int64_t a, b = 0;
+    return pid1_affine(L, e, loop, &a, 0) && (!add || pid1_affine(L, add, loop, &b, 0)) && a + b == want;
+}
+
 /* Why the tiles pid(1) = 2j and 2j + 1 of plan w cannot share a block,
  * or NULL. */
 static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, const wg_plan *w)
@@ -128,7 +135,13 @@ static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, cons
         return lower_fmt(L, "the accumulator %s does not start as zeros", acc);
     /* B's N index: pid(1) * N + ..., so tile 2j + 1's columns follow 2j's */
     const tilec_expr *bn = w->bk ? w->R[1] : w->C[1], *bkx = w->bk ? w->C[1] : w->R[1];
-    if (!pid1_is(L, bn, loop, w->N))
+    /* with the scalars the pointers add to the coordinates (lower_ptraff.add) */
+    const tilec_expr *bna = w->bk ? w->Ra[1] : w->Ca[1], *bka = w->bk ? w->Ca[1] : w->Ra[1];
+    if (!pid1_sum_is(L, bn, bna, loop, w->N))
+        return lower_fmt(L, "B's N index is not pid(1) * %lld plus what does not read pid(1)", (long long)w->N);
+    if (!pid1_is(L, w->Ra[0], loop, 0) || !pid1_is(L, w->Ca[0], loop, 0) || !pid1_is(L, bka, loop, 0))
+        return "A's tile, the K index or the batch reads pid(1)";
+    if (!pid1_sum_is(L, bn, bna, loop, w->N))
         return lower_fmt(L, "B's N index is not pid(1) * %lld plus what does not read pid(1)", (long long)w->N);
     if (!pid1_is(L, w->R[0], loop, 0) || !pid1_is(L, w->C[0], loop, 0) || !pid1_is(L, bkx, loop, 0) ||
         !pid1_is(L, w->Z[0], loop, 0) || !pid1_is(L, w->Z[1], loop, 0))

@@ -20,7 +20,7 @@ enum { WS_ROW = 128 }; /* bytes per swizzled row of a box */
 /* The store statement s as the tile of the twin's accumulators: its map
  * into m with its index tiles. */
 static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C,
-                    const tilec_expr **Z)
+                    const tilec_expr **Z, const tilec_expr **Ra, const tilec_expr **Ca)
 {
     const wg_plan *w = &L->tw.plan;
     const tilec_expr *e = s->value;
@@ -29,7 +29,7 @@ static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_ex
     const tilec_type *pt = lower_ty(L, e->args[0]);
     if (pt->rank != 2 || pt->dims[0] != w->M || pt->dims[1] != w->N)
         return 0;
-    return lower_wg_match(L, e->args[0], e->args[2], pt->dtype, w->M, m, R, C, Z);
+    return lower_wg_match(L, e->args[0], e->args[2], pt->dtype, w->M, m, R, C, Z, Ra, Ca);
 }
 
 void lower_wg_store_note(lw *L, const tilec_stmt *s)
@@ -56,7 +56,7 @@ void lower_wg_store_note(lw *L, const tilec_stmt *s)
      * (an offset or a mask named first) are bound */
     const char *miss = L->miss;
     unsigned miss_line = L->miss_line;
-    int ok = s == last && !other && ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2]);
+    int ok = s == last && !other && ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2], &w->Ra[2], &w->Ca[2]);
     L->miss = miss; /* a store's refusal is no dot loop's reason */
     L->miss_line = miss_line;
     if (!ok)
@@ -85,10 +85,10 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
 {
     const wg_plan *w = &L->tw.plan;
     tilec_tma_map m;
-    const tilec_expr *R, *C, *Z;
+    const tilec_expr *R, *C, *Z, *Ra, *Ca;
     lay wy;
-    if (!L->tw.done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z) || memcmp(&m, &w->maps[2], sizeof m) ||
-        R != w->R[2] || C != w->C[2] || Z != w->Z[2] || !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
+    if (!L->tw.done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z, &Ra, &Ca) || memcmp(&m, &w->maps[2], sizeof m) ||
+        R != w->R[2] || C != w->C[2] || Z != w->Z[2] || Ra != w->Ra[2] || Ca != w->Ca[2] || !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
         return 0; /* the names mean something else here: the plain store */
     const tilec_expr *e = s->value, *value = e->args[1];
     const tilec_type *pt = lower_ty(L, e->args[0]);

@@ -113,6 +113,24 @@ static const form forms[] = {
     {"at_kmajor.tile", 1, 2,
      "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async rings of 3 stages for v_tb (dot B operands)",
      "dot operand A is trans of a load contiguous along K", 1, 64},
+    /* spellings the analysis reads (lower_ptr_affine, lower_mask_bounds; issue 29): strides and bounds named by
+     * scalar lets, products before broadcasts and turned round, 2-D index lets, 64-bit indices, batch offsets
+     * inline, in pointer lets or through named strides */
+    {"stride_lets.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    {"bcast_after.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    {"rows_cols.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    {"i64_bounds.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    {"bt_strides.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
+    {"batch_ptr_let.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    {"batch_stride_let.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    {"batch_bt.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
+    /* scalars the pointer adds to a coordinate (lower_ptraff.add): the K offset added to a pointer let of
+     * range(BK)[None, :], the first row and column folded into scalar pointer lets before the loop */
+    {"bt_ptr_base.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
+    {"scalar_bases.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    /* today's gap: pointers stepped in the loop (not pipelined at all) */
+    {"ptr_step.tile", 0, 0, "dot loop: its loads through registers (no cp.async pipeline)",
+     "not on a cp.async pipeline: a statement other than a let or the dot update in the loop body", 0, 64},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
@@ -163,6 +181,66 @@ Test(forms, paths_and_remarks, .timeout = 120)
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
         tilec_ctx_free(ctx);
+    }
+}
+
+/* The tensor maps of form file's twin. */
+static void twin_maps(const char *file, tilec_tma_meta *out)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m;
+    tilec_kernel_code code;
+    form f = {.file = file};
+    lower_form(ctx, &m, &f, &code);
+    cr_assert_not_null(code.tma.name, "%s: a twin", file);
+    *out = code.tma;
+    out->name = NULL;
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The maps the analysis builds from a spelling are its reference's: the
+ * same parameters for base, rows, columns and row stride (a stride or a
+ * bound named by a scalar let is the parameter it names), the same boxes;
+ * a batch offset however spelt is pid(2) times the same parameters. */
+Test(forms, maps_as_reference, .timeout = 120)
+{
+    static const char *const same[][2] = {
+        {"stride_lets.tile", "ref.tile"},          {"bcast_after.tile", "ref.tile"},
+        {"rows_cols.tile", "ref.tile"},            {"i64_bounds.tile", "ref.tile"},
+        {"ptr_lets.tile", "ref.tile"},             {"named_masks.tile", "ref.tile"},
+        {"bt_strides.tile", "bt.tile"},            {"bt_ptr_lets.tile", "bt.tile"},
+        {"batch_stride_let.tile", "batch_ptr_let.tile"}, {"bt_ptr_base.tile", "bt.tile"},
+        {"scalar_bases.tile", "ref.tile"},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        tilec_tma_meta a, b;
+        twin_maps(same[i][0], &a);
+        twin_maps(same[i][1], &b);
+        cr_expect_eq(a.nmaps, b.nmaps, "%s: %u maps, %s %u", same[i][0], a.nmaps, same[i][1], b.nmaps);
+        cr_expect(!memcmp(a.maps, b.maps, sizeof a.maps), "%s: its maps are %s's", same[i][0], same[i][1]);
+    }
+    /* gemm(a, b, c, M, N, K, batch): A [M, K] at a + z * M * K, B [K, N], C [M, N] */
+    static const struct {
+        const char *file;
+        uint32_t ptr, rows, cols, stride;
+    } want[] = {{"batch_ptr_let.tile", 0, 3, 5, 5}, {"batch_ptr_let.tile", 1, 5, 4, 4},
+                {"batch_ptr_let.tile", 2, 3, 4, 4}, {"batch_bt.tile", 0, 3, 5, 5},
+                {"batch_bt.tile", 1, 4, 5, 5},      {"batch_bt.tile", 2, 3, 4, 4}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tilec_tma_meta a;
+        twin_maps(want[i].file, &a);
+        const tilec_tma_map *mp = &a.maps[want[i].ptr];
+        cr_expect_eq(a.nmaps, 3, "%s", want[i].file);
+        cr_expect(mp->ptr == want[i].ptr && mp->rows == want[i].rows && mp->cols == want[i].cols &&
+                      mp->stride == want[i].stride,
+                  "%s map %u: ptr %u rows %u cols %u stride %u", want[i].file, want[i].ptr, mp->ptr, mp->rows,
+                  mp->cols, mp->stride);
+        /* the batch stride: the parameters of the matrix's two extents, in either order */
+        cr_expect(mp->batched && ((mp->bs[0] == want[i].rows && mp->bs[1] == want[i].cols) ||
+                                  (mp->bs[0] == want[i].cols && mp->bs[1] == want[i].rows)),
+                  "%s map %u: batched by pid(2) * %u * %u", want[i].file, want[i].ptr, mp->bs[0], mp->bs[1]);
     }
 }
 
@@ -586,4 +664,57 @@ Test(forms, f32_spellings, .timeout = 120)
 #undef W_LOAD
 #undef A_LOAD
 #undef B_LOAD
+}
+
+/* What the analysis does not take for a tensor map: spellings whose
+ * elements are not those of a map (a shifted or scaled index, a stride
+ * times a constant, a stride let that is re-assigned, a mask with another
+ * condition or bounding an index the pointer does not use, a scalar
+ * offset other than pid(2) times parameters): no TMA map, and the remark
+ * says why. */
+Test(forms, not_a_map, .timeout = 120)
+{
+    static const struct {
+        const char *from, *to, *why;
+    } cases[] = {
+        {"rm[:, None] * K + rk[None, :], rm", "rm[:, None] * (K * 2) + rk[None, :], rm",
+         "a term of the pointer is not the pointer parameter"},
+        {"rm[:, None] * K + rk[None, :], rm", "(rm[:, None] + 1) * K + rk[None, :], rm",
+         "an index of the pointer is not a unit-stride start + range(n)"},
+        {"rm[:, None] * K + rk[None, :], rm", "(rm + 1)[:, None] * K + rk[None, :], rm",
+         "the mask is not R[:, None] < rows && C[None, :] < cols"},
+        {"rm[:, None] * K + rk[None, :], rm", "rm[:, None] * K + rk[None, :] * 2, rm",
+         "dot operand A is contiguous along neither axis"},
+        {"rm[:, None] < M && rk[None, :] < K, 0.0", "rm[:, None] < M && rk[None, :] < K && rm[:, None] >= 0, 0.0",
+         "the mask is not R[:, None] < rows && C[None, :] < cols"},
+        {"rm[:, None] < M && rk[None, :] < K, 0.0", "rm[:, None] < M && rk[None, :] + 1 < K, 0.0",
+         "the mask is not R[:, None] < rows && C[None, :] < cols"},
+        /* a scalar added to the columns that the mask's K bound does not add */
+        {"load(a + rm", "load(a + pid(1) + rm", "the mask is not R[:, None] < rows && C[None, :] < cols"},
+        {"load(a + rm", "load(a + 2 * k + rm", "a term of the pointer is not the pointer parameter"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        const char *edit[2] = {cases[i].from, cases[i].to};
+        lower_edited(ctx, &m, "tests/forms/ref.tile", "gemm", edit, 1, &code);
+        cr_expect(!strstr(code.remarks, "wgmma + TMA (the sm_90a twin"), "%s: no map:\n%s", cases[i].to, code.remarks);
+        cr_expect(strstr(code.remarks, cases[i].why), "%s: says '%s':\n%s", cases[i].to, cases[i].why, code.remarks);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+    /* a stride let in the loop body, the kernel's only let of that name: the parameter it names */
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_kernel_code code;
+    const char *edit[4] = {"let rk = k + range(BK);", "let rk = k + range(BK);\n        let lda = K;",
+                           "rm[:, None] * K + rk", "rm[:, None] * lda + rk"};
+    lower_edited(ctx, &m, "tests/forms/ref.tile", "gemm", edit, 2, &code);
+    cr_expect(strstr(code.remarks, "wgmma + TMA (the sm_90a twin"), "%s", code.remarks);
+    cr_expect_eq(code.tma.maps[0].stride, 5, "A's row stride: K");
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
 }

@@ -765,6 +765,7 @@ def llm_table(records):
 
 
 FORMS_DIR = "tests/forms"  # issue 29's corpus of equivalent forms (tests/forms/README.md)
+FORM_BATCH = 2  # the matrices a call of a batched form multiplies
 
 
 def form_info(path):
@@ -784,28 +785,34 @@ def w_form(path, s):
     dW = G^T @ X), against torch.matmul (cuBLAS) of the same views."""
     info = form_info(path)
     conv = info["args"]
-    if conv not in ("plain", "ld", "bt", "at"):
+    if conv not in ("plain", "ld", "bt", "at", "batched", "batched_bt"):
         raise ValueError(f"{path}: unknown args convention {conv!r}")
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[info["dtype"]]
+    # batched, batched_bt: gemm(a, b, c, M, N, K, batch), FORM_BATCH matrices a call (pid(2) the batch)
+    nb = FORM_BATCH if conv.startswith("batched") else 1
+    bt = conv in ("bt", "batched_bt")
+
+    def shape():
+        return (nb, s, s) if nb > 1 else (s, s)
 
     def make():
-        b = randn(s, s, dtype=dt)
-        return {"a": randn(s, s, dtype=dt), "b": b.t().contiguous() if conv == "bt" else b,
-                "c": torch.empty(s, s, device=DEV, dtype=dt)}
+        b = randn(*shape(), dtype=dt)
+        return {"a": randn(*shape(), dtype=dt), "b": b.transpose(-1, -2).contiguous() if bt else b,
+                "c": torch.empty(*shape(), device=DEV, dtype=dt)}
 
     def call(t):
         args = [t["a"], t["b"], t["c"], s, s, s]
-        return (args + [s, s, s] if conv == "ld" else args), "c"
+        return (args + [s, s, s] if conv == "ld" else args + [nb] if nb > 1 else args), "c"
 
     def amat(t):
         return t["a"].t() if conv == "at" else t["a"]
 
     def bmat(t):
-        return t["b"].t() if conv == "bt" else t["b"]
+        return t["b"].transpose(-1, -2) if bt else t["b"]
     stem = os.path.splitext(os.path.basename(path))[0]
     return Workload(
         f"form {stem} {s}", "forms", path, "gemm", make, call, lambda t: torch.matmul(amat(t), bmat(t)),
-        lambda t: amat(t).double() @ bmat(t).double(), 2 * 3 * s * s, 2.0 * s * s * s,
+        lambda t: amat(t).double() @ bmat(t).double(), 2 * 3 * nb * s * s, 2.0 * nb * s * s * s,
         tol=2e-3 if dt == torch.float16 else 1e-2, eager_is="cuBLAS (torch.matmul)",
         peak=TF_PEAK_F16)
 

@@ -57,7 +57,7 @@ class FormsFamilyTests(unittest.TestCase):
             self.assertEqual(w.family, "forms")
             self.assertEqual(w.kernel, "gemm")
             info = self.bench.form_info(w.tile)
-            self.assertIn(info["args"], ("plain", "ld", "bt", "at"), w.tile)
+            self.assertIn(info["args"], ("plain", "ld", "bt", "at", "batched", "batched_bt"), w.tile)
             self.assertIn(info["dtype"], ("f16", "bf16"), w.tile)
             self.assertTrue(info["form"], f"{w.tile} says what form it is")
         self.assertEqual(self.bench.form_info("tests/forms/at_bf16.tile")["dtype"], "bf16")
