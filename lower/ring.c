@@ -238,6 +238,15 @@ void lower_ring_issue(lw *L, const void *ctx, const char *slot)
         const tilec_type *t = lower_ty(L, o->let->value);
         L->swz_rows = rp->wg ? t->dims[o->trans ? 1 : 0] : 0; /* the attention twin: rows of the swizzle */
         const char *whole = ring_whole(L, o->let->value, o->trans);
+        const tilec_expr *ld = o->let->value, *mask = ld->nargs > 1 ? ld->args[1] : NULL;
+        lower_mem_remark *rm = lower_remark_mem(
+            L, ld,
+            lower_fmt(L, "cp.async into a ring (%d stages), %s%s%s", rp->S, lower_remark_width(L, 8, tilec_dtype_size(t->dtype), "chunk"),
+                      whole ? ", a whole tile without checks where it is in bounds" : "",
+                      lower_remark_mask(L, mask, mask && lower_monotone_mask(L, mask, 2, o->trans ? 0 : 1))),
+            NULL);
+        if (rm)
+            rm->twin = rp->twin ? 2 : 0;
         if (whole) {
             lower_line(L, "if (%s) {", whole);
             L->ind++;
@@ -391,6 +400,7 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     unsigned miss_line = L->miss_line;
     lower_miss_reset(L); /* the first reason the attention twin refuses, unless a plain dot loop was the better path */
     if (L->tw.loop != loop && L->tg->note_ring_loop && L->tg->note_ring_loop(L, loop, &rp)) { /* the twin decision (wgattn.c); not one the TMA twin took (pipeline.c) */
+        rp.twin = 1;
         lower_dot_remark *r = lower_remark_dot(L, loop, path, NULL);
         if (r) {
             r->wg = 1;

@@ -70,6 +70,74 @@ static void dump_expr(strbuf *b, const tilec_expr *e)
     }
 }
 
+/* ---- an expression as a user writes it (remarks, lower/remark.c) ---- */
+
+/* Binding strength: the grammar's precedence table (grammar.y), binary
+ * operators in tilec_op order, then unary, then calls and indexing. */
+static int text_prec(const tilec_expr *e)
+{
+    static const signed char binary[] = {1, 2, 3, 4, 5, 6, 6, 7, 7, 7, 7, 8, 8, 9, 9, 10, 10, 10};
+    if (e->kind == TILEC_EX_BINARY)
+        return (unsigned)e->op < sizeof binary ? binary[e->op] : 0;
+    return e->kind == TILEC_EX_UNARY ? 11 : 12;
+}
+
+static void text_expr(strbuf *b, const tilec_expr *e, int min);
+
+static void text_list(strbuf *b, tilec_expr *const *v, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            sb_puts(b, ", ");
+        text_expr(b, v[i], 0);
+    }
+}
+
+/* e, in parentheses when it binds less tightly than `min`. */
+static void text_expr(strbuf *b, const tilec_expr *e, int min)
+{
+    int p = text_prec(e), paren = p < min;
+    if (paren)
+        sb_putc(b, '(');
+    switch (e->kind) {
+    case TILEC_EX_UNARY:
+        sb_puts(b, tilec_op_spelling(e->op));
+        text_expr(b, e->args[0], 11);
+        break;
+    case TILEC_EX_BINARY: /* left-associative: a right operand of equal strength keeps its parentheses */
+        text_expr(b, e->args[0], p);
+        sb_printf(b, " %s ", tilec_op_spelling(e->op));
+        text_expr(b, e->args[1], p + 1);
+        break;
+    case TILEC_EX_CALL:
+        sb_printf(b, "%s(", e->name);
+        text_list(b, e->args, e->nargs);
+        sb_putc(b, ')');
+        break;
+    case TILEC_EX_INDEX:
+        text_expr(b, e->args[0], 12);
+        sb_putc(b, '[');
+        text_list(b, e->args + 1, e->nargs - 1);
+        sb_putc(b, ']');
+        break;
+    case TILEC_EX_LIST:
+        sb_putc(b, '[');
+        text_list(b, e->args, e->nargs);
+        sb_putc(b, ']');
+        break;
+    default: /* leaves and slices: as the dump writes them */
+        dump_expr(b, e);
+        break;
+    }
+    if (paren)
+        sb_putc(b, ')');
+}
+
+void dump_expr_text(strbuf *b, const tilec_expr *e)
+{
+    text_expr(b, e, 0);
+}
+
 static void dump_type(strbuf *b, const tilec_type *t)
 {
     if (t->kind != TILEC_TY_VALUE)
