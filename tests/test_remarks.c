@@ -6,6 +6,8 @@
  * TILEC_LOGS=remarks writes them on stderr at FILE:LINE:COL. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <glob.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,4 +152,55 @@ Test(remarks, the_log_prints_the_same_lines, .init = cr_redirect_stderr)
         snprintf(l, sizeof l, "remarks.tile:%u:%u: remark: k_v0: %s", line, col, want[i] + skip);
         cr_expect(has_line(buf, l), "want on stderr\n  %s\nin\n%s", l, buf);
     }
+}
+
+/* Every access a remark: each `load(`, `store(` and `atomic_add(` of the
+ * examples and of the corpus of forms, at its line and column, closes the
+ * layout report of some variant of its kernel (a path that lowers an
+ * access without remarking it fails here). */
+Test(remarks, every_access_of_the_examples_has_one, .timeout = 240)
+{
+    const char *const pats[] = {"examples/*.tile", "tests/forms/*.tile"};
+    int files = 0;
+    for (size_t pi = 0; pi < sizeof pats / sizeof *pats; pi++) {
+        glob_t g;
+        cr_assert_eq(glob(pats[pi], 0, NULL, &g), 0);
+        for (size_t i = 0; i < g.gl_pathc; i++, files++) {
+            const char *path = g.gl_pathv[i];
+            char *text = read_file(path, NULL);
+            cr_assert_not_null(text);
+            tilec_ctx *ctx = tilec_ctx_new();
+            tilec_module *m = NULL;
+            cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s", path);
+            membuf rep = {0};
+            cr_assert_eq(tilec_module_emit_layouts(ctx, m, membuf_sink(&rep)), TILEC_OK, "%s", path);
+            unsigned line = 1;
+            for (const char *l = text; *l; line++) {
+                const char *e = strchr(l, '\n');
+                size_t n = e ? (size_t)(e - l) : strlen(l);
+                const char *c = l;
+                while (c < l + n && (*c == ' ' || *c == '\t'))
+                    c++;
+                for (const char *p = l; p < l + n && strncmp(c, "//", 2); p++) {
+                    if (p > l && (p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= 'A' && p[-1] <= 'Z') ||
+                                  (p[-1] >= '0' && p[-1] <= '9')))
+                        continue;
+                    if (strncmp(p, "load(", 5) && strncmp(p, "store(", 6) && strncmp(p, "atomic_add(", 11))
+                        continue;
+                    if (p > c && !strncmp(p - 2, "//", 2)) /* a comment after code */
+                        break;
+                    char at[64];
+                    snprintf(at, sizeof at, "  remark: line %u:%u: ", line, (unsigned)(p - l + 1));
+                    cr_expect(strstr(rep.s, at), "%s:%u:%u: no remark for this access", path, line, (unsigned)(p - l + 1));
+                }
+                l += n + (e != NULL);
+            }
+            free(rep.s);
+            tilec_module_free(m);
+            tilec_ctx_free(ctx);
+            free(text);
+        }
+        globfree(&g);
+    }
+    cr_expect_gt(files, 20);
 }
