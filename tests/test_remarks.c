@@ -120,6 +120,18 @@ Test(remarks, pipelined_operands_name_their_ring_and_the_twin)
     cr_expect(strstr(code.remarks, "sm_90a twin: TMA store\n"), "%s", code.remarks);
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
+    free(text);
+    /* a ring's copies (ring.c), each chunk checked: the row stride is the run-time N */
+    text = read_file("tests/forms/at.tile", NULL);
+    cr_assert_not_null(text);
+    m = parse_src(ctx, "tests/forms/at.tile", text);
+    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "gemm"), 0, &code), TILEC_OK);
+    cr_expect(strstr(code.remarks, "line 13:18: load `b` [64, 128] f16: cp.async into a ring (3 stages), 8 elements (16 bytes) a "
+                                   "chunk, each chunk checked (the stride along axis 0 is not a known multiple of 16 bytes), "
+                                   "mask on a prefix; sm_90a twin: TMA\n"),
+              "%s", code.remarks);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
     tilec_ctx_free(ctx);
     free(text);
 }
