@@ -125,11 +125,19 @@ void cmp_log_remarks(const tilec_module *m, const tilec_kernel_code *code)
     const char *file = m->src.name ? m->src.name : "<module>";
     for (const char *p = code->remarks; *p;) {
         size_t n = strcspn(p, "\n");
-        unsigned line = 0;
+        /* "line N: ..." (a dot loop) or "line N:C: ..." (a load or store): FILE:N[:C]: remark: */
+        unsigned line = 0, col = 0;
         int skip = 0;
-        if (sscanf(p, "line %u: %n", &line, &skip) < 1 || skip <= 0 || (size_t)skip > n)
+        if (sscanf(p, "line %u:%u: %n", &line, &col, &skip) < 2 || skip <= 0 || (size_t)skip > n) {
+            col = 0;
             skip = 0;
-        fprintf(stderr, "%s:%u: remark: %s: %.*s\n", file, line, code->name ? code->name : "?", (int)(n - (size_t)skip),
+            if (sscanf(p, "line %u: %n", &line, &skip) < 1 || skip <= 0 || (size_t)skip > n)
+                skip = 0;
+        }
+        char at[16] = "";
+        if (col)
+            snprintf(at, sizeof at, ":%u", col);
+        fprintf(stderr, "%s:%u%s: remark: %s: %.*s\n", file, line, at, code->name ? code->name : "?", (int)(n - (size_t)skip),
                 p + skip);
         p += n + (p[n] == '\n');
     }

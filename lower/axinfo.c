@@ -589,10 +589,114 @@ int lower_monotone_mask(lw *L, const tilec_expr *m, int rank, int axis)
     return k < 0 || x->ax[k].mono; /* a missing axis: constant along it */
 }
 
-int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n)
+/* Where along axis k of e the stride stops being known: the operand of
+ * a product that is a run-time value (*scale set: `r * ldb`), or the
+ * sub-expression the rules know nothing of (`c % 4`, a loaded tile),
+ * followed through the names, sums, slices, casts, `where`s and `trans`
+ * whose facts (info) say unknown; NULL when none is found. */
+static const tilec_expr *stride_cause(lw *L, const tilec_expr *e, int k, int *scale)
+{
+    *scale = 0;
+    for (int depth = 0; e && depth < 64; depth++) {
+        const tilec_type *t = lower_ty(L, e);
+        if (k < 0 || k >= t->rank || (info(L, e)->ax[k].known))
+            return NULL;
+        if (e->kind == TILEC_EX_NAME) {
+            val *v = lower_lookup(L, e->name);
+            if (!v || v->kind != VK_VIRT || !v->expr)
+                return e;
+            e = v->expr;
+        } else if (e->kind == TILEC_EX_INDEX) {
+            int r = 0, b = 0, found = 0; /* result axis k is base axis b */
+            for (uint32_t i = 1; i < e->nargs && !found; i++) {
+                int none = e->args[i]->kind == TILEC_EX_NONE;
+                if (r == k) {
+                    if (none)
+                        return NULL;
+                    found = 1;
+                } else {
+                    r++;
+                    b += !none;
+                }
+            }
+            if (!found)
+                return e;
+            e = e->args[0];
+            k = b;
+        } else if (e->kind == TILEC_EX_BINARY && (e->op == TILEC_OP_ADD || e->op == TILEC_OP_SUB || e->op == TILEC_OP_MUL)) {
+            const tilec_expr *p = e->args[0], *q = e->args[1];
+            const tilec_type *pt = lower_ty(L, p), *qt = lower_ty(L, q);
+            lower_axfact x = along(info(L, p), pt, t->rank, k, t->dims[k]), y = along(info(L, q), qt, t->rank, k, t->dims[k]);
+            int64_t c;
+            if (e->op == TILEC_OP_MUL && x.known && x.stride && y.known && !y.stride && !const_value(L, q, &c)) {
+                *scale = 1;
+                return q;
+            }
+            if (e->op == TILEC_OP_MUL && y.known && y.stride && x.known && !x.stride && !const_value(L, p, &c)) {
+                *scale = 1;
+                return p;
+            }
+            if (!x.known) {
+                k -= t->rank - pt->rank;
+                e = p;
+            } else if (!y.known) {
+                k -= t->rank - qt->rank;
+                e = q;
+            } else {
+                return e;
+            }
+        } else if (tilec_is_builtin(e, BI_TRANS) && e->nargs == 1 && t->rank == 2) {
+            e = e->args[0];
+            k = 1 - k;
+        } else if (tilec_is_builtin(e, BI_CAST) && e->nargs && lower_ty(L, e->args[0])->rank == t->rank) {
+            e = e->args[0];
+        } else {
+            return e;
+        }
+    }
+    return e;
+}
+
+int lower_contiguous_why(lw *L, const tilec_expr *e, int axis, int64_t n, int show, const char **why)
 {
     const lower_axinfo *x = info(L, e);
-    return axis >= 0 && axis < x->rank && x->ax[axis].contig >= n && x->ax[axis].contig % n == 0;
+    if (axis >= 0 && axis < x->rank && x->ax[axis].contig >= n && x->ax[axis].contig % n == 0)
+        return 1;
+    if (!why)
+        return 0;
+    const tilec_type *t = lower_ty(L, e);
+    if (axis < 0 || axis >= x->rank || t->dims[axis] == 1 || (x->ax[axis].known && x->ax[axis].stride == 0)) {
+        *why = lower_fmt(L, "the pointer is the same along axis %d (stride 0)", show);
+        return 0;
+    }
+    const lower_axfact *a = &x->ax[axis];
+    if (a->known) {
+        *why = lower_fmt(L, "the stride along axis %d is %lld elements, not 1", show, (long long)a->stride);
+        return 0;
+    }
+    if (a->contig > 1) {
+        *why = lower_fmt(L, "contiguous runs of %lld elements along axis %d, not %lld", (long long)a->contig, show,
+                         (long long)n);
+        return 0;
+    }
+    int scale = 0;
+    const tilec_expr *c = stride_cause(L, e, axis, &scale);
+    val *v = c && c->kind == TILEC_EX_NAME ? lower_lookup(L, c->name) : NULL;
+    if (!c)
+        *why = lower_fmt(L, "the stride along axis %d is not known", show);
+    else if (scale)
+        *why = lower_fmt(L, "the stride along axis %d is the run-time value `%s`, not 1", show, lower_expr_text(L, c));
+    else if (v && v->kind == VK_MAT && !lower_ty(L, c)->ptr)
+        *why = lower_fmt(L, "the offsets along axis %d are values in registers (`%s`: loaded or re-assigned data)", show,
+                         lower_expr_text(L, c));
+    else
+        *why = lower_fmt(L, "the stride along axis %d is not known: `%s`", show, lower_expr_text(L, c));
+    return 0;
+}
+
+int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n)
+{
+    return lower_contiguous_why(L, e, axis, n, axis, NULL);
 }
 
 void lower_axinfo_trace(lw *L, const char *what, const tilec_expr *ptr, const tilec_expr *mask, int axis, int w)

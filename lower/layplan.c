@@ -84,16 +84,24 @@ static void plan_mem(lw *L, const tilec_type *p, int red)
  * of each request, so a warp's 16-byte REDs must lie side by side, each
  * sector filled by one request, not half by two (the bf16 operand is then
  * read 8 bytes a thread, still whole sectors a warp). */
-int lower_chunk_elems(const lw *L, const tilec_type *t)
+int lower_chunk_elems_why(const lw *L, const tilec_type *t, const char **why)
 {
     for (int i = 0; i < L->nmem; i++)
         if (lower_same_shape(&L->memshape[i], t)) {
             int n = L->memsize[i] <= 2 ? 8 : 4;
-            if (L->memred[i] && 16 / (int)L->memred[i] < n)
+            if (L->memred[i] && 16 / (int)L->memred[i] < n) {
                 n = 16 / (int)L->memred[i];
+                if (why) /* memred is f32's 4 bytes */
+                    *why = "an f32 vector atomic_add at the same shape sizes its chunks (4 elements)";
+            }
             return n;
         }
     return 4;
+}
+
+int lower_chunk_elems(const lw *L, const tilec_type *t)
+{
+    return lower_chunk_elems_why(L, t, NULL);
 }
 
 static void plan_expr(lw *L, const tilec_expr *e)

@@ -187,6 +187,18 @@ typedef struct lower_dot_remark {
     const char *wg_path;   /* the twin's path when it is not the TMA dot loop's (wgattn.c), or NULL */
 } lower_dot_remark;
 
+/* remark.c: the path one load, store or atomic_add took: how it moves
+ * memory, its vector width and, where that is below the target's best (16
+ * bytes), why (--emit layouts, TILEC_LOGS=remarks). */
+typedef struct lower_mem_remark {
+    const tilec_expr *e;   /* the load, store or atomic_add call */
+    const char *what;      /* "load `x` [64, 64] f16" */
+    const char *how;       /* "ld, 8 elements (16 bytes) a vector, mask on a prefix" */
+    const char *why;       /* why below 16 bytes, or NULL */
+    int twin;              /* the sm_90a twin moves it: 1 by TMA, 2 by cp.async from its producer warps */
+    struct lower_mem_remark *next;
+} lower_mem_remark;
+
 typedef struct lw {
     tilec_ctx *ctx;
     const tilec_module *m;
@@ -259,6 +271,8 @@ typedef struct lw {
     unsigned miss_line;
     lower_dot_remark rem[LP_MAX]; /* the dot loops' paths, in source order */
     int nrem;
+    lower_mem_remark *mrem, **mrem_end; /* the loads' and stores' paths, as lowered */
+    const tilec_expr *tw_ld[2]; /* the loads of the loop the sm_90a twin takes */
     /* lower_stages: the deepest stages chosen without a hint; the cap of a retry */
     int stages_auto, stages_cap;
     /* splitk.c: the `split_k` hint */
@@ -315,6 +329,20 @@ __attribute__((format(printf, 3, 4))) int lower_miss(lw *L, unsigned line, const
  * target it did not take (its reason: the last refusal recorded), or
  * NULL. Returns the record (NULL when the table is full). */
 lower_dot_remark *lower_remark_dot(lw *L, const tilec_stmt *loop, const char *path, const char *missed);
+/* Record the path of load, store or atomic_add call e (the first
+ * record of e stands: a copy issued twice is one access of the source);
+ * how: the path and width (lower_remark_width, lower_remark_mask), why:
+ * why below 16 bytes or NULL. Returns the record (NULL: none kept). */
+lower_mem_remark *lower_remark_mem(lw *L, const tilec_expr *e, const char *how, const char *why);
+/* "[16, 64]" */
+const char *lower_dims_text(lw *L, const int64_t *dims, int rank);
+/* "8 elements (16 bytes) a UNIT", or "one element (4 bytes) at a time". */
+const char *lower_remark_width(lw *L, int w, unsigned size, const char *unit);
+/* ", mask on a prefix" (decided by a run's last element), ", mask `m`
+ * per element", or "" without a mask; mono: lower_monotone_mask's answer. */
+const char *lower_remark_mask(lw *L, const tilec_expr *mask, int mono);
+/* e as written, at most about 60 characters (then "..."). */
+const char *lower_expr_text(lw *L, const tilec_expr *e);
 /* The dots of block b (in its ifs too; not in inner loops). */
 int lower_block_dots(const tilec_block *b);
 /* The remarks as lines "line N: ...", each dot loop's path then, where
@@ -382,6 +410,9 @@ void lower_plan(lw *L);
 /* The layout a tile of type t gets; for expression e, a materialized
  * operand's layout first. */
 int lower_chunk_elems(const lw *L, const tilec_type *t);
+/* The same, and in *why (when not NULL) the reason it is below one
+ * 16-byte access of the shape's narrowest element, if it is: a remark. */
+int lower_chunk_elems_why(const lw *L, const tilec_type *t, const char **why);
 lay lower_pick(lw *L, const tilec_type *t);
 lay lower_pick_for(lw *L, const tilec_expr *e);
 /* The layout of `let name = e` when the plan has one for the name. */
@@ -456,6 +487,10 @@ int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bo
 int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow);
 /* How many times `name` is let in b and the blocks inside it. */
 int lower_lets_of(const tilec_block *b, const char *name);
+/* The same answer and, when it is no and why is not NULL, the facts that
+ * made it no in words for a remark, axis named `show` (the access's):
+ * "the stride along axis 1 is the run-time value `ldb`, not 1". */
+int lower_contiguous_why(lw *L, const tilec_expr *e, int axis, int64_t n, int show, const char **why);
 /* With L->axlog: one line of what load/store `what` read of ptr and mask
  * along axis, and the vector width w it took. */
 void lower_axinfo_trace(lw *L, const char *what, const tilec_expr *ptr, const tilec_expr *mask, int axis, int w);
@@ -600,6 +635,7 @@ typedef struct ring_plan {
     int n, S;
     const char *base; /* "" or what the offsets add to (the attention twin's aligned ring, "tl_wro + ") */
     int wg;           /* the attention twin's rings: 128-byte swizzled rows (wgattn.c) */
+    int twin;         /* the attention twin takes this loop (its loads' remarks say so) */
 } ring_plan;
 /* One iteration's copies of every ring into slot `slot` (ctx: the plan). */
 void lower_ring_issue(lw *L, const void *ctx, const char *slot);

@@ -53,6 +53,7 @@ static val *materialize(lw *L, const tilec_expr *e, const char *name, const lay 
                 x = lower_ld_elem(L, x, t->dtype);
             }
             lower_line(L, "%s %s = %s;", lower_cctype(t->dtype), c, x);
+            lower_remark_mem(L, e, lower_fmt(L, "ld, %s", lower_remark_width(L, 1, tilec_dtype_size(t->dtype), "vector")), NULL);
             v->ty.dtype = lower_compute_dt(t->dtype);
             return v;
         }

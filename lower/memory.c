@@ -26,6 +26,37 @@ static int vec_width(int run, unsigned size)
     return w;
 }
 
+/* The vector width of an access of pointer tile ptr over layout y whose
+ * registers run `run` elements along axis vax of the rank-`rank` tile
+ * moved (0: element by element), and, when that is below 16 bytes, why
+ * in *why: the layout's run, or the analysis's facts on the pointer
+ * (lower_contiguous_why) that refused the run. */
+static int vec_plan(lw *L, const tilec_expr *ptr, const lay *y, int rank, int run, int vax, unsigned size, const char **why)
+{
+    static const char *const kinds[] = {"canonical", "mma", "fma", "blocked"};
+    *why = NULL;
+    int w = rank ? vec_width(run, size) : 0;
+    if (rank && (w ? w : 1) * size < 16) {
+        if (y->kind == LY_CANON && (y->repl || run >= y->E)) { /* a thread's whole share is one run: the tile is small */
+            *why = lower_fmt(L, "the %s tile over %d threads is %d element%s a thread%s", lower_dims_text(L, y->dims, y->rank), L->nt,
+                             y->E, y->E == 1 ? "" : "s", y->repl ? " (replicated)" : "");
+        } else {
+            *why = lower_fmt(L, "its %s layout gives each thread runs of %d element%s along axis %d", kinds[y->kind], run,
+                             run == 1 ? "" : "s", vax);
+            const char *chunk = NULL; /* the layout plan's reason for a canonical layout's chunks (layplan.c) */
+            tilec_type t = {.kind = TILEC_TY_VALUE, .rank = y->rank};
+            memcpy(t.dims, y->dims, sizeof t.dims);
+            if (y->kind == LY_CANON && y->rank && run == y->dims[y->rank - 1])
+                *why = lower_fmt(L, "the tile's last axis is %d element%s", run, run == 1 ? "" : "s");
+            else if (y->kind == LY_CANON && (lower_chunk_elems_why(L, &t, &chunk), chunk))
+                *why = lower_fmt(L, "%s: %s", *why, chunk);
+        }
+    }
+    if (w && !lower_contiguous_why(L, ptr, vax - (rank - lower_ty(L, ptr)->rank), w, vax, why))
+        w = 0;
+    return w;
+}
+
 /* load(ptr, mask?, other?) into array `name` of layout y. */
 void lower_emit_load(lw *L, const tilec_expr *e, val *v)
 {
@@ -41,11 +72,13 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
     unsigned size = tilec_dtype_size(t->dtype);
     int vax; /* the axis consecutive registers run along */
     int run = lower_lay_run(L, y, &vax);
-    int w = t->rank ? vec_width(run, size) : 0;
-    /* the analysis (axinfo.c): the run's addresses are consecutive */
-    if (w && !lower_contiguous(L, ptr, vax - (t->rank - lower_ty(L, ptr)->rank), w))
-        w = 0;
+    /* the layout's run, if the analysis (axinfo.c) finds its addresses consecutive */
+    const char *why;
+    int w = vec_plan(L, ptr, y, t->rank, run, vax, size, &why);
     lower_axinfo_trace(L, "load", ptr, mask, vax, w);
+    int mono = mask && w && lower_monotone_mask(L, mask, t->rank, vax);
+    lower_remark_mem(L, e, lower_fmt(L, "ld, %s%s", lower_remark_width(L, w, size, "vector"), w ? lower_remark_mask(L, mask, mono) : ""),
+                     why);
     lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, y->E);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, w ? w : 1);
@@ -77,7 +110,6 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
         strbuf all;
         sb_init(&all);
         if (mask) {
-            int mono = lower_monotone_mask(L, mask, t->rank, vax);
             for (int q = 0; q < w; q++) {
                 const char *qidx[TILEC_MAX_RANK];
                 for (int r = 0; r < t->rank; r++)
@@ -122,10 +154,18 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     unsigned size = tilec_dtype_size(d);
     /* a store vectorizes any element type; an atomic add only f32 whose
      * old values nobody reads (the vector atomics return none here) */
-    int w = pt->rank && (!atomic || (!old && d == TILEC_DT_F32)) ? vec_width(y->run, size) : 0;
-    if (w && !lower_contiguous(L, ptr, pt->rank - 1, w))
-        w = 0;
+    const char *why = NULL;
+    int w = 0;
+    if (!atomic || (!old && d == TILEC_DT_F32))
+        w = vec_plan(L, ptr, y, pt->rank, y->run, pt->rank - 1, size, &why);
+    else if (pt->rank)
+        why = old ? "its old values are read (a vector atomic returns none)" : "vector atomic adds are f32 only";
     lower_axinfo_trace(L, atomic ? "atomic_add" : "store", ptr, mask, pt->rank - 1, w);
+    int mono = mask && pt->rank && lower_monotone_mask(L, mask, pt->rank, pt->rank - 1);
+    lower_remark_mem(L, e,
+                     lower_fmt(L, "%s, %s%s", !atomic ? "st" : w ? "red (a vector atomic)" : "atomic",
+                               lower_remark_width(L, w, size, "vector"), w ? lower_remark_mask(L, mask, mono) : ""),
+                     why);
     if (old && pt->rank == 0) /* a scalar is a plain variable, in the compute type */
         lower_line(L, "%s %s;", lower_cctype(d), old->c);
     else if (old)
@@ -144,7 +184,6 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     lower_map_bcast(lower_ty(L, ptr), pt->rank, lower_idx, sub);
     lower_line(L, "%s *tl_p = %s;", lower_ctype(d), lower_walk(L, ptr, sub, lower_same_shape(lower_ty(L, ptr), pt), y, EMIT));
     int nq = w ? w : 1;
-    int mono = mask && pt->rank && lower_monotone_mask(L, mask, pt->rank, pt->rank - 1);
     strbuf all;
     sb_init(&all);
     for (int q = 0; q < nq; q++) {

@@ -509,11 +509,35 @@ void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld, i
     lower_line(L, "}");
 }
 
+/* The remarks of a pipelined loop's operand loads (remark.c): 16-byte
+ * cp.async chunks, or the 4-byte copies that transpose an FMA operand
+ * contiguous along K; with the loop's bindings, so named masks are seen. */
+static void remark_copies(lw *L, const pipe_plan *pp, const ring *r)
+{
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *ld = pp->load[i], *mask = ld->nargs > 1 ? ld->args[1] : NULL;
+        unsigned size = tilec_dtype_size(lower_ty(L, ld)->dtype);
+        int m = r->cp[i];
+        if (m == LOWER_CP_T1 || m == LOWER_CP_T0) {
+            lower_remark_mem(L, ld, lower_fmt(L, "cp.async.ca into the pipeline's ring (%d stages), %s", r->S,
+                                              lower_remark_width(L, 1, size, "copy")),
+                             lower_fmt(L, "contiguous along K (axis %d), its copies transpose it into the ring's K-major rows",
+                                       m == LOWER_CP_T1));
+            continue;
+        }
+        int mono = mask && lower_monotone_mask(L, mask, 2, m == LOWER_CP_COLS ? 0 : 1);
+        lower_remark_mem(L, ld, lower_fmt(L, "cp.async into the pipeline's ring (%d stages), %s%s", r->S,
+                                          lower_remark_width(L, lower_chunk_vec(L, ld), size, "chunk"), lower_remark_mask(L, mask, mono)),
+                         NULL);
+    }
+}
+
 /* Copies of both operands into ring slot `slot` (a C expression). */
 static void issue_copies(lw *L, const void *ctx, const char *slot)
 {
     const pipe_plan *pp = ((const void *const *)ctx)[0];
     const ring *r = ((const void *const *)ctx)[1];
+    remark_copies(L, pp, r);
     const char *da = lower_fmt(L, "%u + %s * %lld", r->sa, slot, (long long)r->abytes);
     if (L->hoist)
         L->hoist->cur = 0;
@@ -656,6 +680,10 @@ static void note_twin(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
         lower_miss(L, 0, "a split-K variant has no sm_90a twin");
     else if (L->tg->note_dot_loop) /* the twin decision (wgmma.c) */
         L->tg->note_dot_loop(L, loop, pp);
+    if (L->tw.loop == loop) { /* its loads' remarks name what the twin does instead */
+        L->tw_ld[0] = pp->load[0];
+        L->tw_ld[1] = pp->load[1];
+    }
 }
 
 /* The remark of a pipelined loop: its path and stages; for f16/bf16

@@ -187,16 +187,20 @@ static int ring_check(lw *L, const tilec_stmt *loop, ring_plan *rp)
 /* The condition under which every 16-byte chunk of load e is in bounds
  * and aligned: its mask true on the whole tile, its first element 16-byte
  * aligned and the stride across rows a multiple of 16 bytes; NULL when
- * that is not known. */
-static const char *ring_whole(lw *L, const tilec_expr *e, int trans)
+ * that is not known, and why in *why (for the remark). */
+static const char *ring_whole(lw *L, const tilec_expr *e, int trans, const char **why)
 {
     const tilec_type *t = lower_ty(L, e);
     int64_t st;
-    if (!lower_stride(L, e->args[0], trans ? 1 : 0, &st) || (st * (int64_t)tilec_dtype_size(t->dtype)) % 16)
+    if (!lower_stride(L, e->args[0], trans ? 1 : 0, &st) || (st * (int64_t)tilec_dtype_size(t->dtype)) % 16) {
+        *why = lower_fmt(L, "the stride along axis %d is not a known multiple of 16 bytes", trans ? 1 : 0);
         return NULL;
+    }
     const char *in = e->nargs > 1 ? lower_all_true(L, e->args[1]) : "true";
-    if (!in)
+    if (!in) {
+        *why = "no condition on the tile's corners tells that its mask holds on all of it";
         return NULL;
+    }
     const char *zero[TILEC_MAX_RANK] = {"0", "0"}, *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, zero, sub);
     lower_walk(L, e->args[0], sub, 0, NULL, PREP);
@@ -237,7 +241,18 @@ void lower_ring_issue(lw *L, const void *ctx, const char *slot)
         const char *dst = lower_fmt(L, "%s%u + %s * %lld", rp->base ? rp->base : "", o->off, slot, (long long)o->bytes);
         const tilec_type *t = lower_ty(L, o->let->value);
         L->swz_rows = rp->wg ? t->dims[o->trans ? 1 : 0] : 0; /* the attention twin: rows of the swizzle */
-        const char *whole = ring_whole(L, o->let->value, o->trans);
+        const char *partial = NULL;
+        const char *whole = ring_whole(L, o->let->value, o->trans, &partial);
+        const tilec_expr *ld = o->let->value, *mask = ld->nargs > 1 ? ld->args[1] : NULL;
+        lower_mem_remark *rm = lower_remark_mem(
+            L, ld,
+            lower_fmt(L, "cp.async into a ring (%d stages), %s%s%s%s", rp->S, lower_remark_width(L, 8, tilec_dtype_size(t->dtype), "chunk"),
+                      whole ? ", a whole tile without checks where it is in bounds" : ", each chunk checked (",
+                      whole ? "" : lower_fmt(L, "%s)", partial),
+                      lower_remark_mask(L, mask, mask && lower_monotone_mask(L, mask, 2, o->trans ? 0 : 1))),
+            NULL);
+        if (rm)
+            rm->twin = rp->twin ? 2 : 0;
         if (whole) {
             lower_line(L, "if (%s) {", whole);
             L->ind++;
@@ -401,6 +416,7 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     unsigned miss_line = L->miss_line;
     lower_miss_reset(L); /* the first reason the attention twin refuses, unless a plain dot loop was the better path */
     if (L->tw.loop != loop && L->tg->note_ring_loop && L->tg->note_ring_loop(L, loop, &rp)) { /* the twin decision (wgattn.c); not one the TMA twin took (pipeline.c) */
+        rp.twin = 1;
         lower_dot_remark *r = lower_remark_dot(L, loop, path, NULL);
         if (r) {
             r->wg = 1;

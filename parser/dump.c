@@ -7,19 +7,38 @@
 #include "parser/tune.h"
 #include "util/strbuf.h"
 
-static void dump_expr(strbuf *b, const tilec_expr *e);
+/* Binding strength for the text a user writes: the grammar's precedence
+ * table (grammar.y), binary operators in tilec_op order, then unary,
+ * then calls, indexing and leaves. */
+static int text_prec(const tilec_expr *e)
+{
+    static const signed char binary[] = {1, 2, 3, 4, 5, 6, 6, 7, 7, 7, 7, 8, 8, 9, 9, 10, 10, 10};
+    if (e->kind == TILEC_EX_BINARY)
+        return (unsigned)e->op < sizeof binary ? binary[e->op] : 0;
+    return e->kind == TILEC_EX_UNARY ? 11 : 12;
+}
 
-static void dump_list(strbuf *b, tilec_expr *const *v, uint32_t n)
+enum { FULL = -1 }; /* expr_out's `min` for the dump: every operator in parentheses */
+
+static void expr_out(strbuf *b, const tilec_expr *e, int min);
+
+static void list_out(strbuf *b, tilec_expr *const *v, uint32_t n, int full)
 {
     for (uint32_t i = 0; i < n; i++) {
         if (i)
             sb_puts(b, ", ");
-        dump_expr(b, v[i]);
+        expr_out(b, v[i], full ? FULL : 0);
     }
 }
 
-static void dump_expr(strbuf *b, const tilec_expr *e)
+/* e as the dump writes it (min FULL), or as a user writes it: in
+ * parentheses only where it binds less tightly than `min`. */
+static void expr_out(strbuf *b, const tilec_expr *e, int min)
 {
+    int full = min == FULL, p = text_prec(e);
+    int paren = full ? e->kind == TILEC_EX_UNARY || e->kind == TILEC_EX_BINARY : p < min;
+    if (paren)
+        sb_putc(b, '(');
     switch (e->kind) {
     case TILEC_EX_INT: sb_printf(b, "%lld", (long long)e->ival); break;
     case TILEC_EX_FLOAT: sb_puts(b, e->name); break;
@@ -28,46 +47,63 @@ static void dump_expr(strbuf *b, const tilec_expr *e)
     case TILEC_EX_NAME: sb_puts(b, e->name); break;
     case TILEC_EX_DTYPE: sb_puts(b, tilec_dtype_name(e->dtype)); break;
     case TILEC_EX_UNARY:
-        sb_printf(b, "(%s", tilec_op_spelling(e->op));
-        dump_expr(b, e->args[0]);
-        sb_putc(b, ')');
+        sb_puts(b, tilec_op_spelling(e->op));
+        expr_out(b, e->args[0], full ? FULL : 11);
         break;
-    case TILEC_EX_BINARY:
-        sb_putc(b, '(');
-        dump_expr(b, e->args[0]);
+    case TILEC_EX_BINARY: { /* left-associative: a right operand of equal strength keeps its parentheses */
+        /* a comparison under `|`, `^` or `&` keeps them too, as users write it: (c < N) & m */
+        int bits = p >= 3 && p <= 5, lp = text_prec(e->args[0]), rp = text_prec(e->args[1]);
+        expr_out(b, e->args[0], full ? FULL : bits && lp >= 6 && lp <= 7 ? 13 : p);
         sb_printf(b, " %s ", tilec_op_spelling(e->op));
-        dump_expr(b, e->args[1]);
-        sb_putc(b, ')');
+        expr_out(b, e->args[1], full ? FULL : bits && rp >= 6 && rp <= 7 ? 13 : p + 1);
         break;
+    }
     case TILEC_EX_CALL:
         sb_printf(b, "%s(", e->name);
-        dump_list(b, e->args, e->nargs);
+        list_out(b, e->args, e->nargs, full);
         sb_putc(b, ')');
         break;
     case TILEC_EX_INDEX:
-        dump_expr(b, e->args[0]);
+        expr_out(b, e->args[0], full ? FULL : 12);
         sb_putc(b, '[');
-        dump_list(b, e->args + 1, e->nargs - 1);
+        list_out(b, e->args + 1, e->nargs - 1, full);
         sb_putc(b, ']');
         break;
     case TILEC_EX_LIST:
         sb_putc(b, '[');
-        dump_list(b, e->args, e->nargs);
+        list_out(b, e->args, e->nargs, full);
         sb_putc(b, ']');
         break;
     case TILEC_EX_SLICE:
         if (e->nargs && e->ival & 1)
-            dump_expr(b, e->args[0]);
+            expr_out(b, e->args[0], full ? FULL : 0);
         sb_putc(b, ':');
         if (e->nargs && e->ival & 2)
-            dump_expr(b, e->args[1]);
+            expr_out(b, e->args[1], full ? FULL : 0);
         if (e->nargs && e->ival & 4) {
             sb_putc(b, ':');
-            dump_expr(b, e->args[2]);
+            expr_out(b, e->args[2], full ? FULL : 0);
         }
         break;
     case TILEC_EX_NONE: sb_puts(b, "None"); break;
     }
+    if (paren)
+        sb_putc(b, ')');
+}
+
+static void dump_expr(strbuf *b, const tilec_expr *e)
+{
+    expr_out(b, e, FULL);
+}
+
+static void dump_list(strbuf *b, tilec_expr *const *v, uint32_t n)
+{
+    list_out(b, v, n, 1);
+}
+
+void dump_expr_text(strbuf *b, const tilec_expr *e)
+{
+    expr_out(b, e, 0);
 }
 
 static void dump_type(strbuf *b, const tilec_type *t)

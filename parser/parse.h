@@ -9,6 +9,7 @@
 #include "parser/module.h"
 #include "tilec/tilec.h"
 #include "util/arena.h"
+#include "util/strbuf.h"
 
 enum { PRS_MAX_NESTING = TILEC_MAX_NESTING }; /* Lemon stack entries: bounds nesting depth */
 
@@ -47,6 +48,9 @@ const char *gen_dtype_set(arena *ar, const tilec_tparam *t);
 const char *gen_instance_text(arena *ar, const tilec_kernel *k);
 /* The AST dump of `tilec --emit ast`. */
 tilec_status dump_module(const tilec_module *m, tilec_sink sink);
+/* e as a user writes it: operators with the parentheses precedence needs
+ * (`a + r[:, None] * lda`), for remarks that quote the source. */
+void dump_expr_text(strbuf *b, const tilec_expr *e);
 
 /* Grammar actions (build.c): each allocates in the module arena and
  * returns NULL after running out of memory (ps->failed is then set). */

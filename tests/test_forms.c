@@ -336,7 +336,7 @@ Test(forms, remarks_on_stderr, .init = cr_redirect_stderr, .timeout = 120)
     free(bm256);
     free(src);
     fflush(stderr);
-    char buf[8192] = "";
+    static char buf[32768] = "";
     size_t n = fread(buf, 1, sizeof buf - 1, cr_get_redirected_stderr());
     buf[n] = 0;
     cr_expect(strstr(buf,

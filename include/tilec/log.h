@@ -12,8 +12,9 @@ extern "C" {
 /* The channels the runtime knows (a channel name is any string; these are
  * the ones it reports on). */
 #define TILEC_LOG_ASYNC_COMPILE "async_compile"
-/* each lowered kernel's remarks: the path of every dot loop and, where it
- * is not the target's best, why (docs/lowering.md, "Remarks") */
+/* each lowered kernel's remarks: the path of every dot loop and of every
+ * load, store and atomic add (its vector width) and, where it is not the
+ * target's best, why (docs/lowering.md, "Remarks") */
 #define TILEC_LOG_REMARKS "remarks"
 /* the sm_90a twins (tilec/tma.h): each one resolved when its program is
  * made or loaded, or why not, and each launch of its variant: the twin

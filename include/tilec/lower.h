@@ -52,9 +52,10 @@ typedef struct tilec_kernel_code {
                              * global to shared memory with cp.async"), or NULL */
     uint32_t min_sm_line; /* the .tile line of its first statement (0: unknown) */
     char *remarks;        /* (last: the fields before keep their offsets)
-                           * the path of each dot loop and, where it is not
-                           * the target's best, why: lines "line N: ..."
-                           * ("" when none); also at the end of layouts
+                           * the path of each dot loop ("line N: ...") and
+                           * of each load, store and atomic add ("line N:C:
+                           * ...") and, where it is not the target's best,
+                           * why ("" when none); also at the end of layouts
                            * and on stderr with TILEC_LOGS=remarks */
 } tilec_kernel_code;
 
