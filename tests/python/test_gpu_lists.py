@@ -9,7 +9,9 @@ reference, for three steps; bf16 parameters against torch's fused bf16
 step; an empty list changes nothing; lists of different lengths are refused
 before anything runs. The same step as a graph (docs/language.md §9,
 "Tensor lists"): graph adamw_step's generated Python wrapper, given the
-same lists and TensorLists, against the same references.
+same lists and TensorLists, against the same references, and in CUDA-graph
+mode (recorded, replayed while the lists hold the same tensors) against its
+eager calls.
 
     python3 tests/python/test_gpu_lists.py"""
 import os
@@ -184,11 +186,30 @@ class AdamWStepGraph(AdamWOverATensorList):
         torch.cuda.synchronize()
         self.assertTrue(all(bool((p == 1).all()) for p in ps), "nothing ran")
 
-    def test_no_cuda_graph_mode_yet(self):
-        with self.assertRaises(tilec.TilecError) as cm:
-            self.graph.load(cuda_graph=True)
-        self.assertIn("a plan with tensor lists runs eagerly", str(cm.exception))
-
+    def test_cuda_graph_mode_replays_while_the_lists_stay(self):
+        # CUDA graphs (docs/emitters.md): a call is keyed by its lists' tensors (count, addresses, element
+        # counts), not by the Python list that holds them: the same tensors in new lists replay, other
+        # tensors record anew; the results are the eager calls' to the bit
+        shapes = sizes()
+        ps, gs = make(shapes, torch.float32, 11)
+        eager = [[p.clone() for p in ps], [torch.zeros_like(p) for p in ps], [torch.zeros_like(p) for p in ps]]
+        graphed = [[p.clone() for p in ps], [torch.zeros_like(p) for p in ps], [torch.zeros_like(p) for p in ps]]
+        order = (0, 0, 1, 1)  # the gradients of each call: replayed, other tensors recorded, replayed
+        for k in order:
+            self.graph.call(eager[0], gs[k], eager[1], eager[2], LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+        g = self.graph.load(cuda_graph=True)
+        try:
+            for k in order:
+                self.graph.call(list(graphed[0]), list(gs[k]), tuple(graphed[1]), graphed[2], LR, BETAS[0], BETAS[1],
+                                EPS, WD, 1.0)
+            torch.cuda.synchronize()
+            st = g.stats()
+        finally:
+            g.eager()
+        self.assertEqual((st["recorded"], st["replayed"]), (2, 2), st)
+        for name, a, b in zip(("params", "exp_avg", "exp_avg_sq"), graphed, eager):
+            for i, (x, y) in enumerate(zip(a, b)):
+                self.assertTrue(torch.equal(x, y), f"{name} {i}")
 
 if __name__ == "__main__":
     unittest.main()
