@@ -1588,6 +1588,103 @@ static const char lists_runner[] =
     "    tilec_rt_free(rt, w.data);\n"
     "    lsc_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
 
+/* Sub-lists (docs/language.md §9, "Tensor lists"): lsub passes xs[a:b]
+ * and ys[a:b] of five tensors x[t][j] = t + j (t % 5 + 1 elements) to
+ * lscale; main(driver, a, b, graphs) prints "rc=R launches=L n=N sum=S
+ * err=E" (N the launch's tensors, S the sum of every ys element), running
+ * twice in graph mode (graphs=1) and printing "replays=P" first */
+static const char sub_tile[] = "kernel lscale(x: [*f32], y: [*f32], s: f32) grid (len(x)) {\n"
+                               "    let i = pid(0);\n"
+                               "    let n = numel(x, i);\n"
+                               "    let j = range(256);\n"
+                               "    store(y[i] + j, s * load(x[i] + j, j < n), j < n);\n"
+                               "}\n"
+                               "graph lsub(xs: [*f32], ys: [*f32], a: i64, b: i64) {\n"
+                               "    lscale(xs[a:b], ys[a:b], 3.0);\n"
+                               "}\n";
+
+static const char sub_runner[] =
+    FAKE_RUNNER_MAIN("lsub.h", "5")
+    "    int64_t a = atoll(argv[2]), b = atoll(argv[3]);\n    int graphs = atoi(argv[4]);\n"
+    "    char err[512] = \"\";\n"
+    "    lsub_module *m = NULL;\n"
+    "    if (lsub_load(rt, &m, err, sizeof err) || (graphs && lsub_set_cuda_graph(m, 4, err, sizeof err))) {\n"
+    "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"
+    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
+    "    }\n"
+    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+    "    int rc = 0, launches = f->launches, lists = f->list_launches;\n"
+    "    for (int r = 0; r <= graphs; r++) {\n"
+    "        for (int t = 0; t < 5; t++)\n"
+    "            if (tilec_rt_memset_d32(rt, yp[t], 0, 5))\n                return 6;\n"
+    "        launches = f->launches, lists = f->list_launches;\n"
+    "        rc = lsub_run(m, &xs, &ys, a, b, err, sizeof err);\n"
+    "    }\n"
+    "    double sum = 0;\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, v, yp[t], 20))\n            return 6;\n"
+    "        for (int j = 0; j < 5; j++)\n            sum += v[j];\n"
+    "    }\n"
+    "    if (graphs)\n        printf(\"replays=%d \", f->graph_launches);\n"
+    "    printf(\"rc=%d launches=%d n=%d sum=%g err=%s\\n\", rc, f->launches - launches,\n"
+    "           f->list_launches > lists ? f->list_n[lists % 8] : -1, sum, err);\n"
+    "    for (int t = 0; t < 5; t++) {\n        tilec_rt_free(rt, xp[t]);\n        tilec_rt_free(rt, yp[t]);\n    }\n"
+    "    lsub_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+static char *run_sub(const char *dir, int a, int b, int graphs)
+{
+    char *out = NULL;
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %d %d %d 2>&1", dir, TILEC_BUILD,
+                dir, FAKECUDA, a, b, graphs);
+    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+    return out;
+}
+
+/* a graph passes tensors a to b - 1 of its lists: the launch sees b - a
+ * tensors, the first of them tensor a (3 * (t + j) for t in a .. b - 1);
+ * bounds out of the list's length are the wrapper's error before any
+ * launch; in graph mode the second call replays */
+Test(wrapper_run, a_graph_passes_a_sub_list, .timeout = 120)
+{
+    char dir[64], want[512];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, sub_tile, "lsub", sub_runner);
+    double s13 = 0; /* tensors 1 and 2: 2 and 3 elements */
+    for (int t = 1; t < 3; t++)
+        for (int j = 0; j < t + 1; j++)
+            s13 += 3.0 * (t + j);
+    char *out = run_sub(dir, 1, 3, 0);
+    snprintf(want, sizeof want, "rc=0 launches=1 n=2 sum=%g err=\n", s13);
+    cr_expect_str_eq(out, want);
+    free(out);
+    out = run_sub(dir, 1, 3, 1);
+    snprintf(want, sizeof want, "replays=1 rc=0 launches=1 n=2 sum=%g err=\n", s13);
+    cr_expect_str_eq(out, want);
+    free(out);
+    out = run_sub(dir, 5, 5, 0); /* an empty sub-list at the end: a grid of len(x) = 0 runs nothing */
+    cr_expect_str_eq(out, "rc=0 launches=0 n=-1 sum=0 err=\n");
+    free(out);
+    out = run_sub(dir, 2, 7, 0);
+    cr_expect_str_eq(out, "rc=1 launches=0 n=-1 sum=0 err=lsub: line 8: sub-list xs[a:b] is out of bounds: start 2, "
+                          "stop 7, and 'xs' has 5 tensors\n");
+    free(out);
+    out = run_sub(dir, 3, 1, 0);
+    cr_expect_str_eq(out, "rc=1 launches=0 n=-1 sum=0 err=lsub: line 8: sub-list xs[a:b] is out of bounds: start 3, "
+                          "stop 1, and 'xs' has 5 tensors\n");
+    free(out);
+    out = run_sub(dir, -1, 1, 0);
+    cr_expect_str_eq(out, "rc=1 launches=0 n=-1 sum=0 err=lsub: line 8: sub-list xs[a:b] is out of bounds: start -1, "
+                          "stop 1, and 'xs' has 5 tensors\n");
+    free(out);
+    rm_dir(dir);
+}
+
 static char *run_mode(const char *dir, int n, int mode)
 {
     char *out = NULL;

@@ -336,6 +336,23 @@ static int dot_list(void *user, const tilec_wir_line *l)
     return b->failed;
 }
 
+/* MAKE_LIST: a sub-list of a list parameter, with an edge from it. */
+static int dot_make_list(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    buf *b = &d->out;
+    buf_str(b, "  \"buf_");
+    buf_esc(b, l->name);
+    buf_str(b, "\" [label=\"");
+    buf_esc(b, l->name);
+    buf_fmt(b, "\\n[*%s]\\nsub-list\", shape=box3d];\n  \"buf_", tilec_dtype_name(l->dtype));
+    buf_esc(b, l->from ? l->from : "?");
+    buf_str(b, "\" -> \"buf_");
+    buf_esc(b, l->name);
+    buf_str(b, "\" [style=dashed];\n");
+    return b->failed;
+}
+
 static int dot_allocate(void *user, const tilec_wir_line *l)
 {
     dot *d = user;
@@ -587,6 +604,7 @@ static const tilec_emitter dot_emitter = {
         .reinterpret = dot_view,
         .kernel_call = dot_kernel_call,
         .assert_list = dot_list,
+        .make_list = dot_make_list,
         .extern_call = dot_extern_call,
         .extern_alloc = dot_extern_alloc,
         .multi_output = dot_multi_output,

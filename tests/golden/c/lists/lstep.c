@@ -308,7 +308,14 @@ static const char tl_source[] =
     "2], ys: [*f32], a: f32, out sq: f32[N]) -> f32[N] {\n    axpy(xs, ys, a);\n    nor"
     "ms(ys, sq);\n    let t = zeros(f32, [N]);\n    norms(xs, t);\n    scale(t, N, 0.5);"
     "\n    return t;\n}\n/// lists only, no tensor: nothing to allocate, nothing to retu"
-    "rn\ngraph only_lists(xs: [*f32], ys: [*f32]) {\n    axpy(xs, ys, 2.0);\n}\n";
+    "rn\ngraph only_lists(xs: [*f32], ys: [*f32]) {\n    axpy(xs, ys, 2.0);\n}\n/// sub-l"
+    "ists: the first k tensors, and the rest, each its own launch\n/// (the wrappers c"
+    "heck 0 <= start <= stop <= the list's length)\ngraph split_lists(xs: [*f32], ys: "
+    "[*f32], k: i32) {\n    axpy(xs[0:k], ys[:k], 2.0);\n    axpy(xs[k:], ys[k:], 3.0);"
+    "\n}\n/// a sub-list per iteration of a kept loop: the C wrapper has no CUDA-graph\n"
+    "/// mode for it (graph mode queues each step's list by its address)\ngraph tail_c"
+    "hunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {\n    for i in 0 .. n {\n        ax"
+    "py(xs[i * c:(i + 1) * c], ys[i * c:(i + 1) * c], 1.0);\n    }\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
