@@ -899,11 +899,12 @@ static void free_line(lw *L, entry *x, tilec_wir_kind kind, const tilec_loc *loc
     x->freed = 1;
 }
 
-/* A name for a new list that no name of the graph has taken. */
-static const char *list_name(lw *L)
+/* A new name `prefix` N (the first free N from *counter on) that no name
+ * of the graph has taken: a multi-output extern's tuple, a sub-list. */
+static const char *fresh_name(lw *L, const char *prefix, uint32_t *counter)
 {
     for (;;) {
-        const char *n = ar_printf(&L->w->ar, "sublist%u", L->nlists++);
+        const char *n = ar_printf(&L->w->ar, "%s%u", prefix, (*counter)++);
         if (!n) {
             L->oom = 1;
             return "?";
@@ -938,7 +939,7 @@ static const char **make_lists(lw *L, const tilec_expr *v, const tilec_kernel *k
             L->oom = 1;
             return NULL;
         }
-        l->name = names[a] = list_name(L);
+        l->name = names[a] = fresh_name(L, "sublist", &L->nlists);
         l->from = e->args[0]->name;
         l->dtype = k0 >= 0 ? L->e[k0].dtype : k->params[a].type.dtype;
         l->nargs = hi ? 2 : 1;
@@ -987,18 +988,6 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
     return args;
 }
 
-static const char *tuple_name(lw *L)
-{
-    for (;;) {
-        const char *n = ar_printf(&L->w->ar, "tuple%u", L->ntuples++);
-        if (!n) {
-            L->oom = 1;
-            return "?";
-        }
-        if (find(L, n) < 0)
-            return n;
-    }
-}
 
 /* zeros, ones, full: the value every element starts with */
 static void fill_into(lw *L, const ga_form *f, tilec_wir_line *l)
@@ -1175,7 +1164,7 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         l->align = WIR_ALIGN;
         return;
     }
-    l->name = tuple_name(L);
+    l->name = fresh_name(L, "tuple", &L->ntuples);
     const char *tuple = l->name;
     for (uint32_t r = 0; r < s->nnames; r++) {
         entry *e = &L->e[find(L, s->names[r])];

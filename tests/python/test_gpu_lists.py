@@ -16,6 +16,7 @@ decay, the rest without) against torch's fused AdamW with those two
 parameter groups.
 
     python3 tests/python/test_gpu_lists.py"""
+import importlib
 import os
 import random
 import subprocess
@@ -64,6 +65,18 @@ def ref_step(p, g, m, v, t):
     v = b2 * v + (1 - b2) * g * g
     denom = (v.sqrt() / (1 - b2 ** t) ** 0.5) + EPS
     return p - (LR / (1 - b1 ** t)) * m / denom, m, v
+
+
+def graph_module(name):
+    """The generated Python wrapper of graph `name` of examples/adamw_multi.tile."""
+    d = tempfile.mkdtemp(prefix="tilec_gpu_lists_")
+    tilec_bin = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec"))
+    subprocess.run([tilec_bin, os.path.join(ROOT, "examples", "adamw_multi.tile"), "--emit", "py", "-o", d], check=True)
+    sys.path.insert(0, d)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(d)
 
 
 def rel(a, b):
@@ -156,13 +169,7 @@ class AdamWStepGraph(AdamWOverATensorList):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="tilec_gpu_lists_")
-        tilec_bin = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec"))
-        subprocess.run([tilec_bin, os.path.join(ROOT, "examples", "adamw_multi.tile"), "--emit", "py", "-o", cls.dir],
-                       check=True)
-        sys.path.insert(0, cls.dir)
-        import adamw_step
-        cls.graph = adamw_step
+        cls.graph = graph_module("adamw_step")
 
     def step(self, *args):
         self.graph.call(*args)
@@ -223,13 +230,7 @@ class AdamWGroupsGraph(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="tilec_gpu_sublists_")
-        tilec_bin = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec"))
-        subprocess.run([tilec_bin, os.path.join(ROOT, "examples", "adamw_multi.tile"), "--emit", "py", "-o", cls.dir],
-                       check=True)
-        sys.path.insert(0, cls.dir)
-        import adamw_groups
-        cls.graph = adamw_groups
+        cls.graph = graph_module("adamw_groups")
 
     def test_two_groups_match_torch_fused(self):
         shapes, k = sizes(), 120
