@@ -80,8 +80,9 @@ void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
         strbuf name;
         sb_init(&name);
         sb_printf(&name, "%s %s", k->name, p->name);
-        if (p->type.kind == TILEC_TE_LIST) { /* a plan with a list slot runs eagerly only (tilec/plan.h) */
-            cg_unsupported(s, "it takes a tensor list (the launch plan's CUDA graphs do not record tensor lists yet)");
+        if (p->type.kind == TILEC_TE_LIST) { /* keyed by its tensors (tilec/plan.h) */
+            sb_printf(&s->body, "            tl_sl[%u].list = a[%u].list;\n", slot, i);
+            cg_slot(s, slot, sb_str(&name), "TILEC_PLAN_LIST");
             sb_free(&name);
             continue;
         }

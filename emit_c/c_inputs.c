@@ -86,3 +86,56 @@ int c_line_assert_list(void *u, const tilec_wir_line *l)
     s->inputs_end = b->n;
     return 0;
 }
+
+/* MAKE_LIST: a sub-list from[a:b] of a tensor list parameter, a
+ * tilec_rt_list of NAME_run's own (declared at its top, so that graph mode,
+ * which runs the plan at the end of the call, still reads it there)
+ * pointing into the caller's arrays, checked 0 <= a <= b <= from->n where
+ * the line stands. In a for loop kept as a loop every iteration makes it
+ * anew, so graph mode, which queues a step's slot values (the list's
+ * address) until the end of the call, is off for such a graph. */
+int c_line_make_list(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    if (l->nargs < 1 || l->nargs > 2 || !l->from)
+        return 1;
+    strbuf L, F, v[2];
+    sb_init(&L);
+    sb_init(&F);
+    mg_c(&L, MG_C_LIST, l->name, strlen(l->name));
+    mg_c(&F, MG_C_LIST, l->from, strlen(l->from));
+    const char *Ln = sb_str(&L), *Fn = sb_str(&F);
+    sb_printf(&s->decls, "    tilec_rt_list %s_v = {0}; /* sub-list %s[%s:%s] */\n"
+                         "    const tilec_rt_list *%s = &%s_v;\n",
+              Ln, l->from, l->args[0].text, l->nargs > 1 ? l->args[1].text : "", Ln, Ln);
+    static const char *const what[] = {"the start of a sub-list", "the stop of a sub-list"};
+    for (uint32_t i = 0; i < 2; i++) {
+        sb_init(&v[i]);
+        if (i < l->nargs)
+            csz_use(&s->sz, &v[i], l->args[i].text, l->args[i].expr, what[i]);
+        else
+            sb_printf(&v[i], "(int64_t)%s->n", Fn);
+    }
+    sb_printf(&s->body,
+              "    { /* sub-list %s = %s[%s:%s], line %u */\n"
+              "        const int64_t tl_a = %s, tl_b = %s;\n"
+              "        if (tl_a < 0 || tl_b < tl_a || tl_b > (int64_t)%s->n) {\n"
+              "            tl_fail(err, errlen, \"%s: line %u: sub-list %s[%s:%s] is out of bounds: start %%lld, stop %%lld, "
+              "and '%s' has %%u tensors\", (long long)tl_a, (long long)tl_b, %s->n);\n"
+              "            goto tl_out;\n        }\n"
+              "        %s_v.n = (uint32_t)(tl_b - tl_a);\n"
+              "        %s_v.ptrs = %s->ptrs ? %s->ptrs + tl_a : NULL;\n"
+              "        %s_v.numels = %s->numels ? %s->numels + tl_a : NULL;\n    }\n",
+              l->name, l->from, l->args[0].text, l->nargs > 1 ? l->args[1].text : "", l->loc.line, sb_str(&v[0]),
+              sb_str(&v[1]), Fn, s->g->name, l->loc.line, l->from, l->args[0].text,
+              l->nargs > 1 ? l->args[1].text : "", l->from, Fn, Ln, Ln, Fn, Fn, Ln, Fn, Fn);
+    if (s->sz.nloops)
+        cg_unsupported(s, "it makes a sub-list in a for loop that stays a loop (graph mode queues each step's "
+                          "list by its address until the end of the call)");
+    s->failed |= L.failed | F.failed | v[0].failed | v[1].failed;
+    sb_free(&L);
+    sb_free(&F);
+    sb_free(&v[0]);
+    sb_free(&v[1]);
+    return 0;
+}

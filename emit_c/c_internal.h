@@ -70,6 +70,7 @@ void c_params(strbuf *b, const tilec_graph *g);
 int c_line_assert_shape(void *u, const tilec_wir_line *l);
 /* ASSERT_LIST: a tensor list parameter (const tilec_rt_list *l_NAME) checked. */
 int c_line_assert_list(void *u, const tilec_wir_line *l);
+int c_line_make_list(void *u, const tilec_wir_line *l);
 
 /* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
 

@@ -202,6 +202,7 @@ const tilec_emitter tilec_emit_c_emitter = {
                     .multi_output = c_line_multi_output,
                     .assert_shape = c_line_assert_shape,
                     .assert_list = c_line_assert_list,
+                    .make_list = c_line_make_list,
                     .collective = c_line_collective,
                     .loop = c_line_loop,
                     .end_loop = c_line_end_loop,

@@ -476,6 +476,69 @@ static int h_assert_list(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+/* A sub-list from[a:b] (MAKE_LIST): a TensorList sharing the parameter's
+ * arrays (TensorList.sub, which checks 0 <= a <= b <= len(from) with the C
+ * wrapper's words), made among call()'s checks; its slot ("$NAME", "list")
+ * is made by the kernel step that takes it (py_arg). In a for loop kept as
+ * a loop it is made in the loop's body, every iteration, its slot set there
+ * and the TensorList kept for the call (the parts of a graph-mode call run
+ * at its end). */
+static int h_make_list(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    if (l->nargs < 1 || l->nargs > 2 || !l->from)
+        return 1;
+    strbuf t, h, f;
+    sb_init(&t);
+    sb_init(&h);
+    sb_init(&f);
+    mg_py_helper(&h, l->name, strlen(l->name), "list");
+    mg_py_helper(&f, l->from, strlen(l->from), "list");
+    sb_printf(&t, "    %s = %s.sub(\"%s\", \"line %u: sub-list %s[%s:%s]\", \"%s\", ", sb_str(&h), sb_str(&f), s->g->name,
+              l->loc.line, l->from, l->args[0].text, l->nargs > 1 ? l->args[1].text : "", l->from);
+    py_size(&t, s->g, l->args[0].expr);
+    if (l->nargs > 1) {
+        sb_puts(&t, ", ");
+        py_size(&t, s->g, l->args[1].expr);
+    }
+    sb_puts(&t, ")\n");
+    if (!s->depth) {
+        sb_add(&s->checks, sb_str(&t), t.n);
+    } else { /* a slot of its own, 0 until the body sets it */
+        strbuf key;
+        sb_init(&key);
+        sb_printf(&key, "$%s", l->name);
+        char **k = s->nslotkeys == s->capslotkeys
+                       ? realloc(s->slotkeys, (s->capslotkeys = s->capslotkeys ? 2 * s->capslotkeys : 16) * sizeof *k)
+                       : s->slotkeys;
+        char *kc = strdup(sb_str(&key));
+        if (!k || !kc || !strset_add(&s->slots, sb_str(&key))) {
+            free(kc);
+            s->failed = 1;
+        } else {
+            s->slotkeys = k;
+            sb_puts(&s->scalars, "    (");
+            py_str(&s->scalars, l->name);
+            sb_puts(&s->scalars, ", \"list\"),\n");
+            sb_puts(&s->values, ", 0");
+            sb_printf(&t, "    _vals[%zu] = %s.address\n    _kept.append(%s)\n", s->nslotkeys, sb_str(&h), sb_str(&h));
+            s->slotkeys[s->nslotkeys++] = kc;
+        }
+        if (!s->kept) {
+            sb_puts(&s->checks, "    _kept = []  # the sub-lists made in loops, alive until the call's end\n");
+            s->kept = 1;
+        }
+        py_code(s, sb_str(&t));
+        s->failed |= key.failed;
+        sb_free(&key);
+    }
+    s->failed |= t.failed | h.failed | f.failed;
+    sb_free(&t);
+    sb_free(&h);
+    sb_free(&f);
+    return 0;
+}
+
 /* ---- the module ---- */
 
 static int py_begin(tilec_emit *e, void **state)
@@ -812,6 +875,7 @@ const tilec_emitter tilec_emit_py_emitter = {
                     .multi_output = h_multi_output,
                     .assert_shape = h_assert_shape,
                     .assert_list = h_assert_list,
+                    .make_list = h_make_list,
                     .collective = h_collective,
                     .loop = py_h_loop,
                     .end_loop = py_h_end_loop,

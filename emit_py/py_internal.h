@@ -54,6 +54,7 @@ typedef struct pystate {
     strset assigned;         /* "slot loop": a loop's body sets that slot */
     strbuf lists;            /* ("xs", _xs_list), per tensor list parameter: Graph.begin's lists */
     const char *first_list;  /* the first tensor list parameter: its device where no tensor has one */
+    int kept;                /* call() has its _kept list (sub-lists made in loops) */
 } pystate;
 
 /* ---- py_spell.c ---- */

@@ -213,7 +213,7 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
         if (p->type.kind == TILEC_TE_LIST) {
             const binding *b = chk_list_graph_arg(ck, k, call, i);
             if (b && b->dtype != p->type.dtype)
-                chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is %s, but '%s' is %s", i + 1, k->name, p->name,
+                chk_err(ck, chk_start_of(a), "argument %u of '%s' ('%s') is %s, but '%s' is %s", i + 1, k->name, p->name,
                     chk_list_text(ck, p->type.dtype), b->name, b->text);
             continue;
         }
@@ -296,7 +296,7 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
             while (d < tp->ndtypes && tp->dtypes[d] != b->dtype)
                 d++;
             if (d == tp->ndtypes) { /* reported once: later arguments are held to it */
-                chk_err(ck, &call->args[i]->loc,
+                chk_err(ck, chk_start_of(call->args[i]),
                     "kernel '%s' takes %s = %s, but argument %u ('%s': %s) is '%s': %s", g->name, tp->name,
                     gen_dtype_set(&ck->scratch, tp), i + 1, p->name, want, b->name, b->text);
                 ok = 0;
@@ -305,7 +305,7 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
             bound[t] = b->dtype;
             argno[t] = i;
         } else if (b->dtype != bound[t]) {
-            chk_err(ck, &call->args[i]->loc,
+            chk_err(ck, chk_start_of(call->args[i]),
                 "argument %u of '%s' ('%s': %s) is '%s': %s, but argument %u ('%s') made %s = %s", i + 1, g->name,
                 p->name, want, b->name, b->text, argno[t] + 1, g->params[argno[t]].name, tp->name,
                 tilec_dtype_name(bound[t]));

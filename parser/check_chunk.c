@@ -88,7 +88,7 @@ int chk_graph_gone(checker *ck, chk_gone *gone, const tilec_stmt *s)
 void chk_graph_gone_free(chk_gone **gone) { HASH_CLEAR(hh, *gone); } /* the entries live in the scratch arena */
 
 /* Where the sizes decide it: a constant that must not be negative. */
-static int known_negative(checker *ck, const poly *a, const poly *b, int64_t *v)
+int chk_known_negative(checker *ck, const poly *a, const poly *b, int64_t *v)
 {
     poly_why why = {0};
     const poly *d = b ? poly_add(&ck->scratch, a, b, -1, &why) : a;
@@ -229,13 +229,13 @@ int chk_graph_slice(checker *ck, tilec_stmt *s)
         return 1;
     int64_t c = 0;
     const char *at = ar_printf(&ck->scratch, "%s[%s:%s]", base->name, poly_str(&ck->scratch, a), poly_str(&ck->scratch, b));
-    if (known_negative(ck, a, NULL, &c))
+    if (chk_known_negative(ck, a, NULL, &c))
         chk_err(ck, chk_start_of(sl), "slice %s of '%s' (%s) starts at %lld, before the first row", at, base->name,
             base->text, (long long)c);
-    else if (known_negative(ck, b, a, &c))
+    else if (chk_known_negative(ck, b, a, &c))
         chk_err(ck, chk_start_of(sl), "slice %s of '%s' (%s) stops %lld row%s before it starts", at, base->name,
             base->text, (long long)-c, c == -1 ? "" : "s");
-    else if (known_negative(ck, dim, b, &c))
+    else if (chk_known_negative(ck, dim, b, &c))
         chk_err(ck, chk_start_of(sl), "slice %s of '%s' (%s) runs %lld row%s past its end", at, base->name, base->text,
             (long long)-c, c == -1 ? "" : "s");
     else if (!const_loop(ck, sl, at, base, a, b)) {

@@ -184,6 +184,8 @@ void chk_tune_note_undefined(checker *ck, const char *name);
 /* check_sizes.c */
 int chk_size_limit_err(checker *ck, const tilec_loc *loc, const poly_why *why, const char *what);
 const poly *chk_size_expr(checker *ck, const tilec_expr *e, const char *what);
+/* Where the sizes decide it: is a - b (b may be NULL) a negative constant (*v)? (check_chunk.c) */
+int chk_known_negative(checker *ck, const poly *a, const poly *b, int64_t *v);
 const char *chk_tensor_text(checker *ck, tilec_dtype dt, const poly *const *dims, uint32_t rank);
 binding *chk_bind_tensor(checker *ck, const char *name, const tilec_loc *loc, tilec_dtype dt, const poly **dims,
                          uint32_t rank);

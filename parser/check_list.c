@@ -106,32 +106,75 @@ int chk_list_header(checker *ck, const tilec_kernel *k)
     return 1;
 }
 
+/* A sub-list b[lo:hi] (the index expression e of list b, a graph's call
+ * argument): one slice of size expressions, no step; the bounds checked
+ * where the sizes decide them (the list's length is the caller's: the
+ * wrappers check hi <= len(b) at run time). 1 when fine, else 0 (reported). */
+static int sublist(checker *ck, const binding *b, const tilec_expr *e)
+{
+    const tilec_expr *sl = e->nargs == 2 ? e->args[1] : NULL;
+    if (!sl || sl->kind != TILEC_EX_SLICE) {
+        chk_err(ck, chk_start_of(e), "a graph passes part of tensor list '%s' as a sub-list %s[a:b] (its tensors a to b - 1), "
+            "not %s", b->name, b->name, e->nargs == 2 ? "one tensor of it" : "an index of several axes");
+        return 0;
+    }
+    if (sl->ival & 4) {
+        chk_err(ck, chk_start_of(sl->args[2]), "a sub-list takes no step: %s[a:b] is tensors a to b - 1 of '%s'",
+            b->name, b->name);
+        return 0;
+    }
+    const poly *lo = (sl->ival & 1) ? chk_size_expr(ck, sl->args[0], "the start of a sub-list") : poly_const(&ck->scratch, 0);
+    const poly *hi = (sl->ival & 2) ? chk_size_expr(ck, sl->args[1], "the stop of a sub-list") : NULL;
+    if (!lo || ((sl->ival & 2) && !hi))
+        return 0;
+    const char *at = ar_printf(&ck->scratch, "%s[%s:%s]", b->name, poly_str(&ck->scratch, lo),
+                               hi ? poly_str(&ck->scratch, hi) : "");
+    int64_t c = 0;
+    const tilec_loc *at_lo = (sl->ival & 1) ? chk_start_of(sl->args[0]) : chk_start_of(sl);
+    if (chk_known_negative(ck, lo, NULL, &c)) {
+        chk_err(ck, at_lo, "sub-list %s of tensor list '%s' starts at %lld, before its first tensor", at,
+            b->name, (long long)c);
+        return 0;
+    }
+    if (hi && chk_known_negative(ck, hi, lo, &c)) {
+        chk_err(ck, at_lo, "sub-list %s of tensor list '%s' stops %lld tensor%s before it starts", at,
+            b->name, (long long)-c, c == -1 ? "" : "s");
+        return 0;
+    }
+    return 1;
+}
+
 /* A graph's call of kernel k passes argument i for the tensor list
  * parameter k->params[i]: it must name a tensor list parameter of the
- * graph (a list goes whole, never a slice of it or one of its tensors).
- * Returns that binding (its dtype unchecked: a generic kernel's type
- * parameter takes it), else NULL (reported). */
+ * graph, whole or as a sub-list xs[a:b]. Returns that list's binding (its
+ * dtype unchecked: a generic kernel's type parameter takes it), else NULL
+ * (reported). */
 const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i)
 {
     const tilec_param *p = &k->params[i];
     const tilec_expr *a = call->args[i];
     const char *want = p->type.tparam ? ar_printf(&ck->scratch, "[*%s]", p->type.tparam) : chk_list_text(ck, p->type.dtype);
-    binding *b = a->kind == TILEC_EX_NAME ? chk_lookup(ck, a->name) : NULL;
-    if (a->kind == TILEC_EX_NAME && !b) {
-        chk_err(ck, &a->loc, "undefined name '%s'", a->name);
+    const tilec_expr *n = a->kind == TILEC_EX_INDEX && a->nargs >= 1 && a->args[0]->kind == TILEC_EX_NAME ? a->args[0] : a;
+    binding *b = n->kind == TILEC_EX_NAME ? chk_lookup(ck, n->name) : NULL;
+    if (n->kind == TILEC_EX_NAME && !b) {
+        chk_err(ck, &n->loc, "undefined name '%s'", n->name);
         return NULL;
     }
     if (chk_poisoned(b))
         return NULL;
     if (b && b->kind == B_LIST)
-        return b;
-    const char *got = !b                   ? "an expression"
+        return n == a || sublist(ck, b, a) ? b : NULL;
+    const char *got = !b                    ? "an expression"
+                      : n != a              ? ar_printf(&ck->scratch, "a part of '%s', the %s %s", b->name,
+                                                        b->kind == B_TENSOR ? "tensor" : "scalar",
+                                                        b->kind == B_TENSOR ? b->text : tilec_dtype_name(b->type.dtype))
                       : b->kind == B_TENSOR ? ar_printf(&ck->scratch, "'%s', the tensor %s", b->name, b->text)
                                             : ar_printf(&ck->scratch, "'%s', the scalar %s", b->name,
                                                         tilec_dtype_name(b->type.dtype));
     chk_err(ck, chk_start_of(a),
         "argument %u of '%s' ('%s') is a tensor list %s: pass a tensor list parameter of the graph such as "
-        "'params: %s', got %s", i + 1, k->name, p->name, want ? want : "[*?]", want ? want : "[*?]", got ? got : "?");
+        "'params: %s', or a sub-list of one such as params[0:k], got %s", i + 1, k->name, p->name,
+        want ? want : "[*?]", want ? want : "[*?]", got ? got : "?");
     return NULL;
 }
 
@@ -139,8 +182,9 @@ const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tile
  * else ("argument 2 of 'k'", "the first argument of view"). */
 void chk_list_graph_misuse(checker *ck, const tilec_expr *a, const binding *b, const char *what, const char *want)
 {
-    chk_err(ck, &a->loc, "%s must be %s, but '%s' is the tensor list %s (a graph passes a tensor list only whole, to a "
-        "kernel's tensor list parameter such as p: %s)", what, want, a->name, b->text, b->text);
+    chk_err(ck, &a->loc, "%s must be %s, but '%s' is the tensor list %s (a graph passes a tensor list, whole or as a "
+        "sub-list %s[a:b], only to a kernel's tensor list parameter such as p: %s)", what, want, a->name, b->text, a->name,
+        b->text);
 }
 
 /* A written type as messages spell it: f32, *f32, [*f32] (a tensor's

@@ -67,9 +67,6 @@ tilec_rt_status tilec_plan_set_slot(tilec_plan *p, uint32_t i, tilec_plan_slot_t
     if (i >= p->nslots || (unsigned)type > TILEC_PLAN_LIST)
         return plan_fail(p, TILEC_RT_INVALID_ARG, "slot %u of type %d (the plan has %u slots)", i, (int)type,
                          p->nslots);
-    if (type == TILEC_PLAN_LIST && p->max_graphs)
-        return plan_fail(p, TILEC_RT_INVALID_ARG, "slot %u is a tensor list: a plan with tensor lists runs eagerly "
-                         "(CUDA graphs do not record them yet)", i);
     char *copy = strdup(name ? name : "?");
     if (!copy)
         return TILEC_RT_NOMEM;

@@ -15,7 +15,10 @@
  * instantiation where the driver refuses the update (another topology, a
  * driver without the call). The graph is keyed by every slot value: its
  * kernel nodes hold the device addresses and sizes they were recorded
- * with. Each entry owns its split-K workspace pair (the program's, keyed by
+ * with. A tensor list slot is keyed by its contents (the count, every
+ * address and element count: the launches hold the list's packed table by
+ * value), not by the address of the caller's tilec_rt_list, so a list made
+ * anew at each call with the same tensors replays. Each entry owns its split-K workspace pair (the program's, keyed by
  * the entry; rt_program_split_*), so two graphs of one plan replayed on two
  * streams at once never share one; replays of one graph are ordered by
  * CUDA. The pair is sized by the launches of a capture: one that finds it
@@ -58,10 +61,6 @@ tilec_rt_status tilec_plan_set_cuda_graph(tilec_plan *p, uint32_t graphs)
     if (graphs > PLAN_MAX_GRAPHS)
         return plan_fail(p, TILEC_RT_INVALID_ARG, "%u CUDA graphs asked for; at most %d are kept", graphs,
                          PLAN_MAX_GRAPHS);
-    for (uint32_t i = 0; graphs && i < p->nslots; i++)
-        if (p->types[i] == TILEC_PLAN_LIST) /* its tables would be recorded by value, its tensors unseen by the key */
-            return plan_fail(p, TILEC_RT_INVALID_ARG, "slot '%s' is a tensor list: a plan with tensor lists runs "
-                             "eagerly (CUDA graphs do not record them yet)", plan_slot_name(p, (int32_t)i));
     if (graphs && !graphs_supported(p->rt))
         return plan_fail(p, TILEC_RT_DRIVER_TOO_OLD, "the CUDA driver lacks the stream capture and graph calls");
     if (tilec_rt_make_current(p->rt) != TILEC_RT_OK)
@@ -71,11 +70,50 @@ tilec_rt_status tilec_plan_set_cuda_graph(tilec_plan *p, uint32_t graphs)
     return TILEC_RT_OK;
 }
 
-static plan_graph *lookup(tilec_plan *p, const tilec_rt_arg *slots)
+/* The key of these slot values into *key (malloc'd, *bytes long): the
+ * slots, a list slot's value replaced by its count, then each list's
+ * addresses and element counts, in the slots' order; or the failure
+ * (memory, a NULL list) with the plan's error. */
+static tilec_rt_status make_key(tilec_plan *p, const tilec_rt_arg *slots, uint64_t **key, size_t *bytes)
 {
-    size_t bytes = p->nslots * sizeof *slots;
+    size_t n = p->nslots;
+    for (uint32_t i = 0; i < p->nslots; i++)
+        if (p->types[i] == TILEC_PLAN_LIST) {
+            if (!slots[i].list)
+                return plan_fail(p, TILEC_RT_INVALID_ARG, "slot '%s' is a tensor list, but NULL was passed",
+                                 plan_slot_name(p, (int32_t)i));
+            n += 2 * (size_t)slots[i].list->n;
+        }
+    uint64_t *k = malloc((n ? n : 1) * sizeof *k);
+    if (!k)
+        return plan_fail(p, TILEC_RT_NOMEM, "recording a CUDA graph: out of memory for its key");
+    size_t at = p->nslots;
+    for (uint32_t i = 0; i < p->nslots; i++) {
+        if (p->types[i] != TILEC_PLAN_LIST) {
+            k[i] = slots[i].u64;
+            continue;
+        }
+        const tilec_rt_list *l = slots[i].list;
+        k[i] = l->n;
+        if (l->n && (!l->ptrs || !l->numels)) { /* the launch says what is wrong: key it as empty */
+            k[i] = UINT64_MAX;
+            continue;
+        }
+        for (uint32_t t = 0; t < l->n; t++) {
+            k[at + t] = l->ptrs[t];
+            k[at + l->n + t] = (uint64_t)l->numels[t];
+        }
+        at += 2 * (size_t)l->n;
+    }
+    *key = k;
+    *bytes = at * sizeof *k;
+    return TILEC_RT_OK;
+}
+
+static plan_graph *lookup(tilec_plan *p, const uint64_t *key, size_t bytes)
+{
     for (uint32_t i = 0; i < p->max_graphs; i++)
-        if (p->graphs[i].exec && (!bytes || !memcmp(p->graphs[i].key, slots, bytes)))
+        if (p->graphs[i].exec && p->graphs[i].keylen == bytes && (!bytes || !memcmp(p->graphs[i].key, key, bytes)))
             return &p->graphs[i];
     return NULL;
 }
@@ -100,16 +138,24 @@ static tilec_rt_status cu_fail(tilec_plan *p, CUresult r, const char *what)
     return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
 }
 
-/* Does a held graph have these slot values except, perhaps, the addresses?
- * Then these sizes and scalars have run eagerly before (each graph was
- * recorded after an eager run of its sizes, or of a graph's that matched). */
-static int sizes_known(const tilec_plan *p, const tilec_rt_arg *slots)
+/* Does a held graph have this key except, perhaps, the addresses (of
+ * pointer slots and of the lists' tensors)? Then these sizes and scalars
+ * have run eagerly before (each graph was recorded after an eager run of
+ * its sizes, or of a graph's that matched). */
+static int sizes_known(const tilec_plan *p, const uint64_t *key, size_t bytes)
 {
     for (uint32_t i = 0; i < p->max_graphs; i++) {
         const plan_graph *g = &p->graphs[i];
-        int same = g->exec != NULL;
-        for (uint32_t j = 0; same && j < p->nslots; j++)
-            same = p->types[j] == TILEC_PLAN_PTR || g->key[j].u64 == slots[j].u64;
+        int same = g->exec != NULL && g->keylen == bytes;
+        size_t at = p->nslots;
+        for (uint32_t j = 0; same && j < p->nslots; j++) {
+            same = p->types[j] == TILEC_PLAN_PTR || g->key[j] == key[j];
+            if (same && p->types[j] == TILEC_PLAN_LIST && key[j] != UINT64_MAX) { /* the counts, not the addresses */
+                size_t n = (size_t)key[j];
+                same = !n || !memcmp(g->key + at + n, key + at + n, n * sizeof *key);
+                at += 2 * n;
+            }
+        }
         if (same)
             return 1;
     }
@@ -144,37 +190,37 @@ static tilec_rt_status capture(tilec_plan *p, const tilec_rt_arg *slots, plan_gr
 
 /* Record the steps for these slot values into an entry (*out): the first
  * free one, or the least recently used, whose split-K pair the capture's
- * launches use (grown first, when they need more: see above). */
-static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, plan_graph **out)
+ * launches use (grown first, when they need more: see above). The entry
+ * takes the key (make_key's), which is freed on failure. */
+static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, uint64_t *key, size_t keylen,
+                              plan_graph **out)
 {
     const rt_driver *d = &p->rt->drv;
-    if (!p->capture && tilec_rt_stream_create(p->rt, TILEC_RT_STREAM_NON_BLOCKING, (void **)&p->capture) != TILEC_RT_OK)
+    if (!p->capture && tilec_rt_stream_create(p->rt, TILEC_RT_STREAM_NON_BLOCKING, (void **)&p->capture) != TILEC_RT_OK) {
+        free(key);
         return plan_fail(p, TILEC_RT_DRIVER_ERROR, "recording a CUDA graph: %s", tilec_rt_last_error(p->rt));
+    }
     plan_graph *g = victim(p);
     g->ws = 1; /* the program may hold a pair for g from here: dropped with g */
     CUgraph graph = NULL;
     for (int pass = 0;; pass++) {
         tilec_rt_status st = capture(p, slots, g, &graph);
-        if (st != TILEC_RT_OK)
+        if (st != TILEC_RT_OK) {
+            free(key);
             return st;
+        }
         if (!rt_program_split_short(p->prog, g))
             break;
         d->GraphDestroy(graph); /* a split-K launch was left out: grow its pair, capture again */
         st = pass ? TILEC_RT_INVALID_ARG : rt_program_split_fit(p->prog, g, p->capture);
-        if (st != TILEC_RT_OK)
+        if (st != TILEC_RT_OK) {
+            free(key);
             return plan_fail(p, st, "recording a CUDA graph: the split-K workspace: %s",
                              pass ? "the steps need more than their first capture asked for"
                                   : tilec_rt_last_error(p->rt));
+        }
     }
     CUresult r;
-    size_t bytes = p->nslots * sizeof *slots;
-    tilec_rt_arg *key = malloc(bytes ? bytes : 1);
-    if (!key) {
-        d->GraphDestroy(graph);
-        return TILEC_RT_NOMEM;
-    }
-    if (bytes)
-        memcpy(key, slots, bytes);
     CUgraphExec exec = NULL;
     int updated = 0;
     if (g->exec && d->GraphExecUpdate) { /* all entries held: update the least recent in place */
@@ -199,6 +245,7 @@ static tilec_rt_status record(tilec_plan *p, const tilec_rt_arg *slots, plan_gra
     d->GraphDestroy(graph);
     free(g->key);
     g->key = key;
+    g->keylen = keylen;
     if (!updated)
         p->st.graphs++;
     g->exec = exec;
@@ -222,17 +269,27 @@ static tilec_rt_status launch(tilec_plan *p, plan_graph *g, void *stream)
 
 tilec_rt_status plan_graph_run(tilec_plan *p, const tilec_rt_arg *slots, void *stream)
 {
-    plan_graph *g = lookup(p, slots);
+    uint64_t *key = NULL;
+    size_t bytes = 0;
+    tilec_rt_status st = make_key(p, slots, &key, &bytes);
+    if (st != TILEC_RT_OK)
+        return st;
+    plan_graph *g = lookup(p, key, bytes);
     if (g) {
-        tilec_rt_status st = launch(p, g, stream);
+        free(key);
+        st = launch(p, g, stream);
         if (st == TILEC_RT_OK)
             p->st.replayed++;
         return st;
     }
-    if (sizes_known(p, slots)) { /* only addresses are new: nothing runs for the first time */
-        tilec_rt_status st = record(p, slots, &g);
+    if (sizes_known(p, key, bytes)) { /* only addresses are new: nothing runs for the first time */
+        st = record(p, slots, key, bytes, &g);
         return st != TILEC_RT_OK ? st : launch(p, g, stream);
     }
-    tilec_rt_status st = plan_run_steps(p, slots, stream);
-    return st != TILEC_RT_OK ? st : record(p, slots, &g);
+    st = plan_run_steps(p, slots, stream);
+    if (st != TILEC_RT_OK) {
+        free(key);
+        return st;
+    }
+    return record(p, slots, key, bytes, &g);
 }

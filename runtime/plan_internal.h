@@ -26,7 +26,8 @@ typedef struct plan_step {
 
 /* A recorded CUDA graph and the slot values it was recorded for. */
 typedef struct plan_graph {
-    tilec_rt_arg *key; /* nslots values */
+    uint64_t *key; /* nslots values, then each list slot's addresses and element counts (plan_graph.c) */
+    size_t keylen; /* its bytes */
     CUgraphExec exec;
     uint64_t used; /* the run counter when last replayed: the least recent goes first */
     int ws;        /* owns a split-K workspace pair in the program (keyed by this entry) */

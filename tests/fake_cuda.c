@@ -583,7 +583,7 @@ static CUresult fake_FuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_
 typedef struct fake_launch {
     CUfunction f; /* NULL: a memset of n elements of width bytes at dst */
     unsigned grid[3], block[3], smem;
-    unsigned char args[8][8];
+    unsigned char args[4096]; /* the parameters by value, one after another (a launch's 4 KiB) */
     CUdeviceptr dst;
     unsigned value, width;
     size_t n;
@@ -676,9 +676,10 @@ static CUresult fake_GraphLaunch(CUgraphExec e, CUstream s)
                 return r;
             continue;
         }
-        void *params[8];
-        for (int j = 0; j < 8; j++)
-            params[j] = (void *)(uintptr_t)l->args[j];
+        const fake_kernel *k = (const fake_kernel *)(const void *)l->f;
+        void *params[16];
+        for (size_t j = 0, off = 0; j < (size_t)k->nparams && j < 16; off += k->sizes[j], j++)
+            params[j] = (void *)(uintptr_t)(l->args + off);
         CUresult r = fake_LaunchKernel(l->f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
                                        l->block[2], l->smem, s, params, NULL);
         if (r != CUDA_SUCCESS)
@@ -710,8 +711,11 @@ static CUresult record_launch(const fake_kernel *k, CUfunction f, const unsigned
     memcpy(l->grid, g, sizeof l->grid);
     memcpy(l->block, b, sizeof l->block);
     l->smem = smem;
-    for (int i = 0; i < k->nparams; i++)
-        memcpy(l->args[i], params[i], k->sizes[i]);
+    for (size_t i = 0, off = 0; i < (size_t)k->nparams; off += k->sizes[i], i++) {
+        if (off + k->sizes[i] > sizeof l->args)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(l->args + off, params[i], k->sizes[i]);
+    }
     state.captured_launches++;
     return CUDA_SUCCESS;
 }

@@ -7,7 +7,8 @@
  * once per set of slot values, then replays with one cuGraphLaunch, with
  * the eager results; a full plan updates its least recent graph in place
  * (or replaces it without cuGraphExecUpdate); each graph owns its split-K
- * workspace; a driver without graphs says so. */
+ * workspace; a plan with tensor lists records and replays keyed by the
+ * lists' tensors; a driver without graphs says so. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -19,6 +20,12 @@
 static const char src[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 128)) hints { warps = 4 } {\n"
                           "    let i = pid(0) * 128 + range(128);\n"
                           "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                          "}\n"
+                          "kernel lscale(x: [*f32], y: [*f32], s: f32) grid (len(x)) {\n" /* the fake's y[t] = s * x[t] */
+                          "    let i = pid(0);\n"
+                          "    let n = numel(x, i);\n"
+                          "    let j = range(256);\n"
+                          "    store(y[i] + j, s * load(x[i] + j, j < n), j < n);\n"
                           "}\n";
 
 enum { N = 300 };
@@ -357,6 +364,106 @@ Test(plan, a_failed_capture_says_so)
               tilec_plan_last_error(p));
     unsetenv("FAKE_CUDA_MODE");
     tilec_plan_free(p);
+}
+
+/* ---- tensor lists in graph mode: the key is the lists' tensors ---- */
+
+enum { LN = 130, LSZ = 4 };
+static uint64_t lx[LN], ly[LN], lz; /* lz: another buffer for tensor 2 of ys */
+static int64_t lnum[LN];
+
+static void lists_setup(void)
+{
+    for (int q = 0; q < LN; q++) {
+        float v[LSZ] = {(float)q, (float)q + 1, (float)q + 2, (float)q + 3};
+        lnum[q] = LSZ;
+        cr_assert_eq(tilec_rt_malloc(rt, sizeof v, &lx[q]), TILEC_RT_OK);
+        cr_assert_eq(tilec_rt_malloc(rt, sizeof v, &ly[q]), TILEC_RT_OK);
+        cr_assert_eq(tilec_rt_memcpy_htod(rt, lx[q], v, sizeof v), TILEC_RT_OK);
+    }
+    cr_assert_eq(tilec_rt_malloc(rt, LSZ * sizeof(float), &lz), TILEC_RT_OK);
+}
+
+static void lists_teardown(void)
+{
+    for (int q = 0; q < LN; q++) {
+        tilec_rt_free(rt, lx[q]);
+        tilec_rt_free(rt, ly[q]);
+    }
+    tilec_rt_free(rt, lz);
+}
+
+/* Run lscale(xs, ys, 3) over the first n tensors, the lists made anew (on
+ * the stack, from copies of the arrays: a caller's fresh tilec_rt_list),
+ * ys's tensor 2 at `y2` and every tensor of `k` elements. */
+static tilec_rt_status run_lists(tilec_plan *p, uint32_t n, uint64_t y2, int64_t k)
+{
+    uint64_t xp[LN], yp[LN];
+    int64_t num[LN];
+    for (uint32_t q = 0; q < n; q++)
+        xp[q] = lx[q], yp[q] = q == 2 ? y2 : ly[q], num[q] = k;
+    tilec_rt_list xs = {n, xp, num}, ys = {n, yp, num};
+    tilec_rt_arg s[3] = {{.list = &xs}, {.list = &ys}, {.f64 = 3.0}};
+    return tilec_plan_run(p, s, 3, NULL);
+}
+
+/* Zero every ys tensor and lz, run, and check ys (tensor 2 at y2) holds 3 * x in its first k elements. */
+static void lists_check(tilec_plan *p, uint32_t n, uint64_t y2, int64_t k)
+{
+    for (int q = 0; q < LN; q++)
+        cr_assert_eq(tilec_rt_memset_d32(rt, ly[q], 0, LSZ), TILEC_RT_OK);
+    cr_assert_eq(tilec_rt_memset_d32(rt, lz, 0, LSZ), TILEC_RT_OK);
+    cr_assert_eq(run_lists(p, n, y2, k), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    for (uint32_t q = 0; q < n; q++) {
+        float v[LSZ];
+        cr_assert_eq(tilec_rt_memcpy_dtoh(rt, v, q == 2 ? y2 : ly[q], sizeof v), TILEC_RT_OK);
+        for (int j = 0; j < LSZ; j++)
+            cr_assert_float_eq(v[j], j < k ? 3.0f * (float)(q + (uint32_t)j) : 0.0f, 1e-6, "tensor %u element %d: %g",
+                               q, j, (double)v[j]);
+    }
+}
+
+Test(plan, a_plan_with_tensor_lists_replays_while_its_tensors_stay)
+{
+    lists_setup();
+    tilec_plan *p = tilec_plan_new(prog, NULL, "lsg", 3);
+    cr_assert_eq(tilec_plan_set_slot(p, 0, TILEC_PLAN_LIST, "xs"), TILEC_RT_OK);
+    cr_assert_eq(tilec_plan_set_slot(p, 1, TILEC_PLAN_LIST, "ys"), TILEC_RT_OK);
+    cr_assert_eq(tilec_plan_set_slot(p, 2, TILEC_PLAN_FLOAT, "s"), TILEC_RT_OK);
+    tilec_plan_value a[3] = {slot(0), slot(1), slot(2)};
+    cr_assert_eq(tilec_plan_add_kernel(p, "lscale", 0, a, 3), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    cr_assert_eq(tilec_plan_set_cuda_graph(p, 4), TILEC_RT_OK, "%s", tilec_plan_last_error(p));
+    lists_check(p, 5, ly[2], LSZ); /* eager, then recorded: the table captured by value */
+    cr_assert_eq(fake->list_launches, 1);
+    cr_assert_eq(fake->captured_launches, 1);
+    lists_check(p, 5, ly[2], LSZ); /* the same tensors in a new tilec_rt_list: replayed */
+    cr_assert_eq(fake->graph_launches, 1);
+    cr_assert_eq(fake->captured_launches, 1);
+    cr_assert_eq(fake->list_launches, 2);
+    lists_check(p, 5, lz, LSZ); /* another address in the list: recorded at once (its sizes ran before) */
+    cr_assert_eq(fake->captured_launches, 2);
+    cr_assert_eq(fake->graph_launches, 2);
+    cr_assert_eq(fake->list_launches, 3, "no eager run");
+    lists_check(p, 5, ly[2], 2); /* other element counts: eager, recorded */
+    cr_assert_eq(fake->list_launches, 4);
+    cr_assert_eq(fake->captured_launches, 3);
+    lists_check(p, LN, ly[2], LSZ); /* past the table's 126 tensors: two launches in one graph */
+    cr_assert_eq(fake->captured_launches, 5);
+    lists_check(p, LN, ly[2], LSZ);
+    cr_assert_eq(fake->graph_launches, 3);
+    cr_assert_eq(fake->list_launches, 8, "the replay launched both tables");
+    lists_check(p, 5, ly[2], LSZ); /* the first graph is still held */
+    cr_assert_eq(fake->graph_launches, 4);
+    cr_assert_eq(fake->captured_launches, 5);
+    tilec_plan_stats st;
+    tilec_plan_get_stats(p, &st);
+    cr_assert_eq(st.recorded, 4);
+    cr_assert_eq(st.replayed, 3);
+    tilec_rt_arg s[3] = {{.list = NULL}, {.list = NULL}, {.f64 = 3.0}};
+    cr_assert_eq(tilec_plan_run(p, s, 3, NULL), TILEC_RT_INVALID_ARG);
+    cr_assert_str_eq(tilec_plan_last_error(p), "lsg: slot 'xs' is a tensor list, but NULL was passed");
+    tilec_plan_free(p);
+    lists_teardown();
 }
 
 static void setup_nographs(void)

@@ -1532,16 +1532,18 @@ static const char lists_tile[] = "kernel lscale(x: [*f32], y: [*f32], s: f32) gr
  * sum=S t=T err=E" (K list launches of A and B tensors, S the sum of every
  * ys element, T the sum of the output); mode 1 passes ys one tensor short;
  * mode 2 passes NULL for xs; mode 3 gives tensor 2 of xs -1 elements;
- * mode 4 asks for graph mode */
+ * mode 4 runs in graph mode (4 graphs) three times, ys zeroed before each
+ * run, tensor 1 of ys moved to another buffer in the third, and prints
+ * "graphs=G captured=C" (cuGraphLaunch calls, captured launches) before */
 static const char lists_runner[] =
     FAKE_RUNNER_MAIN("lsc.h", "4")
     "    int n = atoi(argv[2]), mode = atoi(argv[3]);\n"
     "    char err[512] = \"\";\n"
     "    lsc_module *m = NULL;\n"
     "    if (lsc_load(rt, &m, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        tilec_rt_close(rt);\n        return 4;\n    }\n"
-    "    if (mode == 4) {\n        printf(\"rc=%d err=%s\\n\", lsc_set_cuda_graph(m, 4, err, sizeof err), err);\n"
+    "    if (mode == 4 && lsc_set_cuda_graph(m, 4, err, sizeof err)) {\n        printf(\"rc=1 err=%s\\n\", err);\n"
     "        lsc_unload(m);\n        tilec_rt_close(rt);\n        return 0;\n    }\n"
-    "    uint64_t xp[300], yp[300];\n    int64_t num[300];\n"
+    "    uint64_t xp[300], yp[301];\n    int64_t num[300];\n"
     "    for (int t = 0; t < n; t++) {\n"
     "        float v[5], z[5] = {0};\n        num[t] = t % 5 + 1;\n"
     "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
@@ -1553,6 +1555,19 @@ static const char lists_runner[] =
     "    float wv[3] = {1, 2, 3};\n"
     "    tilec_tensor w = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {3}, .strides = {1}}, out = {0};\n"
     "    if (tilec_rt_malloc(rt, 12, &w.data) || tilec_rt_memcpy_htod(rt, w.data, wv, 12))\n        return 5;\n"
+    "    uint64_t y1 = yp[1];\n"
+    "    if (mode == 4) { /* graph mode: a recording call, a replay, another buffer in the list */\n"
+    "        if (tilec_rt_malloc(rt, 20, &yp[300]))\n            return 5;\n"
+    "        for (int r = 0; r < 2; r++) {\n"
+    "            if (lsc_run(m, &xs, &ys, 3.0f, &w, &out, err, sizeof err)) {\n"
+    "                printf(\"run %d: %s\\n\", r, err);\n                return 6;\n            }\n"
+    "            tilec_rt_free(rt, out.data);\n"
+    "            for (int t = 0; t < n; t++)\n"
+    "                if (tilec_rt_memset_d32(rt, yp[t], 0, 5))\n                    return 6;\n"
+    "        }\n"
+    "        yp[1] = yp[300];\n"
+    "        printf(\"graphs=%d captured=%d \", f->graph_launches, f->captured_launches);\n"
+    "    }\n"
     "    int launches = f->launches, lists = f->list_launches;\n"
     "    int rc = lsc_run(m, mode == 2 ? NULL : &xs, &ys, 3.0f, &w, &out, err, sizeof err);\n"
     "    double sum = 0, tsum = 0;\n"
@@ -1567,9 +1582,108 @@ static const char lists_runner[] =
     "    printf(\"rc=%d launches=%d lists=%d n=%d,%d sum=%g t=%g err=%s\\n\", rc, f->launches - launches,\n"
     "           f->list_launches - lists, f->list_n[lists % 8], f->list_launches - lists > 1 ? f->list_n[(lists + 1) % 8] : 0,\n"
     "           sum, tsum, err);\n"
+    "    yp[1] = y1;\n"
     "    for (int t = 0; t < n; t++) {\n        tilec_rt_free(rt, xp[t]);\n        tilec_rt_free(rt, yp[t]);\n    }\n"
+    "    if (mode == 4)\n        tilec_rt_free(rt, yp[300]);\n"
     "    tilec_rt_free(rt, w.data);\n"
     "    lsc_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+/* Sub-lists (docs/language.md §9, "Tensor lists"): lsub passes xs[a:b]
+ * and ys[a:b] of five tensors x[t][j] = t + j (t % 5 + 1 elements) to
+ * lscale; main(driver, a, b, graphs) prints "rc=R launches=L n=N sum=S
+ * err=E" (N the launch's tensors, S the sum of every ys element), running
+ * twice in graph mode (graphs=1) and printing "replays=P" first */
+static const char sub_tile[] = "kernel lscale(x: [*f32], y: [*f32], s: f32) grid (len(x)) {\n"
+                               "    let i = pid(0);\n"
+                               "    let n = numel(x, i);\n"
+                               "    let j = range(256);\n"
+                               "    store(y[i] + j, s * load(x[i] + j, j < n), j < n);\n"
+                               "}\n"
+                               "graph lsub(xs: [*f32], ys: [*f32], a: i64, b: i64) {\n"
+                               "    lscale(xs[a:b], ys[a:b], 3.0);\n"
+                               "}\n";
+
+static const char sub_runner[] =
+    FAKE_RUNNER_MAIN("lsub.h", "5")
+    "    int64_t a = atoll(argv[2]), b = atoll(argv[3]);\n    int graphs = atoi(argv[4]);\n"
+    "    char err[512] = \"\";\n"
+    "    lsub_module *m = NULL;\n"
+    "    if (lsub_load(rt, &m, err, sizeof err) || (graphs && lsub_set_cuda_graph(m, 4, err, sizeof err))) {\n"
+    "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"
+    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
+    "    }\n"
+    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+    "    int rc = 0, launches = f->launches, lists = f->list_launches;\n"
+    "    for (int r = 0; r <= graphs; r++) {\n"
+    "        for (int t = 0; t < 5; t++)\n"
+    "            if (tilec_rt_memset_d32(rt, yp[t], 0, 5))\n                return 6;\n"
+    "        launches = f->launches, lists = f->list_launches;\n"
+    "        rc = lsub_run(m, &xs, &ys, a, b, err, sizeof err);\n"
+    "    }\n"
+    "    double sum = 0;\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, v, yp[t], 20))\n            return 6;\n"
+    "        for (int j = 0; j < 5; j++)\n            sum += v[j];\n"
+    "    }\n"
+    "    if (graphs)\n        printf(\"replays=%d \", f->graph_launches);\n"
+    "    printf(\"rc=%d launches=%d n=%d sum=%g err=%s\\n\", rc, f->launches - launches,\n"
+    "           f->list_launches > lists ? f->list_n[lists % 8] : -1, sum, err);\n"
+    "    for (int t = 0; t < 5; t++) {\n        tilec_rt_free(rt, xp[t]);\n        tilec_rt_free(rt, yp[t]);\n    }\n"
+    "    lsub_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+static char *run_sub(const char *dir, int a, int b, int graphs)
+{
+    char *out = NULL;
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %d %d %d 2>&1", dir, TILEC_BUILD,
+                dir, FAKECUDA, a, b, graphs);
+    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+    return out;
+}
+
+/* a graph passes tensors a to b - 1 of its lists: the launch sees b - a
+ * tensors, the first of them tensor a (3 * (t + j) for t in a .. b - 1);
+ * bounds out of the list's length are the wrapper's error before any
+ * launch; in graph mode the second call replays */
+Test(wrapper_run, a_graph_passes_a_sub_list, .timeout = 120)
+{
+    char dir[64], want[512];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, sub_tile, "lsub", sub_runner);
+    double s13 = 0; /* tensors 1 and 2: 2 and 3 elements */
+    for (int t = 1; t < 3; t++)
+        for (int j = 0; j < t + 1; j++)
+            s13 += 3.0 * (t + j);
+    char *out = run_sub(dir, 1, 3, 0);
+    snprintf(want, sizeof want, "rc=0 launches=1 n=2 sum=%g err=\n", s13);
+    cr_expect_str_eq(out, want);
+    free(out);
+    out = run_sub(dir, 1, 3, 1);
+    snprintf(want, sizeof want, "replays=1 rc=0 launches=1 n=2 sum=%g err=\n", s13);
+    cr_expect_str_eq(out, want);
+    free(out);
+    out = run_sub(dir, 5, 5, 0); /* an empty sub-list at the end: a grid of len(x) = 0 runs nothing */
+    cr_expect_str_eq(out, "rc=0 launches=0 n=-1 sum=0 err=\n");
+    free(out);
+    out = run_sub(dir, 2, 7, 0);
+    cr_expect_str_eq(out, "rc=1 launches=0 n=-1 sum=0 err=lsub: line 8: sub-list xs[a:b] is out of bounds: start 2, "
+                          "stop 7, and 'xs' has 5 tensors\n");
+    free(out);
+    out = run_sub(dir, 3, 1, 0);
+    cr_expect_str_eq(out, "rc=1 launches=0 n=-1 sum=0 err=lsub: line 8: sub-list xs[a:b] is out of bounds: start 3, "
+                          "stop 1, and 'xs' has 5 tensors\n");
+    free(out);
+    out = run_sub(dir, -1, 1, 0);
+    cr_expect_str_eq(out, "rc=1 launches=0 n=-1 sum=0 err=lsub: line 8: sub-list xs[a:b] is out of bounds: start -1, "
+                          "stop 1, and 'xs' has 5 tensors\n");
+    free(out);
+    rm_dir(dir);
+}
 
 static char *run_mode(const char *dir, int n, int mode)
 {
@@ -1619,9 +1733,11 @@ Test(wrapper_run, a_graph_passes_its_tensor_lists_to_the_launch, .timeout = 120)
     cr_expect(!strncmp(out, neg, strlen(neg)) && strstr(out, " (a count >= 0, at an address aligned to 4 bytes)\n"), "%s",
               out);
     free(out);
-    out = run_mode(dir, 3, 4);
-    cr_expect_str_eq(out, "rc=1 err=lsc: no CUDA-graph mode: it takes a tensor list (the launch plan's CUDA graphs do "
-                          "not record tensor lists yet)\n");
+    /* graph mode: recorded (the eager run's two launches, then the capture's), replayed, and with
+       tensor 1 of ys moved recorded at once and launched: its sum is read from the new buffer */
+    out = run_mode(dir, 5, 4);
+    snprintf(want, sizeof want, "graphs=1 captured=2 rc=0 launches=2 lists=1 n=5,0 sum=%g t=12 err=\n", lists_sum(5, 3));
+    cr_expect_str_eq(out, want);
     free(out);
     rm_dir(dir);
 }

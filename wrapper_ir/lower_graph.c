@@ -84,6 +84,7 @@ typedef struct lw {
     int failed; /* a diagnostic was recorded */
     int oom;
     uint32_t ntuples;
+    uint32_t nlists; /* sub-lists made (MAKE_LIST), for their names */
     nidx *by_name; /* entries by name */
     nidx *sym_set; /* syms */
     nidx *loop_set; /* loop variables */
@@ -898,7 +899,62 @@ static void free_line(lw *L, entry *x, tilec_wir_kind kind, const tilec_loc *loc
     x->freed = 1;
 }
 
-static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *k)
+/* A new name `prefix` N (the first free N from *counter on) that no name
+ * of the graph has taken: a multi-output extern's tuple, a sub-list. */
+static const char *fresh_name(lw *L, const char *prefix, uint32_t *counter)
+{
+    for (;;) {
+        const char *n = ar_printf(&L->w->ar, "%s%u", prefix, (*counter)++);
+        if (!n) {
+            L->oom = 1;
+            return "?";
+        }
+        if (find(L, n) < 0)
+            return n;
+    }
+}
+
+/* The MAKE_LIST lines of a kernel call's sub-list arguments (xs[a:b],
+ * before the call): names[a] is the list argument a passes, NULL where it
+ * passes a list parameter whole. */
+static const char **make_lists(lw *L, const tilec_expr *v, const tilec_kernel *k)
+{
+    const char **names = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *names);
+    if (!names) {
+        L->oom = 1;
+        return NULL;
+    }
+    for (uint32_t a = 0; a < v->nargs && a < k->nparams; a++) {
+        const tilec_expr *e = v->args[a];
+        if (k->params[a].type.kind != TILEC_TE_LIST || e->kind != TILEC_EX_INDEX)
+            continue;
+        const tilec_expr *sl = e->args[1];
+        const poly *lo = (sl->ival & 1) ? poly_from_expr(&L->w->ar, sl->args[0], lookup_sym, L, NULL)
+                                        : poly_const(&L->w->ar, 0);
+        const poly *hi = (sl->ival & 2) ? poly_from_expr(&L->w->ar, sl->args[1], lookup_sym, L, NULL) : NULL;
+        tilec_wir_arg *args = ar_array(&L->w->ar, 2, sizeof *args);
+        int k0 = find(L, e->args[0]->name);
+        tilec_wir_line *l = args && lo && ((sl->ival & 2) == 0 || hi) ? add(L, TILEC_WIR_MAKE_LIST, &e->loc) : NULL;
+        if (!l) {
+            L->oom = 1;
+            return NULL;
+        }
+        l->name = names[a] = fresh_name(L, "sublist", &L->nlists);
+        l->from = e->args[0]->name;
+        l->dtype = k0 >= 0 ? L->e[k0].dtype : k->params[a].type.dtype;
+        l->nargs = hi ? 2 : 1;
+        l->args = args;
+        const poly *b[2] = {lo, hi};
+        for (uint32_t i = 0; i < l->nargs; i++) {
+            args[i].kind = TILEC_WIR_ARG_SIZE;
+            args[i].text = pstr(L, b[i]);
+            args[i].expr = pexpr(L, b[i]);
+        }
+    }
+    return names;
+}
+
+static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *k, const char *const *lists)
 {
     tilec_wir_arg *args = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *args);
     if (!args) {
@@ -911,7 +967,7 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
         char c = p ? tilec_dtype_class(p->type.dtype) : 0;
         if (p && p->type.kind == TILEC_TE_LIST) { /* a list parameter of the graph, whole (the checker saw to it) */
             args[a].kind = TILEC_WIR_ARG_LIST;
-            args[a].text = e->kind == TILEC_EX_NAME ? e->name : "?";
+            args[a].text = lists && lists[a] ? lists[a] : e->kind == TILEC_EX_NAME ? e->name : "?";
             continue;
         }
         if (!p || p->type.kind == TILEC_TE_POINTER) {
@@ -932,18 +988,6 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
     return args;
 }
 
-static const char *tuple_name(lw *L)
-{
-    for (;;) {
-        const char *n = ar_printf(&L->w->ar, "tuple%u", L->ntuples++);
-        if (!n) {
-            L->oom = 1;
-            return "?";
-        }
-        if (find(L, n) < 0)
-            return n;
-    }
-}
 
 /* zeros, ones, full: the value every element starts with */
 static void fill_into(lw *L, const ga_form *f, tilec_wir_line *l)
@@ -1084,12 +1128,13 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
     }
     const tilec_kernel *k = tilec_module_find_kernel(L->m, v->name);
     if (k) {
-        if (!(l = add(L, TILEC_WIR_KERNEL_CALL, &s->loc)))
+        const char **lists = make_lists(L, v, k);
+        if (!lists || !(l = add(L, TILEC_WIR_KERNEL_CALL, &s->loc)))
             return;
         l->name = k->name;
         l->kernel = k;
         l->nvariants = k->nvariants ? k->nvariants : 1;
-        l->args = call_args(L, v, k);
+        l->args = call_args(L, v, k, lists);
         l->nargs = v->nargs;
         l->grid = spelled(L, k->grid, k->ngrid);
         return;
@@ -1100,7 +1145,7 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         return;
     l->ext = x;
     l->symbol = x->symbol;
-    l->args = call_args(L, v, NULL);
+    l->args = call_args(L, v, NULL, NULL);
     l->nargs = v->nargs;
     l->nresults = x->nresults;
     if (!x->nresults) {
@@ -1119,7 +1164,7 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         l->align = WIR_ALIGN;
         return;
     }
-    l->name = tuple_name(L);
+    l->name = fresh_name(L, "tuple", &L->ntuples);
     const char *tuple = l->name;
     for (uint32_t r = 0; r < s->nnames; r++) {
         entry *e = &L->e[find(L, s->names[r])];

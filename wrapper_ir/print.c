@@ -10,6 +10,7 @@
  *   kernel K (N variant[s])                           KERNEL_DEF
  *   assert_shape x: f32[R, C] binds R, C              ASSERT_SHAPE ("binds" lists the
  *                                                     symbols bound here; others are checked)
+ *   make_list sublist0: [*f32] = ps[0:k]              MAKE_LIST (a sub-list, passed to the next call)
  *   assert_list ps: [*f32]                            ASSERT_LIST (a tensor list parameter; a call
  *                                                     names it as an argument, whole)
  *   # text                                            COMMENT (\\ and control bytes escaped)
@@ -266,12 +267,19 @@ static int p_assert_list(void *u, const tilec_wir_line *l)
     return end(u, l);
 }
 
+static int p_make_list(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "make_list %s: [*%s] = %s[%s:%s]", l->name, tilec_dtype_name(l->dtype), l->from,
+              l->nargs ? l->args[0].text : "?", l->nargs > 1 ? l->args[1].text : "");
+    return end(u, l);
+}
+
 #define TEXT_HOOKS                                                                                       \
     .comment = p_comment, .kernel_def = p_kernel_def, .allocate = p_allocate, .reuse = p_reuse,          \
     .free_if_not_reused = p_free_if_not_reused, .free = p_free, .reinterpret = p_reinterpret,            \
     .kernel_call = p_kernel_call, .extern_call = p_extern_call, .extern_alloc = p_extern_alloc,          \
     .multi_output = p_multi_output, .assert_shape = p_assert_shape, .collective = p_collective,          \
-    .loop = p_loop, .end_loop = p_end_loop, .assert_list = p_assert_list
+    .loop = p_loop, .end_loop = p_end_loop, .assert_list = p_assert_list, .make_list = p_make_list
 
 const tilec_wir_hooks wir_text_hooks = {
     .comment = p_comment,
@@ -290,6 +298,7 @@ const tilec_wir_hooks wir_text_hooks = {
     .loop = p_loop,
     .end_loop = p_end_loop,
     .assert_list = p_assert_list,
+    .make_list = p_make_list,
 };
 
 void wir_text_header(strbuf *b, const tilec_wir *w)

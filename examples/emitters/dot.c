@@ -323,16 +323,34 @@ static int dot_input(void *user, const tilec_wir_line *l)
     return d->out.failed;
 }
 
-static int dot_list(void *user, const tilec_wir_line *l)
+/* A list's node: a stacked box named and typed, then `rest` (its kind and style). */
+static void list_node(buf *b, const tilec_wir_line *l, const char *rest)
 {
-    dot *d = user;
-    buf *b = &d->out;
     buf_str(b, "  \"buf_");
     buf_esc(b, l->name);
     buf_str(b, "\" [label=\"");
     buf_esc(b, l->name);
-    buf_fmt(b, "\\n[*%s]\\ninput list\", shape=box3d, style=filled, fillcolor=lightblue];\n",
-            tilec_dtype_name(l->dtype));
+    buf_fmt(b, "\\n[*%s]\\n%s];\n", tilec_dtype_name(l->dtype), rest);
+}
+
+static int dot_list(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    list_node(&d->out, l, "input list\", shape=box3d, style=filled, fillcolor=lightblue");
+    return d->out.failed;
+}
+
+/* MAKE_LIST: a sub-list of a list parameter, with an edge from it. */
+static int dot_make_list(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    buf *b = &d->out;
+    list_node(b, l, "sub-list\", shape=box3d");
+    buf_str(b, "  \"buf_");
+    buf_esc(b, l->from ? l->from : "?");
+    buf_str(b, "\" -> \"buf_");
+    buf_esc(b, l->name);
+    buf_str(b, "\" [style=dashed];\n");
     return b->failed;
 }
 
@@ -587,6 +605,7 @@ static const tilec_emitter dot_emitter = {
         .reinterpret = dot_view,
         .kernel_call = dot_kernel_call,
         .assert_list = dot_list,
+        .make_list = dot_make_list,
         .extern_call = dot_extern_call,
         .extern_alloc = dot_extern_alloc,
         .multi_output = dot_multi_output,

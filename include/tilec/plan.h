@@ -48,8 +48,9 @@ typedef enum tilec_plan_slot_type {
     TILEC_PLAN_INT = 1,   /* an integer (int64), range-checked against each parameter it feeds */
     TILEC_PLAN_FLOAT = 2, /* a float (double), rounded to f32 where a parameter is f32 */
     TILEC_PLAN_LIST = 3,  /* a tensor list: .list (tilec/runtime.h), read at each run and launched as
-                             tilec_program_launch launches one (split past the kernel's table); a plan
-                             with one runs eagerly only: tilec_plan_set_cuda_graph refuses it */
+                             tilec_program_launch launches one (split past the kernel's table); in graph
+                             mode its key is the list's count, addresses and element counts (not the
+                             address of the tilec_rt_list), so other tensors record anew */
 } tilec_plan_slot_type;
 
 /* A value: slot `slot` of the run, or (slot < 0) the constant `value`,

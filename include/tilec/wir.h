@@ -36,7 +36,8 @@ extern "C" {
     X(COLLECTIVE, collective)                     \
     X(LOOP, loop)                                 \
     X(END_LOOP, end_loop)                         \
-    X(ASSERT_LIST, assert_list)
+    X(ASSERT_LIST, assert_list)                   \
+    X(MAKE_LIST, make_list)
 
 typedef enum tilec_wir_kind {
 #define TILEC_X(E, e) TILEC_WIR_##E,
@@ -53,7 +54,8 @@ typedef enum tilec_wir_arg_kind {
     TILEC_WIR_ARG_BUFFER, /* text: a buffer (tensor) name */
     TILEC_WIR_ARG_SIZE,   /* text: a canonical size expression ("R*C") */
     TILEC_WIR_ARG_SCALAR, /* text: a literal ("0.5", "-inf", "true") or a scalar parameter name */
-    TILEC_WIR_ARG_LIST,   /* text: a tensor list parameter of the graph, for a kernel's [*T] (KERNEL_CALL only) */
+    TILEC_WIR_ARG_LIST,   /* text: a tensor list parameter of the graph or a MAKE_LIST's list, for a kernel's
+                             [*T] (KERNEL_CALL only) */
 } tilec_wir_arg_kind;
 
 typedef struct tilec_wir_arg {
@@ -120,6 +122,13 @@ typedef struct tilec_wir_arg {
  *                      size; a KERNEL_CALL passes it whole as a LIST argument.
  *                      The wrappers check it; nothing allocates, frees or
  *                      plans it (docs/wrapper-ir.md, "Tensor lists").
+ *  MAKE_LIST           name (a new list, a name no other of the graph has), from
+ *                      (the tensor list parameter it is part of), dtype, and one
+ *                      or two SIZE args: start a and stop b (nargs 1: to the
+ *                      end): the sub-list from[a:b], tensors a to b - 1 of
+ *                      from, which the wrappers check 0 <= a <= b <= len(from)
+ *                      where the line stands (in every iteration of a loop);
+ *                      the next KERNEL_CALL passes it as a LIST argument.
  *
  * Buffers allocated between a LOOP and its END_LOOP are freed there too
  * (every iteration allocates and frees its own); a buffer made before the

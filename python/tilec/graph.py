@@ -54,7 +54,7 @@ class Graph(Owner):
     tensors: (name, dtype, dims) per tensor slot, dims being ints or "$NAME"
     size slots; scalars: (name, "int" | "float" | "list") per size, scalar or
     tensor list slot (a list's value: the address of its tilec_rt_list, a
-    TensorList's .address; a plan with one runs eagerly only);
+    TensorList's .address; in CUDA-graph mode keyed by the list's tensors);
     steps: what the graph runs, in order. run() takes the slot values: the
     tensors' device addresses, then the sizes and scalars. A graph with for
     loops (loop markers among its steps) is run part by part instead:

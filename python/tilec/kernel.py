@@ -173,6 +173,27 @@ class TensorList:
         self._rl, self._arrays, self.torch = list_arg(graph, param, dtype, index, self.tensors, self.device_index)
         return self
 
+    def sub(self, graph: str, where: str, name: str, start: int, stop: Optional[int] = None) -> "TensorList":
+        """Tensors start to stop - 1 (stop None: to the end) as a TensorList
+        of its own that shares this one's arrays (and keeps them alive): a
+        graph's sub-list name[start:stop] (docs/language.md §9, "Tensor
+        lists"), made where `where` says ("line 12: sub-list xs[0:k]");
+        ValueError naming graph `graph` when out of bounds."""
+        n = len(self.tensors)
+        stop = n if stop is None else stop
+        if start < 0 or stop < start or stop > n:
+            raise ValueError(f"{graph}: {where} is out of bounds: start {start}, stop {stop}, and '{name}' has {n} "
+                             "tensors")
+        out = TensorList.__new__(TensorList)
+        out.tensors, out.dtype, out.device_index, out.torch = self.tensors[start:stop], self.dtype, \
+            self.device_index, self.torch
+        ptrs, numels, _ = self._arrays
+        u64, i64 = ctypes.sizeof(ctypes.c_uint64), ctypes.sizeof(ctypes.c_int64)
+        out._rl = RtList(stop - start, ctypes.cast(ctypes.addressof(ptrs) + u64 * start, ctypes.POINTER(ctypes.c_uint64)),
+                         ctypes.cast(ctypes.addressof(numels) + i64 * start, ctypes.POINTER(ctypes.c_int64)))
+        out._arrays = (ptrs, numels, self)
+        return out
+
     @property
     def address(self) -> int:
         """The address of its tilec_rt_list (a launch plan's list slot)."""

@@ -434,9 +434,90 @@ graph lsg(xs: [*f32], ys: [*f32], s: f32, w: f32[N]) -> f32[N] {
                 lsg.call(*args)
             self.assertEqual(str(cm.exception), msg)
             self.assertEqual(fake_state().launches, launches)
-        with self.assertRaises(tilec.TilecError) as cm:  # CUDA graphs would record the tables by value
-            lsg.load(cuda_graph=True)
-        self.assertIn("slot 'xs' is a tensor list: a plan with tensor lists runs eagerly", str(cm.exception))
+        # CUDA graphs: keyed by the lists' tensors (the launches hold their tables by value), so
+        # lists made anew with the same tensors replay, and another tensor records anew
+        g = lsg.load(cuda_graph=True)
+        for call in range(3):
+            for n, y in zip(sizes, ys):
+                if n:
+                    y.fill_u32(0)
+            if call == 2:
+                ys[7] = tilec.Buffer((sizes[7],), "f32")  # another address in the list
+            lsg.release(lsg.call(list(xs), tuple(ys), 5.0, w))
+            for t, (n, y) in enumerate(zip(sizes, ys)):
+                self.assertEqual(y.tolist() if n else [], [5.0 * (t + j) for j in range(n)], f"call {call}, tensor {t}")
+        st = g.stats()
+        self.assertEqual((st["recorded"], st["replayed"]), (2, 1), st)
+        g.eager()
+
+    def test_a_graph_passes_sub_lists(self):
+        # docs/language.md §9, "Tensor lists": xs[a:b] passes tensors a to b - 1
+        # of a list parameter (a TensorList sharing its arrays: TensorList.sub),
+        # checked 0 <= a <= b <= len(xs) with the C wrapper's words; in a for
+        # loop kept as a loop, each iteration's sub-list, eagerly and in
+        # CUDA-graph mode (the parts run at the call's end)
+        src = LSCALE_TILE + """
+graph lpart(xs: [*f32], ys: [*f32], a: i64, b: i64) {
+    lscale(xs[a:b], ys[a:b], 2.0);
+    lscale(xs[b:], ys[b:], 5.0);
+}
+graph lchunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {
+    for i in 0 .. n {
+        lscale(xs[i * c:(i + 1) * c], ys[i * c:(i + 1) * c], 3.0);
+    }
+}
+"""
+        d = scratch_dir("tilec_fake_sublists_")
+        tile = os.path.join(d, "lpart.tile")
+        with open(tile, "w") as f:
+            f.write(src)
+        subprocess.run([TILEC, tile, "--emit", "py", "-o", d], check=True)
+        sys.path.insert(0, d)
+        try:
+            import lpart
+            import lchunks
+        finally:
+            sys.path.remove(d)
+        sizes = [t % 4 + 1 for t in range(10)]
+        xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
+              for t, n in enumerate(sizes)]
+        ys = [tilec.Buffer((n,), "f32") for n in sizes]
+
+        def zero():
+            for y in ys:
+                y.fill_u32(0)
+
+        def got():
+            return [y.tolist() for y in ys]
+
+        def want(scale, lo, hi, rest=0.0):
+            return [[(scale if lo <= t < hi else rest if t >= hi else 0.0) * (t + j) for j in range(n)]
+                    for t, n in enumerate(sizes)]
+
+        zero()
+        lpart.call(xs, ys, 2, 7)  # tensors 2 to 6, then 7 to 9
+        self.assertEqual(got(), want(2.0, 2, 7, 5.0))
+        zero()
+        lpart.call(xs, tilec.TensorList(ys), 3, 3)  # an empty sub-list runs nothing, then 3 to 9
+        self.assertEqual(got(), want(2.0, 3, 3, 5.0))
+        for a, b in ((2, 11), (5, 4), (-1, 2)):
+            with self.assertRaises(ValueError) as cm:
+                lpart.call(xs, ys, a, b)
+            self.assertEqual(str(cm.exception), f"lpart: line 12: sub-list xs[a:b] is out of bounds: start {a}, stop "
+                                                f"{b}, and 'xs' has 10 tensors")
+        for graph_mode in (False, True):
+            g = lchunks.load(cuda_graph=graph_mode)
+            for _ in range(2):
+                zero()
+                lchunks.call(xs, ys, 3, 3)  # tensors 0-2, 3-5, 6-8
+                self.assertEqual(got(), want(3.0, 0, 9), f"graph mode {graph_mode}")
+            if graph_mode:
+                self.assertEqual(g.stats()["replayed"], 1, g.stats())
+                g.eager()
+        with self.assertRaises(ValueError) as cm:  # the fourth chunk runs past the end (eager: the three before it ran)
+            lchunks.call(xs, ys, 4, 3)
+        self.assertEqual(str(cm.exception), "lchunks: line 17: sub-list xs[c*i:c + c*i] is out of bounds: start 9, stop "
+                                            "12, and 'xs' has 10 tensors")
 
     def test_a_split_k_first_variant_takes_the_declared_arguments(self):
         # variant 0 split-K: its CUDA kernel has two more parameters (the

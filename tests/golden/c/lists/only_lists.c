@@ -308,7 +308,14 @@ static const char tl_source[] =
     "2], ys: [*f32], a: f32, out sq: f32[N]) -> f32[N] {\n    axpy(xs, ys, a);\n    nor"
     "ms(ys, sq);\n    let t = zeros(f32, [N]);\n    norms(xs, t);\n    scale(t, N, 0.5);"
     "\n    return t;\n}\n/// lists only, no tensor: nothing to allocate, nothing to retu"
-    "rn\ngraph only_lists(xs: [*f32], ys: [*f32]) {\n    axpy(xs, ys, 2.0);\n}\n";
+    "rn\ngraph only_lists(xs: [*f32], ys: [*f32]) {\n    axpy(xs, ys, 2.0);\n}\n/// sub-l"
+    "ists: the first k tensors, and the rest, each its own launch\n/// (the wrappers c"
+    "heck 0 <= start <= stop <= the list's length)\ngraph split_lists(xs: [*f32], ys: "
+    "[*f32], k: i32) {\n    axpy(xs[0:k], ys[:k], 2.0);\n    axpy(xs[k:], ys[k:], 3.0);"
+    "\n}\n/// a sub-list per iteration of a kept loop: the C wrapper has no CUDA-graph\n"
+    "/// mode for it (graph mode queues each step's list by its address)\ngraph tail_c"
+    "hunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {\n    for i in 0 .. n {\n        ax"
+    "py(xs[i * c:(i + 1) * c], ys[i * c:(i + 1) * c], 1.0);\n    }\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -443,11 +450,67 @@ void only_lists_release(only_lists_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
+static const tilec_plan_slot_type tl_gtypes[3] = {
+    TILEC_PLAN_LIST, TILEC_PLAN_LIST, TILEC_PLAN_FLOAT
+};
+static const char *const tl_gnames[3] = {
+    "axpy xs",
+    "axpy ys",
+    "axpy a"
+};
+static const struct {
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
+    int variant;
+    uint32_t first, nargs;
+    uint64_t bits;
+} tl_gsteps[1] = {
+    {"axpy", NULL, 0, 0, 3, 0}
+};
+
+static tilec_plan *tl_plan_build(only_lists_module *M, char *err, size_t errlen)
+{
+    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "only_lists", 3);
+    if (!p) {
+        tl_fail(err, errlen, "only_lists: cannot make the launch plan (out of memory)");
+        return NULL;
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < 3 && ok; i++)
+        ok = tilec_plan_set_slot(p, i, tl_gtypes[i], tl_gnames[i]) == TILEC_RT_OK;
+    for (uint32_t i = 0; i < 1 && ok; i++) {
+        tilec_plan_value v[64];
+        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
+            v[j].slot = (int32_t)(tl_gsteps[i].first + j);
+        if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)tl_gsteps[i].first, (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
+    }
+    if (!ok) {
+        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 int only_lists_set_cuda_graph(only_lists_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs)
-        return tl_fail(err, errlen, "only_lists: no CUDA-graph mode: it takes a tensor list (the launch plan's CUDA graphs do not record tensor lists yet)");
-    M->graphs = 0;
+    if (graphs && !M->plan && !(M->plan = tl_plan_build(M, err, errlen)))
+        return 1;
+    if (M->plan && tilec_plan_set_cuda_graph(M->plan, graphs) != TILEC_RT_OK)
+        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
+    M->graphs = graphs;
     return 0;
 }
 
@@ -474,6 +537,8 @@ int only_lists_run(only_lists_module *M, const tilec_rt_list *l_xs, const tilec_
         tilec_rt_arg a[3] = {{.list = l_xs}, {.list = l_ys}, {.f32 = (float)(2.0)}};
         tilec_rt_status st;
         if (tl_g) { /* graph mode: the arguments go to the plan's slots */
+            tl_sl[0].list = a[0].list;
+            tl_sl[1].list = a[1].list;
             tl_sl[2].f64 = a[2].f32;
             st = TILEC_RT_OK;
         } else if (M->dbg.level) {

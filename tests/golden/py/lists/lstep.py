@@ -56,6 +56,19 @@ TILE_SOURCE = (
     b"graph only_lists(xs: [*f32], ys: [*f32]) {\n"
     b"    axpy(xs, ys, 2.0);\n"
     b"}\n"
+    b"/// sub-lists: the first k tensors, and the rest, each its own launch\n"
+    b"/// (the wrappers check 0 <= start <= stop <= the list's length)\n"
+    b"graph split_lists(xs: [*f32], ys: [*f32], k: i32) {\n"
+    b"    axpy(xs[0:k], ys[:k], 2.0);\n"
+    b"    axpy(xs[k:], ys[k:], 3.0);\n"
+    b"}\n"
+    b"/// a sub-list per iteration of a kept loop: the C wrapper has no CUDA-graph\n"
+    b"/// mode for it (graph mode queues each step's list by its address)\n"
+    b"graph tail_chunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {\n"
+    b"    for i in 0 .. n {\n"
+    b"        axpy(xs[i * c:(i + 1) * c], ys[i * c:(i + 1) * c], 1.0);\n"
+    b"    }\n"
+    b"}\n"
 )
 
 # The launch plan, made once by load() (tilec.Graph): tensor slots (name,
