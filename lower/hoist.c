@@ -288,7 +288,7 @@ enum { HOIST_MAX_CHUNKS = 8 };
 void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *mode, int n)
 {
     memset(h, 0, sizeof *h);
-    int regs = 0, rowregs = 0, kept = 0, cost[2] = {0, 0};
+    int regs = 0, kept = 0, cost[2] = {0, 0};
     for (int i = 0; i < n; i++) {
         h->ld[i] = loads[i];
         h->mode[i] = mode[i];
@@ -297,13 +297,13 @@ void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr 
         h->rows[i] = h->at[i] ? lower_at_rows(L, loads[i], mode[i] == LOWER_CP_T1) : 0;
         cost[i] = h->rows[i] ? h->rows[i] : h->at[i] ? lower_at_chunks(L, loads[i]) : lower_chunk_count(L, loads[i]);
         regs += cost[i];
-        rowregs += h->rows[i] ? cost[i] : 0;
     }
     /* over the budget, the loads kept one register a row (the transposed
-     * copies: 2 at 128x256) are kept alone if they fit; the others' chunks
-     * compute their addresses in the loop */
-    for (int i = 0; i < n; i++) {
-        h->skip[i] = regs > HOIST_MAX_CHUNKS && (!h->rows[i] || rowregs > HOIST_MAX_CHUNKS);
+     * copies: A's 4 at 128x256) are kept, in operand order, while they
+     * fit; the others' chunks compute their addresses in the loop */
+    for (int i = 0, used = 0; i < n; i++) {
+        h->skip[i] = regs > HOIST_MAX_CHUNKS && (!h->rows[i] || used + cost[i] > HOIST_MAX_CHUNKS);
+        used += h->skip[i] ? 0 : cost[i];
         kept += !h->skip[i];
     }
     if (!kept) {
