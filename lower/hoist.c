@@ -281,8 +281,9 @@ static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
  * or one a row for the transposed copies) the kept bases and masks cost
  * more registers than the loop can spare: the tf32 128x256 ring (12
  * chunks) spilled with them, and so did the f32 128x256, BK = 32 loop with
- * B's 8 and A's 2 rows (255 registers, 40 bytes of stack; A's alone: 245
- * registers, none). */
+ * B's 8 chunks and A's 2 rows (255 registers, 40 bytes of stack; A's
+ * alone: 245 registers, none; A's 4 rows since its copies cover 4 rows
+ * by 8 k a warp: 247, none). */
 enum { HOIST_MAX_CHUNKS = 8 };
 
 void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *mode, int n)
