@@ -281,14 +281,15 @@ static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
  * or one a row for the transposed copies) the kept bases and masks cost
  * more registers than the loop can spare: the tf32 128x256 ring (12
  * chunks) spilled with them, and so did the f32 128x256, BK = 32 loop with
- * B's 8 and A's 2 rows (255 registers, 40 bytes of stack; A's alone: 245
- * registers, none). */
+ * B's 8 chunks and A's 2 rows (255 registers, 40 bytes of stack; A's
+ * alone: 245 registers, none; A's 4 rows since its copies cover 4 rows
+ * by 8 k a warp: 247, none). */
 enum { HOIST_MAX_CHUNKS = 8 };
 
 void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *mode, int n)
 {
     memset(h, 0, sizeof *h);
-    int regs = 0, rowregs = 0, kept = 0, cost[2] = {0, 0};
+    int regs = 0, kept = 0, cost[2] = {0, 0};
     for (int i = 0; i < n; i++) {
         h->ld[i] = loads[i];
         h->mode[i] = mode[i];
@@ -297,13 +298,13 @@ void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr 
         h->rows[i] = h->at[i] ? lower_at_rows(L, loads[i], mode[i] == LOWER_CP_T1) : 0;
         cost[i] = h->rows[i] ? h->rows[i] : h->at[i] ? lower_at_chunks(L, loads[i]) : lower_chunk_count(L, loads[i]);
         regs += cost[i];
-        rowregs += h->rows[i] ? cost[i] : 0;
     }
     /* over the budget, the loads kept one register a row (the transposed
-     * copies: 2 at 128x256) are kept alone if they fit; the others' chunks
-     * compute their addresses in the loop */
-    for (int i = 0; i < n; i++) {
-        h->skip[i] = regs > HOIST_MAX_CHUNKS && (!h->rows[i] || rowregs > HOIST_MAX_CHUNKS);
+     * copies: A's 4 at 128x256) are kept, in operand order, while they
+     * fit; the others' chunks compute their addresses in the loop */
+    for (int i = 0, used = 0; i < n; i++) {
+        h->skip[i] = regs > HOIST_MAX_CHUNKS && (!h->rows[i] || used + cost[i] > HOIST_MAX_CHUNKS);
+        used += h->skip[i] ? 0 : cost[i];
         kept += !h->skip[i];
     }
     if (!kept) {

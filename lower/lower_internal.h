@@ -592,9 +592,12 @@ int lower_chunk_count(lw *L, const tilec_expr *e);
  * axis 1 stored [C][R] (LOWER_CP_T1), K on axis 0 stored [R][C]
  * (LOWER_CP_T0). */
 enum { LOWER_CP_ROWS, LOWER_CP_COLS, LOWER_CP_T1, LOWER_CP_T0 };
-/* The 4-byte copies (LOWER_CP_T1 / T0; kax: the load's K axis): chunks a
- * thread copies, row classes (0: rows not periodic in tl_q), the chunk
- * loop's header, the copies into dst (row stride ld). */
+/* The 4-byte copies (LOWER_CP_T1 / T0; kax: the load's K axis): the k a
+ * warp covers in one copy (8, or 4 when the K tile is not a multiple of
+ * 8; 32 / kw rows), chunks a thread copies, row classes (0: rows not
+ * periodic in tl_q), the chunk loop's header, the copies into dst (row
+ * stride ld). */
+int lower_at_kw(lw *L, const tilec_expr *e, int kax);
 int lower_at_chunks(lw *L, const tilec_expr *e);
 int lower_at_rows(lw *L, const tilec_expr *e, int kax);
 void lower_at_open(lw *L, const tilec_expr *e, int kax);

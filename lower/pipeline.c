@@ -215,27 +215,31 @@ typedef struct ring {
  * along K (A stored [M, K], W of x @ W.T stored [N, K]: its load is
  * [rows, K], `trans` of it the operand) is transposed by the copies: 4
  * bytes each (cp.async.ca; zero-filled when masked, no branch), a warp
- * covering 8 rows by 4 k: 16-byte runs of a row in global memory, and
- * with rows of the ring 8 (mod 32) elements apart, 32 distinct banks in
- * shared memory. The same holds with the load's axes the other way round
- * ([K, rows] contiguous along K: x @ W with W's tile loaded by strides as
- * [K, N], its K axis the contiguous one): the copies are the same, only
- * which index is the row changes (lower_at_open). fma_kax: the K axis of
- * load i; fma_kc_ok: may it be copied so? */
+ * covering 4 rows by 8 k (lower_at_kw): one whole 32-byte sector of each
+ * of 4 rows in global memory, and with rows of the ring 4 (mod 32)
+ * elements apart, 32 distinct banks in shared memory. A K tile that is
+ * not a multiple of 8 takes 8 rows by 4 k, rows 8 (mod 32) apart (half
+ * sectors of 8 rows: twice the L1 requests a copy). The same holds with
+ * the load's axes the other way round ([K, rows] contiguous along K: x @ W
+ * with W's tile loaded by strides as [K, N], its K axis the contiguous
+ * one): the copies are the same, only which index is the row changes
+ * (lower_at_open). fma_kax: the K axis of load i; fma_kc_ok: may it be
+ * copied so? */
 static int fma_kax(const pipe_plan *pp, int i) { return i ? pp->tr[1] : !pp->tr[0]; }
 
 static int fma_kc_ok(lw *L, const pipe_plan *pp, int i)
 {
     const tilec_type *t = lower_ty(L, pp->load[i]);
-    int kax = fma_kax(pp, i);
+    int kax = fma_kax(pp, i), kw = lower_at_kw(L, pp->load[i], kax);
     int64_t R = t->dims[1 - kax], K = t->dims[kax];
-    return pp->acc->ly.kind == LY_FMA && (i || pp->acc->ly.tm % 4 == 0) && L->nt % 32 == 0 && R % 8 == 0 &&
-           K % 4 == 0 && (R * K) % L->nt == 0;
+    return pp->acc->ly.kind == LY_FMA && (i || pp->acc->ly.tm % 4 == 0) && L->nt % 32 == 0 && R % (32 / kw) == 0 &&
+           K % kw == 0 && (R * K) % L->nt == 0;
 }
 
-/* The least stride >= n that is 8 (mod 32) elements: the transposing
- * copies' rows (fma_kc_ok). */
-static int ld_kc(int64_t n) { return (int)(n + ((8 - n) % 32 + 32) % 32); }
+/* The least stride >= n that is 32 / kw (mod 32) elements: the rows of a
+ * ring filled by the transposing copies, a warp's kw k apart on distinct
+ * banks (fma_kc_ok). */
+static int ld_kc(int64_t n, int kw) { return (int)(n + ((32 / kw - n) % 32 + 32) % 32); }
 
 /* A name bound to a computed-where-used value (a `let` of an index,
  * mask or pointer tile, or of a scalar in a pipelined loop): its
@@ -300,8 +304,8 @@ static void ring_geometry(lw *L, const pipe_plan *pp, ring *r)
         r->at = kca || pp->cax[0] != ka;
         r->cp[0] = kca ? (ka ? LOWER_CP_T1 : LOWER_CP_T0) : (r->at ? ka : !ka) ? LOWER_CP_COLS : LOWER_CP_ROWS;
         r->cp[1] = kcb ? (kb ? LOWER_CP_T1 : LOWER_CP_T0) : kb ? LOWER_CP_COLS : LOWER_CP_ROWS;
-        r->lda = kca ? ld_kc(M) : (int)(r->at ? M : K) + pad;
-        r->ldb = kcb ? ld_kc(N) : (int)N + pad;
+        r->lda = kca ? ld_kc(M, lower_at_kw(L, pp->load[0], ka)) : (int)(r->at ? M : K) + pad;
+        r->ldb = kcb ? ld_kc(N, lower_at_kw(L, pp->load[1], kb)) : (int)N + pad;
     } else {
         r->bt = pp->tr[1];
         r->lda = (int)K + pad;
@@ -422,8 +426,8 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
     }
     if (pp->acc->ly.kind == LY_FMA) {
         if (pp->cax[1] == fma_kax(pp, 1) && !fma_kc_ok(L, pp, 1))
-            return lower_miss(L, dl, "dot operand B is contiguous along K, and its [%lld, %lld] load's rows are not "
-                                     "whole 8-row blocks, or its 4-byte copies do not divide among the %d threads",
+            return lower_miss(L, dl, "dot operand B is contiguous along K, and its [%lld, %lld] load is not whole "
+                                     "blocks of 4 rows by 8 k or 8 rows by 4 k, or its 4-byte copies do not divide among the %d threads",
                               (long long)lower_ty(L, ld[1])->dims[0], (long long)lower_ty(L, ld[1])->dims[1], L->nt);
     } else if (pp->tr[0] || pp->cax[0] != 1) {
         /* A as loaded is not [M][K] rows of K: the mma.sync ring does not take it, the sm_90a twin may
@@ -455,10 +459,12 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
 
 /* The 4-byte copies' chunk loop (lower_emit_at_copies): `for (tl_q ...) {`
  * defining the chunk's indices tl_i0 and tl_i1, one indent in, a warp
- * covering 8 rows by 4 k, K on axis kax of the load (tl_i1 when 1, tl_i0
- * when 0). When every warp's row blocks repeat with period R in tl_q,
- * the row is a function of tl_q % R and lower_at_rows returns R (hoist.c
- * keeps row-only values in R registers); else 0. */
+ * covering 32 / kw rows by kw k (lower_at_kw), K on axis kax of the load
+ * (tl_i1 when 1, tl_i0 when 0). When every warp's row blocks repeat with
+ * period R in tl_q, the row is a function of tl_q % R and lower_at_rows
+ * returns R (hoist.c keeps row-only values in R registers); else 0. */
+int lower_at_kw(lw *L, const tilec_expr *e, int kax) { return lower_ty(L, e)->dims[kax] % 8 ? 4 : 8; }
+
 int lower_at_chunks(lw *L, const tilec_expr *e)
 {
     const tilec_type *t = lower_ty(L, e);
@@ -467,25 +473,26 @@ int lower_at_chunks(lw *L, const tilec_expr *e)
 
 int lower_at_rows(lw *L, const tilec_expr *e, int kax)
 {
-    int64_t mb = lower_ty(L, e)->dims[1 - kax] / 8, W = L->nt / 32;
+    int64_t mb = lower_ty(L, e)->dims[1 - kax] / (32 / lower_at_kw(L, e, kax)), W = L->nt / 32;
     return mb % W == 0 ? (int)(mb / W) : 0;
 }
 
 void lower_at_open(lw *L, const tilec_expr *e, int kax)
 {
-    int64_t mb = lower_ty(L, e)->dims[1 - kax] / 8;
+    int kw = lower_at_kw(L, e, kax), rb = 32 / kw;
+    int64_t mb = lower_ty(L, e)->dims[1 - kax] / rb;
     int W = L->nt / 32, R = lower_at_rows(L, e, kax);
     const char *ri = kax ? "tl_i0" : "tl_i1", *ki = kax ? "tl_i1" : "tl_i0";
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", lower_at_chunks(L, e));
     L->ind++;
-    /* block tl_q * W + tl_warp of the (rows / 8) x (K / 4) blocks, row blocks first */
+    /* block tl_q * W + tl_warp of the (rows / rb) x (K / kw) blocks, row blocks first */
     if (R) /* tl_warp < W: the row block and k block fold to constants and tl_warp */
-        lower_line(L, "const int %s = ((tl_q %% %d) * %d + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / %d) * 4, tl_c1 = tl_lane %% 4, %s = tl_kc + tl_c1;",
-                   ri, R, W, R, ki);
+        lower_line(L, "const int %s = ((tl_q %% %d) * %d + tl_warp) * %d + tl_lane / %d, tl_kc = (tl_q / %d) * %d, tl_c1 = tl_lane %% %d, %s = tl_kc + tl_c1;",
+                   ri, R, W, rb, kw, R, kw, kw, ki);
     else
-        lower_line(L, "const int %s = ((tl_q * %d + tl_warp) %% %lld) * 8 + tl_lane / 4, %s = ((tl_q * %d + tl_warp) / %lld) * 4 + tl_lane %% 4;",
-                   ri, W, (long long)mb, ki, W, (long long)mb);
+        lower_line(L, "const int %s = ((tl_q * %d + tl_warp) %% %lld) * %d + tl_lane / %d, %s = ((tl_q * %d + tl_warp) / %lld) * %d + tl_lane %% %d;",
+                   ri, W, (long long)mb, rb, kw, ki, W, (long long)mb, kw, kw);
 }
 
 void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld, int kax)

@@ -565,6 +565,153 @@ static char *fma_inner_loop(const char *src)
     return out;
 }
 
+/* A tiny evaluator of the integer C the copies' index lines are written
+ * in (names, literals, + - * / %, parentheses), over the names bound so
+ * far: enough to run a chunk loop's header for every lane on the host. */
+typedef struct ienv {
+    const char *name[16];
+    size_t len[16];
+    long val[16];
+    int n;
+} ienv;
+
+static long ev_sum(const char **p, const ienv *v);
+
+static long ev_atom(const char **p, const ienv *v)
+{
+    while (**p == ' ')
+        ++*p;
+    if (**p == '(') {
+        ++*p;
+        long x = ev_sum(p, v);
+        while (**p == ' ')
+            ++*p;
+        cr_assert_eq(**p, ')', "a ')' at '%.40s'", *p);
+        ++*p;
+        return x;
+    }
+    if (**p >= '0' && **p <= '9')
+        return strtol(*p, (char **)p, 10);
+    const char *s = *p;
+    while ((**p >= 'a' && **p <= 'z') || (**p >= '0' && **p <= '9') || **p == '_')
+        ++*p;
+    for (int i = v->n - 1; i >= 0; i--)
+        if (v->len[i] == (size_t)(*p - s) && !strncmp(v->name[i], s, v->len[i]))
+            return v->val[i];
+    cr_assert_fail("an unbound name at '%.40s'", s);
+    return 0;
+}
+
+static long ev_prod(const char **p, const ienv *v)
+{
+    long x = ev_atom(p, v);
+    for (;;) {
+        while (**p == ' ')
+            ++*p;
+        char op = **p;
+        if (op != '*' && op != '/' && op != '%')
+            return x;
+        ++*p;
+        long y = ev_atom(p, v);
+        cr_assert(op == '*' || y > 0, "a division by %ld", y);
+        x = op == '*' ? x * y : op == '/' ? x / y : x % y;
+    }
+}
+
+static long ev_sum(const char **p, const ienv *v)
+{
+    long x = ev_prod(p, v);
+    for (;;) {
+        while (**p == ' ')
+            ++*p;
+        char op = **p;
+        if (op != '+' && op != '-')
+            return x;
+        ++*p;
+        long y = ev_prod(p, v);
+        x = op == '+' ? x + y : x - y;
+    }
+}
+
+/* Every 4-byte (transposing) copy loop of src, run on the host for every
+ * warp, chunk and lane: one warp's copy must read whole 32-byte sectors
+ * of at most 4 rows (8 consecutive k of 4 rows; 8 rows by 4 k read half
+ * sectors of 8, twice the L1 requests for the same bytes) and write 32
+ * distinct banks of shared memory; no element twice. Returns how many
+ * copy loops it checked. */
+static int check_at_copies(const char *src, const char *what)
+{
+    int loops = 0;
+    const char *cp = "cp.async.ca.shared.global [%0], [%1], 4,";
+    for (const char *c = strstr(src, cp); c; c = strstr(c + 1, cp)) {
+        const char *hdr = NULL, *lb = NULL;
+        for (const char *p = strstr(src, "for (int tl_q = 0; tl_q < "); p && p < c; p = strstr(p + 1, "for (int tl_q = 0; tl_q < "))
+            hdr = p;
+        for (const char *p = strstr(src, "__launch_bounds__("); p && p < c; p = strstr(p + 1, "__launch_bounds__("))
+            lb = p;
+        cr_assert(hdr && lb, "%s: the copy's chunk loop and thread count", what);
+        int nq = atoi(hdr + strlen("for (int tl_q = 0; tl_q < ")), W = atoi(lb + strlen("__launch_bounds__(")) / 32;
+        const char *decl = strstr(hdr, "const int ");
+        /* the shared address: (unsigned)(KIDX * LD + RIDX) * 4u */
+        const char *sh = strstr(c, "(unsigned)(tl_i");
+        cr_assert(decl && sh && decl < c, "%s: the copy's indices:\n%.300s", what, hdr);
+        char kname[8], rname[8];
+        int ld = 0;
+        cr_assert_eq(sscanf(sh, "(unsigned)(%7[tl_i01] * %d + %7[tl_i01])", kname, &ld, rname), 3, "%.60s", sh);
+        char *seen = calloc((size_t)(nq * W * 32) * 64, 1); /* (row, k) pairs, rows < nq W 32 / 8 * 8, k < 64 */
+        cr_assert_not_null(seen);
+        for (int q = 0; q < nq; q++)
+            for (int w = 0; w < W; w++) {
+                long row[32], k[32];
+                for (int lane = 0; lane < 32; lane++) {
+                    ienv v = {{"tl_q", "tl_warp", "tl_lane"}, {4, 7, 7}, {q, w, lane}, 3};
+                    const char *p = decl + strlen("const int ");
+                    while (*p != ';') { /* NAME = EXPR, ... */
+                        const char *nm = p;
+                        while (*p != ' ')
+                            p++;
+                        cr_assert(v.n < 16);
+                        v.name[v.n] = nm;
+                        v.len[v.n] = (size_t)(p - nm);
+                        p += 3; /* " = " */
+                        v.val[v.n] = ev_sum(&p, &v);
+                        v.n++;
+                        if (*p == ',')
+                            p += 2;
+                    }
+                    for (int i = 0; i < v.n; i++) {
+                        if (v.len[i] == strlen(kname) && !strncmp(v.name[i], kname, v.len[i]))
+                            k[lane] = v.val[i];
+                        if (v.len[i] == strlen(rname) && !strncmp(v.name[i], rname, v.len[i]))
+                            row[lane] = v.val[i];
+                    }
+                }
+                int rows = 0, sectors = 0, banks = 0;
+                for (int a = 0; a < 32; a++) {
+                    int newrow = 1, newsec = 1, newbank = 1;
+                    for (int b = 0; b < a; b++) {
+                        newrow &= row[b] != row[a];
+                        newsec &= row[b] != row[a] || k[b] / 8 != k[a] / 8;
+                        newbank &= (k[b] * ld + row[b]) % 32 != (k[a] * ld + row[a]) % 32;
+                    }
+                    rows += newrow;
+                    sectors += newsec;
+                    banks += newbank;
+                    cr_assert(row[a] >= 0 && row[a] < nq * W * 32 && k[a] >= 0 && k[a] < 64, "%s: (%ld, %ld)", what, row[a], k[a]);
+                    char *s = &seen[row[a] * 64 + k[a]];
+                    cr_expect(!*s, "%s: element (%ld, %ld) copied twice", what, row[a], k[a]);
+                    *s = 1;
+                }
+                cr_expect(rows <= 4 && sectors == 4, "%s: a warp's copy reads %d sectors of %d rows (chunk %d, warp %d)", what,
+                          sectors, rows, q, w);
+                cr_expect_eq(banks, 32, "%s: a warp's copy writes %d banks of shared memory (chunk %d, warp %d)", what, banks, q, w);
+            }
+        free(seen);
+        loops++;
+    }
+    return loops;
+}
+
 /* f32 without tf32, spelt as users write x @ W, x @ W.T and their
  * transposes (issue 29 item 2): every spelling takes the cp.async pipeline
  * on FMA register blocks with both operands K-major in the ring, the same
@@ -637,6 +784,8 @@ Test(forms, f32_spellings, .timeout = 120)
                 for (const char *p = strstr(code.layouts, "(4-byte cp.async"); p; p = strstr(p + 1, "(4-byte cp.async"))
                     c4++;
                 cr_expect_eq(c4, cases[i].copies4, "%s: %d operands by 4-byte copies:\n%s", what, c4, code.layouts);
+                /* each operand's copies in the prologue and in the loop */
+                cr_expect_eq(check_at_copies(code.source, what), 2 * c4, "%s: the 4-byte copy loops", what);
             } else {
                 cr_expect(strstr(code.remarks, "its loads through registers"), "%s:\n%s", what, code.remarks);
                 cr_expect_eq(strstr(code.layouts, "converted through shared memory") != NULL, cases[i].converts, "%s:\n%s",

@@ -126,21 +126,21 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[2];
-        bool tl_h1[2];
+        const float * tl_h0[4];
+        bool tl_h1[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 8; ++tl_q) {
-            const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 2) tl_h0[tl_q] = v_x + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+            const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 4) tl_h0[tl_q] = v_x + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
         }
-        const float * tl_h2[2];
-        bool tl_h3[2];
+        const float * tl_h2[4];
+        bool tl_h3[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 8; ++tl_q) {
-            const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 2) tl_h2[tl_q] = v_w + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 2) tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_N);
+            const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 4) tl_h2[tl_q] = v_w + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 4) tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_N);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -148,15 +148,15 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 4608) + (unsigned)(tl_i1 * 72 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h2[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(13824 + tl_s * 4608) + (unsigned)(tl_i1 * 72 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h2[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(13056 + tl_s * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
             }
             tl_cp_commit();
@@ -173,32 +173,32 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 4608) + (unsigned)(tl_i1 * 72 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h2[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(13824 + tl_ns * 4608) + (unsigned)(tl_i1 * 72 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h2[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(13056 + tl_ns * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                 }
                 tl_cp_commit();
             }
             // examples/linear_f32.tile:18
             const int tl_cs = tl_it % 3;
-            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 4608)) + (tl_tid / 8) * 4;
-            const float *tl_sb = (const float *)(tl_smem + (13824 + tl_cs * 4608)) + (tl_tid % 8) * 4;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 4352)) + (tl_tid / 8) * 4;
+            const float *tl_sb = (const float *)(tl_smem + (13056 + tl_cs * 4352)) + (tl_tid % 8) * 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 16; ++tl_k) {
                 float tl_ra[4];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 72 + tl_m];
+                for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 68 + tl_m];
                 float tl_rb[8];
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 8; tl_n += 4)
-                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 72 + (tl_n / 4) * 32];
+                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 68 + (tl_n / 4) * 32];
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 4; ++tl_m)
                     #pragma unroll
@@ -269,21 +269,13 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[2];
-        bool tl_h1[2];
+        const float * tl_h0[4];
+        bool tl_h1[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 8; ++tl_q) {
-            const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 2) tl_h0[tl_q] = v_x + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
-        }
-        const float * tl_h2[4];
-        bool tl_h3[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 16; ++tl_q) {
-            const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 4) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 4) tl_h2[tl_q] = v_w + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 4) tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_N);
+            const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 4) tl_h0[tl_q] = v_x + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -291,15 +283,15 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 8704) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 8448) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 4) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h2[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(26112 + tl_s * 16896) + (unsigned)(tl_i1 * 264 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 8) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 8) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(25344 + tl_s * 16640) + (unsigned)(tl_i1 * 260 + tl_i0) * 4u), "l"(tl_p), "r"((((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
             }
             tl_cp_commit();
@@ -316,32 +308,32 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 8704) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 8448) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 4) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h2[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(26112 + tl_ns * 16896) + (unsigned)(tl_i1 * 264 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 8) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 8) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(25344 + tl_ns * 16640) + (unsigned)(tl_i1 * 260 + tl_i0) * 4u), "l"(tl_p), "r"((((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                 }
                 tl_cp_commit();
             }
             // examples/linear_f32.tile:18
             const int tl_cs = tl_it % 3;
-            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 8704)) + (tl_tid / 16) * 8;
-            const float *tl_sb = (const float *)(tl_smem + (26112 + tl_cs * 16896)) + (tl_tid % 16) * 4;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 8448)) + (tl_tid / 16) * 8;
+            const float *tl_sb = (const float *)(tl_smem + (25344 + tl_cs * 16640)) + (tl_tid % 16) * 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 16; ++tl_k) {
                 float tl_ra[8];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 136 + tl_m];
+                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
                 float tl_rb[16];
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 16; tl_n += 4)
-                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 264 + (tl_n / 4) * 64];
+                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 260 + (tl_n / 4) * 64];
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 8; ++tl_m)
                     #pragma unroll
@@ -412,21 +404,13 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[2];
-        bool tl_h1[2];
+        const float * tl_h0[4];
+        bool tl_h1[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 16; ++tl_q) {
-            const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 2) tl_h0[tl_q] = v_x + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
-        }
-        const float * tl_h2[4];
-        bool tl_h3[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 32; ++tl_q) {
-            const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 4) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 4) tl_h2[tl_q] = v_w + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 4) tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_N);
+            const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 4) tl_h0[tl_q] = v_x + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -434,15 +418,15 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 17408) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 16896) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 32; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 4) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h2[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(52224 + tl_s * 33792) + (unsigned)(tl_i1 * 264 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 8) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 8) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(50688 + tl_s * 33280) + (unsigned)(tl_i1 * 260 + tl_i0) * 4u), "l"(tl_p), "r"((((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
             }
             tl_cp_commit();
@@ -459,32 +443,32 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 17408) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 16896) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 32; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 4) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h2[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(52224 + tl_ns * 33792) + (unsigned)(tl_i1 * 264 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 8) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 8) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(50688 + tl_ns * 33280) + (unsigned)(tl_i1 * 260 + tl_i0) * 4u), "l"(tl_p), "r"((((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                 }
                 tl_cp_commit();
             }
             // examples/linear_f32.tile:18
             const int tl_cs = tl_it % 3;
-            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 17408)) + (tl_tid / 16) * 8;
-            const float *tl_sb = (const float *)(tl_smem + (52224 + tl_cs * 33792)) + (tl_tid % 16) * 4;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 16896)) + (tl_tid / 16) * 8;
+            const float *tl_sb = (const float *)(tl_smem + (50688 + tl_cs * 33280)) + (tl_tid % 16) * 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; ++tl_k) {
                 float tl_ra[8];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 136 + tl_m];
+                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
                 float tl_rb[16];
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 16; tl_n += 4)
-                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 264 + (tl_n / 4) * 64];
+                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 260 + (tl_n / 4) * 64];
                 #pragma unroll
                 for (int tl_m = 0; tl_m < 8; ++tl_m)
                     #pragma unroll

@@ -126,13 +126,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[2];
-        bool tl_h1[2];
+        const float * tl_h0[4];
+        bool tl_h1[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 8; ++tl_q) {
-            const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 2) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+            const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 4) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
         }
         const float * tl_h2[2];
         bool tl_h3[2];
@@ -151,16 +151,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 4608) + (unsigned)(tl_i1 * 72 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 128 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                    float *tl_d = (float *)(tl_smem + 13824 + tl_s * 4352) + tl_i0 * 68 + tl_i1;
+                    float *tl_d = (float *)(tl_smem + 13056 + tl_s * 4352) + tl_i0 * 68 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
                     const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
@@ -189,16 +189,16 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 4 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 4608) + (unsigned)(tl_i1 * 72 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                        float *tl_d = (float *)(tl_smem + 13824 + tl_ns * 4352) + tl_i0 * 68 + tl_i1;
+                        float *tl_d = (float *)(tl_smem + 13056 + tl_ns * 4352) + tl_i0 * 68 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
                         const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
@@ -217,13 +217,13 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
             }
             // examples/matmul_f32.tile:16
             const int tl_cs = tl_it % 3;
-            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 4608)) + (tl_tid / 8) * 4;
-            const float *tl_sb = (const float *)(tl_smem + (13824 + tl_cs * 4352)) + (tl_tid % 8) * 4;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 4352)) + (tl_tid / 8) * 4;
+            const float *tl_sb = (const float *)(tl_smem + (13056 + tl_cs * 4352)) + (tl_tid % 8) * 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 16; ++tl_k) {
                 float tl_ra[4];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 72 + tl_m];
+                for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 68 + tl_m];
                 float tl_rb[8];
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 8; tl_n += 4)
@@ -298,13 +298,13 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[2];
-        bool tl_h1[2];
+        const float * tl_h0[4];
+        bool tl_h1[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 8; ++tl_q) {
-            const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 2) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+            const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 4) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
         }
         const float * tl_h2[4];
         bool tl_h3[4];
@@ -323,16 +323,16 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 8704) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 8448) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
                     const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                    float *tl_d = (float *)(tl_smem + 26112 + tl_s * 16640) + tl_i0 * 260 + tl_i1;
+                    float *tl_d = (float *)(tl_smem + 25344 + tl_s * 16640) + tl_i0 * 260 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
                     const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
@@ -361,16 +361,16 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 8704) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 8448) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
                         const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k) * (long long)(v_N)));
-                        float *tl_d = (float *)(tl_smem + 26112 + tl_ns * 16640) + tl_i0 * 260 + tl_i1;
+                        float *tl_d = (float *)(tl_smem + 25344 + tl_ns * 16640) + tl_i0 * 260 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && tl_h3[tl_q]);
                         const bool tl_m3 = (((v_k + tl_i0) < v_K) && tl_h4[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
@@ -389,13 +389,13 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
             }
             // examples/matmul_f32.tile:16
             const int tl_cs = tl_it % 3;
-            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 8704)) + (tl_tid / 16) * 8;
-            const float *tl_sb = (const float *)(tl_smem + (26112 + tl_cs * 16640)) + (tl_tid % 16) * 4;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 8448)) + (tl_tid / 16) * 8;
+            const float *tl_sb = (const float *)(tl_smem + (25344 + tl_cs * 16640)) + (tl_tid % 16) * 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 16; ++tl_k) {
                 float tl_ra[8];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 136 + tl_m];
+                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
                 float tl_rb[16];
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 16; tl_n += 4)
@@ -470,13 +470,13 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[2];
-        bool tl_h1[2];
+        const float * tl_h0[4];
+        bool tl_h1[4];
         #pragma unroll
         for (int tl_q = 0; tl_q < 16; ++tl_q) {
-            const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 2) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 2) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+            const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 4) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -484,16 +484,16 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 17408) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 16896) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 4;
                     const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
                     const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-                    float *tl_d = (float *)(tl_smem + 52224 + tl_s * 33280) + tl_i0 * 260 + tl_i1;
+                    float *tl_d = (float *)(tl_smem + 50688 + tl_s * 33280) + tl_i0 * 260 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
                     const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
@@ -522,16 +522,16 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 2) * 8 + tl_warp) * 8 + tl_lane / 4, tl_kc = (tl_q / 2) * 4, tl_c1 = tl_lane % 4, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h0[tl_q % 2] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 17408) + (unsigned)(tl_i1 * 136 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 2] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 16896) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 4;
                         const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
                         const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-                        float *tl_d = (float *)(tl_smem + 52224 + tl_ns * 33280) + tl_i0 * 260 + tl_i1;
+                        float *tl_d = (float *)(tl_smem + 50688 + tl_ns * 33280) + tl_i0 * 260 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
                         const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
@@ -550,13 +550,13 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
             }
             // examples/matmul_f32.tile:16
             const int tl_cs = tl_it % 3;
-            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 17408)) + (tl_tid / 16) * 8;
-            const float *tl_sb = (const float *)(tl_smem + (52224 + tl_cs * 33280)) + (tl_tid % 16) * 4;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 16896)) + (tl_tid / 16) * 8;
+            const float *tl_sb = (const float *)(tl_smem + (50688 + tl_cs * 33280)) + (tl_tid % 16) * 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; ++tl_k) {
                 float tl_ra[8];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 136 + tl_m];
+                for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
                 float tl_rb[16];
                 #pragma unroll
                 for (int tl_n = 0; tl_n < 16; tl_n += 4)
