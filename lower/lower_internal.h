@@ -437,6 +437,9 @@ int lower_axinfo_probe(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel
 
 /* A C condition under which boolean tile m is true everywhere, or NULL. */
 const char *lower_all_true(lw *L, const tilec_expr *m);
+/* Is the comparison m (x < n, n > x) true in every program the grid
+ * launches: x = K * pid(a) + t, t <= 0, grid axis a = cdiv(n, G), K <= G? */
+int lower_grid_true(lw *L, const tilec_expr *m);
 
 /* ---- memory.c, materialize.c, reduce.c, dot.c ---- */
 
