@@ -273,10 +273,14 @@ static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, in
         }
         return lower_fmt(L, "(%s %s %s)", x[0], tilec_op_spelling(e->op), x[1]);
     }
+    if (lower_grid_true(L, e)) /* a bound check the grid proves (access.c) */
+        return "true";
     tilec_type ta = *t;
     ta.dtype = opt.dtype;
     const char *x = walk_args_emit(L, e, 0, &ta, idx, same, cur);
     const char *y = walk_args_emit(L, e, 1, &ta, idx, same, cur);
+    if (e->op == TILEC_OP_ANDAND && (!strcmp(x, "true") || !strcmp(y, "true")))
+        return !strcmp(x, "true") ? y : x; /* true && m is m */
     if (e->op == TILEC_OP_MOD && tilec_dtype_class(opt.dtype) == 'f')
         return lower_fmt(L, "%s(%s, %s)", lower_compute_dt(opt.dtype) == TILEC_DT_F64 ? "fmod" : "fmodf", x, y);
     const char *op = tilec_op_spelling(e->op);

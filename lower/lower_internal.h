@@ -511,6 +511,9 @@ int lower_fold_scale(lw *L, const tilec_block *body, tilec_block *out, const cha
 
 /* A C condition under which boolean tile m is true everywhere, or NULL. */
 const char *lower_all_true(lw *L, const tilec_expr *m);
+/* Is the comparison m (x < n, n > x) true in every program the grid
+ * launches: x = K * pid(a) + t, t <= 0, grid axis a = cdiv(n, G), K <= G? */
+int lower_grid_true(lw *L, const tilec_expr *m);
 
 /* ---- memory.c, materialize.c, reduce.c, dot.c ---- */
 

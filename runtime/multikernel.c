@@ -7,6 +7,13 @@
  * memory (uthash, by kernel and shape key) and, with a cache directory, in a
  * small file written atomically; later launches cost one hash lookup.
  *
+ * Each timed launch starts with the device's L2 cleared (a write of a
+ * flush buffer of twice its size, not timed), as the benchmark times
+ * (bench/harness/README.md): a kernel whose inputs fit in L2 would
+ * otherwise be timed reading what the launch before left there, and the
+ * ranking of such timings is not the ranking of calls in a program
+ * (docs/tuning.md, "What is timed when").
+ *
  * TILEC_MULTI_KERNEL=k forces variant k; TILEC_DISABLE_MULTI_KERNEL_CACHE=1
  * skips the files; TILEC_LOGS=multi_kernel logs every choice with its
  * timings. */
@@ -27,6 +34,10 @@
 
 enum { MK_ROUNDS = 15 };
 #define MK_PRUNE 2.0f
+/* The flush buffer is this many times the L2 (the benchmark's is 512 MiB,
+ * over 2x an H100's 50 MiB): a write of one L2's worth leaves lines of the
+ * inputs where the cache's replacement did not reach. */
+enum { MK_FLUSH_L2S = 2 };
 
 /* The choice's key (choice_entry.h): the program's bundle key (every
  * variant's source), the kernel's name and variant count, the device
@@ -84,8 +95,9 @@ typedef enum { MK_TIMED, MK_STORED, MK_UNTIMED, MK_AHEAD } mk_how;
  * and each time) and tune (docs/tuning.md: the variants timed, each time,
  * and the winner). ms: nv times when timed (-1: it did not launch). */
 static void log_choice(const char *kernel, const int64_t *key, uint32_t nkey, int v, mk_how how, const char *from,
-                       const double *ms, uint32_t nv)
+                       const double *ms, uint32_t nv, int flushed)
 {
+    const char *l2 = flushed ? "L2 cleared before each" : "L2 not cleared: no flush buffer";
     char why[160] = "";
     if (how == MK_STORED)
         snprintf(why, sizeof why, "choice from cache (%s), not timed", from ? from : "disk");
@@ -100,7 +112,7 @@ static void log_choice(const char *kernel, const int64_t *key, uint32_t nkey, in
             fprintf(stderr, " of");
             for (uint32_t i = 0; i < nv; i++)
                 fprintf(stderr, " %.4f", ms[i]);
-            fprintf(stderr, " ms\n");
+            fprintf(stderr, " ms (%s)\n", l2);
         } else {
             fprintf(stderr, " (%s)\n", why);
         }
@@ -115,7 +127,7 @@ static void log_choice(const char *kernel, const int64_t *key, uint32_t nkey, in
                 else
                     fprintf(stderr, "%s%u: %.4f ms", i ? ", " : "", i, ms[i]);
             }
-            fprintf(stderr, "); winner variant %d\n", v);
+            fprintf(stderr, "; %s); winner variant %d\n", l2, v);
         } else {
             fprintf(stderr, ": winner variant %d (%s)\n", v, why);
         }
@@ -179,7 +191,7 @@ static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) 
 /* Time every variant on scratch copies of the written buffers. -1: no
  * variant could run; -2: no scratch copy could be made (no timing). */
 static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_arg *args, uint32_t nargs,
-                  void *stream, double *ms)
+                  void *stream, double *ms, int *flushed)
 {
     if (nv > TILEC_MAX_VARIANTS) /* the checker refuses more; before any allocation */
         return -1;
@@ -208,6 +220,18 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
         tilec_rt_memcpy_dtod(rt, bases[i], base, size);
         scratch[i].ptr = bases[i] + (args[i].ptr - base);
     }
+    /* the flush buffer: none when the device says no L2 or there is no
+     * memory for it (then timed with what L2 holds, and the log says so) */
+    tilec_rt_device_props dev;
+    memset(&dev, 0, sizeof dev);
+    uint64_t flush = 0;
+    size_t flush_words = 0;
+    if (tilec_rt_device_info(rt, &dev) == TILEC_RT_OK && dev.l2_bytes > 0 &&
+        tilec_rt_malloc(rt, (size_t)dev.l2_bytes * MK_FLUSH_L2S, &flush) == TILEC_RT_OK)
+        flush_words = (size_t)dev.l2_bytes * MK_FLUSH_L2S / 4;
+    else
+        flush = 0;
+    *flushed = flush != 0;
     void *ev[2] = {NULL, NULL};
     tilec_rt_event_create(rt, &ev[0]);
     tilec_rt_event_create(rt, &ev[1]);
@@ -230,6 +254,13 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
             if (!alive[v])
                 continue;
             float x = 0;
+            /* a value of its own each time: no write is one a cache could skip */
+            if (flush && tilec_rt_memset_d32_async(rt, flush, (unsigned)(r * TILEC_MAX_VARIANTS + v + 1), flush_words,
+                                                   stream) != TILEC_RT_OK) {
+                tilec_rt_free(rt, flush);
+                flush = 0;
+                *flushed = 0;
+            }
             alive[v] = tilec_rt_event_record(rt, ev[0], stream) == TILEC_RT_OK &&
                        tilec_program_launch(p, kname, variant_of(p, first, (int)v)->d.variant, scratch, nargs,
                                             stream) == TILEC_RT_OK &&
@@ -265,6 +296,8 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
     }
     tilec_rt_event_destroy(rt, ev[0]);
     tilec_rt_event_destroy(rt, ev[1]);
+    if (flush)
+        tilec_rt_free(rt, flush);
     for (uint32_t i = 0; i < nargs; i++)
         if (bases[i])
             tilec_rt_free(rt, bases[i]);
@@ -327,7 +360,7 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
         }
         pthread_mutex_unlock(&p->mk_mu);
         if (ahead)
-            log_choice(name, probe.key + 1, nkey - 1, v, MK_AHEAD, NULL, NULL, 0);
+            log_choice(name, probe.key + 1, nkey - 1, v, MK_AHEAD, NULL, NULL, 0, 0);
         if (!c) {
             /* A new shape: one thread times it while the others wait, then
              * they find its choice (timing at once would also skew it). */
@@ -351,9 +384,9 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
                 v = choice_get(&p->mk_store, hash, nv, &from, refused, sizeof refused);
             }
             double ms[TILEC_MAX_VARIANTS];
-            int timed = v < 0, untimed = 0;
+            int timed = v < 0, untimed = 0, flushed = 0;
             if (timed)
-                v = choose(p, first, nv, args, nargs, stream, ms);
+                v = choose(p, first, nv, args, nargs, stream, ms, &flushed);
             if (v == -2) { /* no scratch memory: variant 0, for this process only */
                 v = 0;
                 timed = 0;
@@ -370,7 +403,7 @@ tilec_rt_status rt_program_launch_best_at(tilec_program *p, uint32_t first, cons
             if (refused[0] && tilec_log_enabled("multi_kernel"))
                 fprintf(stderr, "tilec multi_kernel: refused the stored choice %s; timing again\n", refused);
             log_choice(name, probe.key + 1, nkey - 1, v, timed ? MK_TIMED : untimed ? MK_UNTIMED : MK_STORED, from,
-                       ms, nv);
+                       ms, nv, flushed);
             if (timed && stored)
                 choice_put(&p->mk_store, hash, v);
             c = calloc(1, sizeof *c);

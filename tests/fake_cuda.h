@@ -42,7 +42,9 @@
  *   lscale_v0(list x, list y, f32 s): tensor lists, see list_* below
  *   tilec_fill_u64(ptr dst, u64 value, u64 n): the runtime's fill kernel,
  *     run for real on the host; counted in fill_launches
- * cuMemsetD8/D16/D32Async fill for real (counted in memsets) or, on a
+ * cuMemsetD8/D16/D32Async fill for real (counted in memsets; one of at least
+ * the L2's bytes, an L2 flush, is counted and not written, and before an
+ * mk_v* launch counts it in mk_flushed) or, on a
  * capturing stream, are recorded (captured_memsets) and run at replay.
  *   tw_v0(ptr a, ptr b, ptr c, i32 M, i32 N, i32 K) and its sm_90a twin
  *     tw_v0_tma(the same, three CUtensorMaps: A, B and the stored C, the
@@ -54,6 +56,7 @@
  *     them in tma_encodes. */
 
 #define FAKE_CUDA_OPTIN_SMEM 232448 /* the H100's opt-in limit per block */
+#define FAKE_CUDA_L2 (50u << 20)     /* the H100's L2 */
 
 typedef struct fake_cuda_state {
     int inits;                      /* cuInit calls */
@@ -73,9 +76,12 @@ typedef struct fake_cuda_state {
     float mk_drift;                 /* and each launch takes this fraction longer than the one before
                                        (a GPU whose clock falls as it warms up) */
     int mk_launches[3];             /* launches of mk_v<i> */
+    int mk_flushed;                 /* mk_v* launches after a memset of at least FAKE_CUDA_L2 bytes (since the last) */
+    int l2_cleared;                 /* such a memset ran since the last mk_v* launch */
     unsigned long long out_watch;   /* a device pointer: */
     int out_watch_hits;             /* mk_v* launches whose y is out_watch */
     int fail_allocs;                /* the next this many cuMemAlloc calls run out of memory */
+    unsigned long long fail_allocs_over; /* and any of more bytes than this (0: none) */
     int lost;                       /* a trap kernel ran: the context is lost */
     int live_graphs, live_graph_execs; /* CUgraph and CUgraphExec objects alive */
     int captured_launches;          /* launches recorded by a stream capture */

@@ -335,3 +335,113 @@ Test(lower, an_atomic_chunk_is_16_bytes_of_its_own_element)
     cr_expect(strstr(st, "*(uint4 *)&") && strstr(st, "(tl_j / 8)"), "a store beside a bf16 load keeps 8:\n%s", st);
     free(st);
 }
+
+/* The registers NVRTC's ptxas gives kernel `name` of the CUDA C src (sm_90,
+ * no GPU needed): `--ptxas-options=-v` puts "Used N registers" in the log. */
+static int registers_of(const char *src, const char *name)
+{
+    const char *opt[] = {"--ptxas-options=-v"};
+    void *cubin = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    cr_assert_eq(tilec_nvrtc_compile(src, name, "sm_90", opt, 1, &cubin, &size, &log), TILEC_RT_OK, "%s\n%s",
+                 log ? log : "", src);
+    const char *u = log ? strstr(log, "Used ") : NULL;
+    int regs = u ? atoi(u + 5) : -1;
+    free(cubin);
+    free(log);
+    cr_assert_gt(regs, 0, "no register count in the ptxas log");
+    return regs;
+}
+
+/* A layernorm of ROWS rows a program in the 2-D [ROWS, BLOCK] form of
+ * bench/harness/rows_tuned.tile (the default row space's candidates). */
+#define ROWS_LN(GRID, HINTS, R, CMP)                                                                        \
+    "kernel ln(x: *f32, w: *f32, b: *f32, y: *f32, rows: i32, cols: i32, eps: f32)\n"                         \
+    "    grid (" GRID ") hints { " HINTS ", BLOCK = 1024, warps = 4 }\n"                                      \
+    "{\n"                                                                                                     \
+    "    let r = " R ";\n"                                                                                    \
+    "    let base = r[:, None] * cols;\n"                                                                     \
+    "    let rm = " CMP ";\n"                                                                                 \
+    "    let n = cast(cols, f32);\n"                                                                          \
+    "    if cols <= BLOCK {\n"                                                                                \
+    "        let c = range(BLOCK);\n"                                                                         \
+    "        let m = rm && c[None, :] < cols;\n"                                                              \
+    "        let v = load(x + base + c[None, :], m, 0.0);\n"                                                  \
+    "        let mean = sum(v, 1) / n;\n"                                                                     \
+    "        let d = where(m, v - mean[:, None], 0.0);\n"                                                     \
+    "        let rstd = rsqrt(sum(d * d, 1) / n + eps);\n"                                                    \
+    "        store(y + base + c[None, :], d * rstd[:, None] * load(w + c, c < cols, 0.0)[None, :]\n"          \
+    "              + load(b + c, c < cols, 0.0)[None, :], m);\n"                                              \
+    "    } else {\n"                                                                                          \
+    "        let acc = zeros(f32, ROWS, BLOCK);\n"                                                            \
+    "        for c0 in 0 .. cols step BLOCK {\n"                                                              \
+    "            let c = c0 + range(BLOCK);\n"                                                                \
+    "            acc = acc + load(x + base + c[None, :], rm && c[None, :] < cols, 0.0);\n"                    \
+    "        }\n"                                                                                             \
+    "        let mean = (sum(acc, 1) / n)[:, None];\n"                                                        \
+    "        let sq = zeros(f32, ROWS, BLOCK);\n"                                                             \
+    "        for c0 in 0 .. cols step BLOCK {\n"                                                              \
+    "            let c = c0 + range(BLOCK);\n"                                                                \
+    "            let m = rm && c[None, :] < cols;\n"                                                          \
+    "            let d = where(m, load(x + base + c[None, :], m, 0.0) - mean, 0.0);\n"                        \
+    "            sq = sq + d * d;\n"                                                                          \
+    "        }\n"                                                                                             \
+    "        let rstd = rsqrt(sum(sq, 1) / n + eps)[:, None];\n"                                              \
+    "        for c0 in 0 .. cols step BLOCK {\n"                                                              \
+    "            let c = c0 + range(BLOCK);\n"                                                                \
+    "            let m = rm && c[None, :] < cols;\n"                                                          \
+    "            let v = (load(x + base + c[None, :], m, 0.0) - mean) * rstd;\n"                              \
+    "            store(y + base + c[None, :], v * load(w + c, c < cols, 0.0)[None, :]\n"                       \
+    "                  + load(b + c, c < cols, 0.0)[None, :], m);\n"                                            \
+    "        }\n"                                                                                             \
+    "    }\n"                                                                                                 \
+    "}\n"
+
+/* Issue 31: a one-row program's row check, r < rows with
+ * r = pid(0) * ROWS + range(ROWS) under grid (cdiv(rows, ROWS)), ROWS = 1,
+ * holds in every program the grid launches; kept, it made the 2-D layernorm
+ * 53 registers against the one-row kernel's 40 (9 blocks a multiprocessor
+ * against 12). Any bound check K * pid(a) + t < n, t <= 0, under grid
+ * axis a = cdiv(n, G) with K <= G (or n itself) goes; a check that can
+ * fail stays: two rows a program, an offset past the program's first row,
+ * K > G, a grid of another bound. */
+Test(lower, a_bound_check_the_grid_proves_costs_nothing, .timeout = 120)
+{
+    static const struct {
+        const char *src;
+        int kept; /* the row check stays in the CUDA C */
+    } t[] = {
+        {ROWS_LN("cdiv(rows, ROWS)", "ROWS = 1", "pid(0) * ROWS + range(ROWS)", "r[:, None] < rows"), 0},
+        {ROWS_LN("cdiv(rows, ROWS)", "ROWS = 1", "pid(0) * ROWS + range(ROWS)", "rows > r[:, None]"), 0},
+        {ROWS_LN("rows", "ROWS = 1", "pid(0) + range(ROWS)", "r[:, None] < rows"), 0},
+        {ROWS_LN("cdiv(rows, 4)", "ROWS = 1", "pid(0) * 2 + range(ROWS)", "r[:, None] < rows"), 0},
+        {ROWS_LN("cdiv(rows, ROWS)", "ROWS = 2", "pid(0) * ROWS + range(ROWS)", "r[:, None] < rows"), 1},
+        {ROWS_LN("cdiv(rows, ROWS)", "ROWS = 1", "pid(0) * ROWS + range(ROWS) + 1", "r[:, None] < rows"), 1},
+        {ROWS_LN("cdiv(rows, 2)", "ROWS = 1", "pid(0) * 4 + range(ROWS)", "r[:, None] < rows"), 1},
+        {ROWS_LN("cdiv(cols, ROWS)", "ROWS = 1", "pid(0) * ROWS + range(ROWS)", "r[:, None] < rows"), 1},
+        {ROWS_LN("cdiv(rows, ROWS)", "ROWS = 1", "pid(0) * ROWS + range(ROWS)", "r[:, None] <= rows"), 1},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char *cu = lower_one(t[i].src, "ln");
+        const char *body = strstr(cu, "__global__");
+        body = body ? strchr(body, '{') : NULL; /* after the parameters */
+        int kept = body && strstr(body, "v_rows");
+        cr_expect_eq(kept, t[i].kept, "case %zu: the row check %s:\n%s", i, kept ? "stays" : "is gone", cu);
+        free(cu);
+    }
+    /* what it costs: the one-row kernel's registers (examples/layernorm.tile,
+     * BLOCK = 1024, warps = 4), give or take two */
+    char *two = lower_one(t[0].src, "ln");
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "examples/layernorm.tile", &m), TILEC_OK);
+    tilec_kernel_code one;
+    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "layernorm"), 0, &one), TILEC_OK);
+    int r2 = registers_of(two, "ln_v0"), r1 = registers_of(one.source, "layernorm_v0");
+    cr_expect_leq(r2, r1 + 2, "the 2-D one-row layernorm takes %d registers, the one-row kernel %d", r2, r1);
+    tilec_kernel_code_free(&one);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    free(two);
+}
