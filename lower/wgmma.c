@@ -294,6 +294,91 @@ static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec
     return 1;
 }
 
+/* The terms of a chain of + without looking through names. */
+static int plain_terms(const tilec_expr *e, const tilec_expr **t, int n, int max)
+{
+    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_ADD) {
+        n = plain_terms(e->args[0], t, n, max);
+        return n < 0 ? n : plain_terms(e->args[1], t, n, max);
+    }
+    if (n >= max)
+        return -1;
+    t[n] = e;
+    return n + 1;
+}
+
+int lower_wg_match_rows(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **X, const tilec_expr **c,
+                        int *bound, const tilec_expr **C)
+{
+    const tilec_type *ty = lower_ty(L, ld);
+    const tilec_expr *mk = ld->nargs >= 2 ? ld->args[1] : NULL, *t[4], *x[8];
+    if (!mk || ty->rank != 2 || (ty->dtype != TILEC_DT_F16 && ty->dtype != TILEC_DT_BF16))
+        return 0;
+    int nt = add_terms(L, ld->args[0], t, 0, 4), p = -1, s = -1;
+    if (nt != 3)
+        return 0;
+    *X = *c = *C = NULL;
+    for (int i = 0; i < nt; i++) {
+        const tilec_expr *e = t[i];
+        if (e->kind == TILEC_EX_NAME && p < 0 && (p = param_index(L, e, 1)) >= 0)
+            continue;
+        if (e->kind == TILEC_EX_INDEX && !*C && (*C = bcast_of(e, 1)) != NULL)
+            continue;
+        if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_MUL || *X)
+            return 0;
+        for (int j = 0; j < 2 && !*X; j++) { /* X[:, None] * S, either way round */
+            const tilec_expr *a = e->args[j];
+            if (a->kind == TILEC_EX_INDEX && a->nargs == 3 && a->args[1]->kind == TILEC_EX_SLICE && !a->args[1]->nargs &&
+                a->args[2]->kind == TILEC_EX_NONE && (s = param_index(L, e->args[1 - j], 0)) >= 0)
+                *X = a->args[0];
+        }
+        if (!*X)
+            return 0;
+    }
+    if (p < 0 || !*X || !*C || !unit_index(L, *C) || L->k->params[p].type.dtype != ty->dtype)
+        return 0;
+    /* X: one unit-stride index tile c plus scalars */
+    const tilec_expr *xe = *X;
+    if (xe->kind == TILEC_EX_NAME && lower_ty(L, xe)->rank == 1 && !unit_index(L, xe))
+        xe = lower_look(L, xe);
+    int nx = plain_terms(xe, x, 0, 8);
+    if (nx < 1)
+        return 0;
+    for (int i = 0; i < nx; i++) {
+        int rk = lower_ty(L, x[i])->rank;
+        if (rk == 1 && !*c && x[i]->kind == TILEC_EX_NAME && unit_index(L, x[i]))
+            *c = x[i];
+        else if (rk != 0)
+            return 0;
+    }
+    if (!*c)
+        return 0;
+    /* the mask: c[:, None] < rows && C[None, :] < cols, either way round; the bound of c kept */
+    mk = lower_look(L, mk);
+    if (mk->kind != TILEC_EX_BINARY || (mk->op != TILEC_OP_ANDAND && mk->op != TILEC_OP_AND))
+        return 0;
+    int rows = -1, cols = -1;
+    for (int j = 0; j < 2 && (rows < 0 || cols < 0); j++) {
+        rows = bound_of(L, mk->args[j], *c, 0);
+        cols = bound_of(L, mk->args[1 - j], *C, 1);
+    }
+    if (rows < 0 || cols < 0)
+        return 0;
+    *bound = rows;
+    unsigned size = tilec_dtype_size(ty->dtype);
+    memset(m, 0, sizeof *m);
+    m->ptr = (uint32_t)p;
+    m->rows = TILEC_TMA_NONE; /* the rows the kernel reads, proven in range at run time */
+    m->cols = (uint32_t)cols;
+    m->stride = (uint32_t)s;
+    m->box_rows = (uint32_t)ty->dims[0];
+    m->box_cols = WG_ROW_BYTES / size;
+    m->elem_bytes = size;
+    m->bf16 = ty->dtype == TILEC_DT_BF16;
+    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
+    return 1;
+}
+
 /* ", z" for a batched map's third coordinate, "" for a 2-D one. */
 const char *lower_wg_batch(lw *L, const wg_plan *w, int i)
 {
@@ -614,7 +699,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->how = w->gather ? lower_fmt(L, "%s%s", wg_how(L, w), w->how) : wg_how(L, w);
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
-    w->nmaps = w->gather ? 0 : 2;
+    w->nmaps = w->gather ? w->btma : 2; /* a gather twin: B's map alone, or none */
     w->persist_ok = !w->gather && after_loop_ok(L, loop);
     if (!w->gather)
         lower_wg_pair_note(L, loop, pp->update->names[0], w); /* two N tiles a block (wgpair.c) */
@@ -914,7 +999,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     }
     lower_line(L, "if (tl_tid == 0) {");
     lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers : 1);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers + w->btma : 1);
     lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
     lower_line(L, "    }");
     lower_line(L, "    tl_mbar_fence_init();");
@@ -1122,6 +1207,8 @@ const char *lower_wg_params(lw *L)
 {
     if (!L->tw.plan.nmaps) /* a gather twin: no tensor maps */
         return "";
+    if (L->tw.plan.nmaps == 1) /* a gather twin's B (wggather.c) */
+        return ", const __grid_constant__ tl_tmap tl_tm0";
     const char *maps = L->tw.plan.nmaps == 3
                            ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
                              "const __grid_constant__ tl_tmap tl_tm2"
