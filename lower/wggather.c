@@ -16,9 +16,10 @@
  * by a plain arrive after the element-wise stores of a partly masked or
  * misaligned chunk. The consumers fence the generic proxy's writes
  * against wgmma's async reads after the wait (fence.proxy.async).
- * A B that is a plain strided tile at a computed row (a filter tap's
- * rows of an RSCK filter) goes by TMA instead, through one tensor map,
- * where each step proves its box's rows unmasked (b_by_tma).
+ * Where one producer warp group copies, a B that is a plain strided tile
+ * at a computed row (a filter tap's rows of an RSCK filter) goes by TMA
+ * instead, through one tensor map, where each step proves its box's rows
+ * unmasked (b_by_tma).
  * docs/lowering.md ("wgmma with gathered operands") says why cp.async
  * and not TMA's im2col mode for A. */
 #include <stdint.h>
@@ -85,14 +86,9 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
         L->miss_line = line;
         return 0;
     }
-    /* B by TMA where its rows are a plain strided tile: the producer's threads gather A alone */
-    tilec_tma_map bm;
-    int brows = -1;
-    const tilec_expr *bx = NULL, *bc0 = NULL, *bc = NULL;
-    int btma = lower_wg_match_rows(L, pp->load[1], &bm, &bx, &bc0, &brows, &bc) && bm.box_rows <= 256 &&
-               bt->dims[1] % (int64_t)bm.box_cols == 0;
-    /* the producer's threads as before: B's chunks still go by cp.async in a step whose box is partly
-     * masked, and their kept addresses take registers (two groups at 8 chunks a thread spilled) */
+    /* the producer's threads: B's chunks counted even where B goes by TMA (below), since they still go by
+     * cp.async in a step whose box is partly masked, and their kept addresses take registers (two groups
+     * at 8 chunks a thread spilled) */
     int64_t chunks = (at->dims[0] * at->dims[1] + bt->dims[0] * bt->dims[1]) * es / 16;
     w->producers = chunks <= GA_CHUNKS2 * GA_PRODUCER2 ? GA_PRODUCER2 : GA_PRODUCER;
     for (int i = 0; i < 2; i++) {
@@ -100,6 +96,15 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
         if ((t->dims[0] * t->dims[1] * es / 16) % GA_PRODUCER2)
             w->producers = GA_PRODUCER;
     }
+    /* B by TMA where its rows are a plain strided tile and one warp group copies: its threads then gather
+     * A alone, half the chunks a step (on the H100, variant 4 of conv2d.tile, 8 + 8 chunks a thread: 70.1
+     * to 50.8 us on 3x3 28x28 C128). With two groups the 128 x 128 twins ran 7-9% slower with B by TMA
+     * (docs/lowering.md): B stays on cp.async there. */
+    tilec_tma_map bm;
+    int brows = -1;
+    const tilec_expr *bx = NULL, *bc0 = NULL, *bc = NULL;
+    int btma = w->producers == GA_PRODUCER && lower_wg_match_rows(L, pp->load[1], &bm, &bx, &bc0, &brows, &bc) &&
+               bm.box_rows <= 256 && bt->dims[1] % (int64_t)bm.box_cols == 0;
     w->preg = w->creg = 0;
     w->blocks = 1;
     if (w->producers == GA_PRODUCER2) { /* the register file split: the producer's share fixed, the rest the consumers' */

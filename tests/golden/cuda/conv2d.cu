@@ -397,7 +397,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -454,7 +454,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -504,17 +504,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -537,28 +526,26 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -927,7 +914,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -984,7 +971,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -1034,17 +1021,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -1067,28 +1043,26 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -1457,7 +1431,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -1514,7 +1488,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -1564,17 +1538,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -1597,28 +1560,26 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -1987,7 +1948,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -2044,7 +2005,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
         const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 64;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 8; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -2094,16 +2055,6 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                     const int tl_s = tl_it % 8;
                     if (tl_it >= 8)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 4096);
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 4096 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -2126,28 +2077,26 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -3019,7 +2968,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -3076,7 +3025,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
         const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
@@ -3126,17 +3075,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -3159,28 +3097,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -3549,7 +3485,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -3606,7 +3542,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
         const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
@@ -3656,16 +3592,6 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 4096);
-                            tl_tma_2d(tl_ring + 49152 + tl_s * 4096 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -3688,28 +3614,26 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -4078,7 +4002,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -4135,7 +4059,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -4185,17 +4109,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -4218,28 +4131,26 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -4630,7 +4541,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -4687,7 +4598,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -4737,17 +4648,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -4770,28 +4670,26 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -5204,7 +5102,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -5261,7 +5159,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -5311,17 +5209,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -5344,28 +5231,26 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -5778,7 +5663,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -5835,7 +5720,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -5885,17 +5770,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -5918,28 +5792,26 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -6352,7 +6224,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -6409,7 +6281,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
         const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 64;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 8; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -6459,16 +6331,6 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                     const int tl_s = tl_it % 8;
                     if (tl_it >= 8)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 4096);
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 4096 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -6491,28 +6353,26 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -7472,7 +7332,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -7529,7 +7389,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
         const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
@@ -7579,17 +7439,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -7612,28 +7461,26 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -8046,7 +7893,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -8103,7 +7950,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
         const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
@@ -8153,16 +8000,6 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 4096);
-                            tl_tma_2d(tl_ring + 49152 + tl_s * 4096 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -8185,28 +8022,26 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -8619,7 +8454,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
+extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -8676,7 +8511,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
         const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
         if (tl_tid == 0) {
             for (int tl_s = 0; tl_s < 12; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 513);
+                tl_mbar_init(tl_full + tl_s * 8, 512);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
@@ -8726,17 +8561,6 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        if (tl_bt) {
-                            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        } else {
-                            tl_mbar_arrive(tl_full + tl_s * 8);
-                        }
-                    }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -8759,28 +8583,26 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                             tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                        if (tl_w || !(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
