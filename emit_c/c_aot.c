@@ -132,8 +132,10 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
               t->smem_bytes, t->nmaps, t->persistent);
     for (uint32_t i = 0; i < t->nmaps && i < TILEC_TMA_MAX_MAPS; i++) {
         const tilec_tma_map *m = &t->maps[i];
-        sb_printf(c, "%s\n    {%u, %u, %u, %u, %u, %u, %u, %u, %u, {", i ? "," : "", m->ptr, m->rows, m->cols,
-                  m->stride, m->box_rows, m->box_cols, m->elem_bytes, m->bf16, m->batched);
+        sb_printf(c, "%s\n    {%u, ", i ? "," : "", m->ptr);
+        aot_index(c, "", m->rows); /* TILEC_TMA_NONE: rows the kernel proves (a gather twin's B) */
+        sb_printf(c, ", %u, %u, %u, %u, %u, %u, %u, {", m->cols, m->stride, m->box_rows, m->box_cols, m->elem_bytes,
+                  m->bf16, m->batched);
         aot_index(c, "", m->bs[0]);
         aot_index(c, ", ", m->bs[1]);
         sb_puts(c, "}}");

@@ -133,13 +133,17 @@ typedef struct wg_plan {
     int pair_ok, pair;
     int64_t pair_stage_bytes;     /* a paired stage: (M + 2N) x K elements */
     int pair_S;                   /* its stages in the ring */
-    /* wggather.c: A and B copied by cp.async from the producer warp group
-     * (an operand TMA cannot read: a gathered A), not by TMA; no maps */
+    /* wggather.c: A (and B unless btma) copied by cp.async from the producer warp group
+     * (an operand TMA cannot read: a gathered A), not by TMA; no maps but B's */
     int gather;
     const tilec_expr *ld[2];      /* then the two loads */
     int producers;                /* then the producer's threads (two warp groups when the chunks divide) */
     int preg, creg;               /* with two: setmaxnreg's registers of a producer and a consumer thread */
     int blocks;                   /* blocks an SM the twin is built for: 1, or 2 (a gather twin whose halves fit) */
+    /* a gather twin's B by TMA (maps[0], the one tensor map): its rows X = T + c, c bounded by
+     * parameter brows, columns bc; each step takes the box where its rows are all unmasked */
+    int btma, brows;
+    const tilec_expr *bx, *bc0, *bc;
 } wg_plan;
 
 typedef struct matnode {
@@ -738,6 +742,15 @@ const char *lower_wg_params(lw *L);
 int lower_wg_match(lw *L, const tilec_expr *ptr, const tilec_expr *mask, tilec_dtype dt, int64_t box_rows,
                    tilec_tma_map *m, const tilec_expr **R, const tilec_expr **C, const tilec_expr **Z,
                    const tilec_expr **Ra, const tilec_expr **Ca);
+/* load(P + X[:, None] * S + C[None, :], c[:, None] < rows && C[None, :] <
+ * cols, 0) of f16 or bf16 where X = c + scalars (c, C unit-stride index
+ * tiles): rows of the tensor [?, cols] (row stride S) at T + c, the tap's
+ * offset T anything the loop computes; only c is bounded. The map (rows
+ * TILEC_TMA_NONE: the kernel proves each box's rows unmasked at run time,
+ * first(c) + box rows <= the bound), X, c, the bound's parameter, C;
+ * 0 when ld is not of that form (no reason recorded). */
+int lower_wg_match_rows(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **X, const tilec_expr **c,
+                        int *bound, const tilec_expr **C);
 /* ", z": a batched map i's third coordinate; "" for a 2-D map. */
 const char *lower_wg_batch(lw *L, const wg_plan *w, int i);
 /* The box coordinates (column, row) of map i at its first element. */

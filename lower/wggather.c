@@ -16,8 +16,13 @@
  * by a plain arrive after the element-wise stores of a partly masked or
  * misaligned chunk. The consumers fence the generic proxy's writes
  * against wgmma's async reads after the wait (fence.proxy.async).
+ * Where one producer warp group copies, a B that is a plain strided tile
+ * at a computed row (a filter tap's rows of an RSCK filter) goes by TMA
+ * instead, through one tensor map, where each step proves its box's rows
+ * unmasked (b_by_tma).
  * docs/lowering.md ("wgmma with gathered operands") says why cp.async
- * and not TMA's im2col mode. */
+ * and not TMA's im2col mode for A. */
+#include <stdint.h>
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -81,6 +86,9 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
         L->miss_line = line;
         return 0;
     }
+    /* the producer's threads: B's chunks counted even where B goes by TMA (below), since they still go by
+     * cp.async in a step whose box is partly masked, and their kept addresses take registers (two groups
+     * at 8 chunks a thread spilled) */
     int64_t chunks = (at->dims[0] * at->dims[1] + bt->dims[0] * bt->dims[1]) * es / 16;
     w->producers = chunks <= GA_CHUNKS2 * GA_PRODUCER2 ? GA_PRODUCER2 : GA_PRODUCER;
     for (int i = 0; i < 2; i++) {
@@ -88,6 +96,15 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
         if ((t->dims[0] * t->dims[1] * es / 16) % GA_PRODUCER2)
             w->producers = GA_PRODUCER;
     }
+    /* B by TMA where its rows are a plain strided tile and one warp group copies: its threads then gather
+     * A alone, half the chunks a step (on the H100, variant 4 of conv2d.tile, 8 + 8 chunks a thread: 70.1
+     * to 50.8 us on 3x3 28x28 C128). With two groups the 128 x 128 twins ran 7-9% slower with B by TMA
+     * (docs/lowering.md): B stays on cp.async there. */
+    tilec_tma_map bm;
+    int brows = -1;
+    const tilec_expr *bx = NULL, *bc0 = NULL, *bc = NULL;
+    int btma = w->producers == GA_PRODUCER && lower_wg_match_rows(L, pp->load[1], &bm, &bx, &bc0, &brows, &bc) &&
+               bm.box_rows <= 256 && bt->dims[1] % (int64_t)bm.box_cols == 0;
     w->preg = w->creg = 0;
     w->blocks = 1;
     if (w->producers == GA_PRODUCER2) { /* the register file split: the producer's share fixed, the rest the consumers' */
@@ -104,11 +121,22 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
         w->R[i] = w->C[i] = w->Z[i] = w->Ra[i] = w->Ca[i] = NULL;
         w->ld[i] = pp->load[i];
     }
+    w->btma = btma;
+    if (btma) { /* the one tensor map, map 0: B's */
+        w->maps[0] = bm;
+        w->bx = bx;
+        w->bc0 = bc0;
+        w->bc = bc;
+        w->brows = brows;
+    }
     w->gather = 1;
     w->one_why = "the producer copies one iteration's tiles at a time";
-    w->how = lower_fmt(L, ", A and B by cp.async from the producer warp group into the swizzled ring, not TMA "
-                          "(line %u: %s)%s",
-                       line ? line : pp->update->loc.line, tma,
+    w->how = lower_fmt(L, ", %s by cp.async from the producer warp group into the swizzled ring, not TMA "
+                          "(line %u: %s)%s%s",
+                       btma ? "A" : "A and B", line ? line : pp->update->loc.line, tma,
+                       btma ? ", B by TMA (rows at a computed offset, each step's box taken where its rows are all "
+                              "unmasked, else by cp.async)"
+                            : "",
                        w->blocks > 1 ? ", two blocks an SM (each half the ring and the registers)" : "");
     lower_miss_reset(L);
     return 1;
@@ -123,6 +151,47 @@ static const char *swizzled(lw *L, int64_t rows, int rb, int64_t es)
     const char *lin = lower_fmt(L, "((unsigned)tl_i1 / %lld * %lldu + (unsigned)tl_i0 * %du + (unsigned)tl_i1 %% %lld * %lldu)",
                                 (long long)(rb / es), (long long)(rows * rb), rb, (long long)(rb / es), (long long)es);
     return lower_fmt(L, "((%s ^ (((%s >> 7) & %du) << 4)) / %lldu)", lin, lin, rb / 16 - 1, (long long)es);
+}
+
+/* B by TMA (map 0) in a step of the producer's loop: its box's first
+ * row, column and first index along the bounded tile, and whether every
+ * row of the box is unmasked (first + K <= the bound) at coordinates TMA
+ * takes (0 .. INT32_MAX); then the first producer thread expects the
+ * slot's bytes and issues N / 64 boxes of K rows x 128 bytes (where the
+ * chunks would have gone), or only arrives when the box is partly masked
+ * (the chunks then go by cp.async, all threads). Each thread computes the
+ * same tl_bt. */
+static void b_by_tma(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
+{
+    const char *z[1] = {"0"};
+    lower_hoist *h = L->hoist; /* the coordinates are scalars of the step, no chunk's kept registers */
+    L->hoist = NULL;
+    lower_walk(L, w->bx, z, 0, NULL, PREP);
+    lower_walk(L, w->bc, z, 0, NULL, PREP);
+    lower_walk(L, w->bc0, z, 0, NULL, PREP);
+    const char *row = lower_walk(L, w->bx, z, 0, NULL, EMIT), *col = lower_walk(L, w->bc, z, 0, NULL, EMIT),
+               *c0 = lower_walk(L, w->bc0, z, 0, NULL, EMIT);
+    L->hoist = h;
+    int nb = (int)(w->N / w->maps[0].box_cols);
+    lower_line(L, "const long long tl_brow = (long long)(%s), tl_bcol = (long long)(%s);", row, col);
+    lower_line(L, "const bool tl_bt = (long long)(%s) + %lld <= (long long)(%s) && tl_brow >= 0 && tl_brow <= %lld && "
+                  "tl_bcol >= 0 && tl_bcol <= %lld; /* B's box: every row unmasked */",
+               c0, (long long)w->K, lower_cname(L, L->k->params[w->brows].name), (long long)(INT32_MAX - w->K),
+               (long long)(INT32_MAX - w->N));
+    lower_line(L, "if (tl_tid == 0) {");
+    L->ind++;
+    lower_line(L, "if (tl_bt) {");
+    L->ind++;
+    lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, %lld);", (long long)bslot);
+    for (int b = 0; b < nb; b++)
+        lower_line(L, "tl_tma_2d(tl_ring + %lld + tl_s * %lld + %lld, &tl_tm0, (int)tl_bcol + %d, (int)tl_brow, tl_full + tl_s * 8);",
+                   (long long)(w->S * aslot), (long long)bslot, (long long)b * w->K * GA_ROW, b * (int)w->maps[0].box_cols);
+    L->ind--;
+    lower_line(L, "} else {");
+    lower_line(L, "    tl_mbar_arrive(tl_full + tl_s * 8);");
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
 }
 
 void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
@@ -154,6 +223,8 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
+    if (w->btma)
+        b_by_tma(L, w, aslot, bslot);
     L->eager_bool = 1; /* the masks' && as &: predicates, no branch a term (expr.c) */
     if (L->hoist)
         L->hoist->cur = 0; /* which load's kept registers the copies read */
@@ -161,8 +232,16 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
                              swizzled(L, w->M, w->arow, es), 0, 1);
     if (L->hoist)
         L->hoist->cur = 1;
+    if (w->btma) {
+        lower_line(L, "if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */");
+        L->ind++;
+    }
     lower_emit_async_load_at(L, w->ld[1], lower_fmt(L, "tl_r0 + %lld + tl_s * %lld", (long long)(S * aslot), (long long)bslot),
                              swizzled(L, w->K, GA_ROW, es), 0, 1);
+    if (w->btma) {
+        L->ind--;
+        lower_line(L, "}");
+    }
     L->eager_bool = 0;
     lower_line(L, "asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%%0];\" :: \"r\"(tl_full + tl_s * 8) : \"memory\");");
     lower_line(L, "tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */");

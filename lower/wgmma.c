@@ -147,6 +147,81 @@ static int match_load(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec
     return 1;
 }
 
+/* The terms of a chain of + without looking through names. */
+static int plain_terms(const tilec_expr *e, const tilec_expr **t, int n, int max)
+{
+    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_ADD) {
+        n = plain_terms(e->args[0], t, n, max);
+        return n < 0 ? n : plain_terms(e->args[1], t, n, max);
+    }
+    if (n >= max)
+        return -1;
+    t[n] = e;
+    return n + 1;
+}
+
+/* A 1-D name of a virtual index tile with unit stride: start + range(n). */
+static int unit_name(lw *L, const tilec_expr *x)
+{
+    val *v = x->kind == TILEC_EX_NAME ? lower_lookup(L, x->name) : NULL;
+    int64_t s;
+    return v && v->kind == VK_VIRT && lower_ty(L, x)->rank == 1 && lower_stride(L, x, 0, &s) && s == 1;
+}
+
+int lower_wg_match_rows(lw *L, const tilec_expr *ld, tilec_tma_map *m, const tilec_expr **X, const tilec_expr **c,
+                        int *bound, const tilec_expr **C)
+{
+    const tilec_type *ty = lower_ty(L, ld);
+    const tilec_expr *mk = ld->nargs >= 2 ? ld->args[1] : NULL, *x[8];
+    lower_ptraff pa;
+    if (!mk || ty->rank != 2 || (ty->dtype != TILEC_DT_F16 && ty->dtype != TILEC_DT_BF16))
+        return 0;
+    /* the analysis's map: P + X[:, None] * S + C[None, :], no batch, nothing added to the columns */
+    if (!lower_ptr_affine(L, ld->args[0], &pa) || pa.stride[0] < 0 || pa.stride[1] >= 0 || pa.z || pa.add[0] ||
+        pa.add[1] || L->k->params[pa.base].type.dtype != ty->dtype)
+        return 0;
+    *X = pa.idx[0];
+    *C = pa.idx[1];
+    *c = NULL;
+    if (!unit_name(L, *C))
+        return 0;
+    /* X: one unit-stride index tile c (a name) plus scalars */
+    const tilec_expr *xe = *X;
+    if (xe->kind == TILEC_EX_NAME && !unit_name(L, xe))
+        xe = lower_look(L, xe);
+    int nx = plain_terms(xe, x, 0, 8);
+    if (nx < 1)
+        return 0;
+    for (int i = 0; i < nx; i++) {
+        int rk = lower_ty(L, x[i])->rank;
+        if (rk == 1 && !*c && unit_name(L, x[i]))
+            *c = x[i];
+        else if (rk != 0)
+            return 0;
+    }
+    if (!*c)
+        return 0;
+    /* the mask bounds c (not X: the tap's rows are proven in range at run time) and C */
+    lower_ptraff pc = pa;
+    pc.idx[0] = *c;
+    int b[2];
+    if (!lower_mask_bounds(L, mk, &pc, b))
+        return 0;
+    *bound = b[0];
+    unsigned size = tilec_dtype_size(ty->dtype);
+    memset(m, 0, sizeof *m);
+    m->ptr = (uint32_t)pa.base;
+    m->rows = TILEC_TMA_NONE; /* the rows the kernel reads, proven in range at run time */
+    m->cols = (uint32_t)b[1];
+    m->stride = (uint32_t)pa.stride[0];
+    m->box_rows = (uint32_t)ty->dims[0];
+    m->box_cols = WG_ROW_BYTES / size;
+    m->elem_bytes = size;
+    m->bf16 = ty->dtype == TILEC_DT_BF16;
+    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
+    return 1;
+}
+
 /* ", z" for a batched map's third coordinate, "" for a 2-D one. */
 const char *lower_wg_batch(lw *L, const wg_plan *w, int i)
 {
@@ -472,7 +547,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->how = w->gather ? lower_fmt(L, "%s%s", wg_how(L, w), w->how) : wg_how(L, w);
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
-    w->nmaps = w->gather ? 0 : 2;
+    w->nmaps = w->gather ? w->btma : 2; /* a gather twin: B's map alone, or none */
     w->persist_ok = !w->gather && after_loop_ok(L, loop);
     if (!w->gather)
         lower_wg_pair_note(L, loop, pp->update->names[0], w); /* two N tiles a block (wgpair.c) */
@@ -781,7 +856,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     }
     lower_line(L, "if (tl_tid == 0) {");
     lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers : 1);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers + w->btma : 1);
     lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
     lower_line(L, "    }");
     lower_line(L, "    tl_mbar_fence_init();");
@@ -989,6 +1064,8 @@ const char *lower_wg_params(lw *L)
 {
     if (!L->tw.plan.nmaps) /* a gather twin: no tensor maps */
         return "";
+    if (L->tw.plan.nmaps == 1) /* a gather twin's B (wggather.c) */
+        return ", const __grid_constant__ tl_tmap tl_tm0";
     const char *maps = L->tw.plan.nmaps == 3
                            ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
                              "const __grid_constant__ tl_tmap tl_tm2"

@@ -45,7 +45,7 @@ static const struct {
     size_t at;
     int param;
 } map_words[TWIN_MAP_WORDS] = {
-    {offsetof(tilec_tma_map, ptr), 1},        {offsetof(tilec_tma_map, rows), 1},
+    {offsetof(tilec_tma_map, ptr), 1},        {offsetof(tilec_tma_map, rows), 2},
     {offsetof(tilec_tma_map, cols), 1},       {offsetof(tilec_tma_map, stride), 1},
     {offsetof(tilec_tma_map, box_rows), 0},   {offsetof(tilec_tma_map, box_cols), 0},
     {offsetof(tilec_tma_map, elem_bytes), 0}, {offsetof(tilec_tma_map, bf16), 0},

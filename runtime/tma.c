@@ -78,7 +78,8 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
         return TILEC_RT_OK;
     for (uint32_t i = 0; i < m->nmaps; i++) {
         const tilec_tma_map *t = &m->maps[i];
-        if (t->ptr >= pk->d.nparams || t->rows >= pk->d.nparams || t->cols >= pk->d.nparams || t->stride >= pk->d.nparams ||
+        if (t->ptr >= pk->d.nparams || (t->rows >= pk->d.nparams && t->rows != TILEC_TMA_NONE) ||
+            t->cols >= pk->d.nparams || t->stride >= pk->d.nparams ||
             pk->d.kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
             (t->elem_bytes == 4 && t->bf16) || !t->box_rows || t->box_rows > 256 ||
             !swizzle_of(t->box_cols * t->elem_bytes) || t->batched > 1 ||
@@ -205,7 +206,9 @@ static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg
                    uint64_t key[TMA_WORDS])
 {
     uint64_t base = args[m->ptr].ptr;
-    int64_t rows = int_arg(pk, args, m->rows), cols = int_arg(pk, args, m->cols), stride = int_arg(pk, args, m->stride);
+    /* rows TILEC_TMA_NONE: every row a coordinate can name (the kernel proves the rows it reads, lower/wggather.c) */
+    int64_t rows = m->rows == TILEC_TMA_NONE ? INT32_MAX : int_arg(pk, args, m->rows);
+    int64_t cols = int_arg(pk, args, m->cols), stride = int_arg(pk, args, m->stride);
     if (!base || base % 16 || rows < 1 || cols < 1 || stride < cols || rows > INT32_MAX || cols > INT32_MAX ||
         (stride * m->elem_bytes) % 16 || stride > (INT64_C(1) << 39) / m->elem_bytes)
         return 0;

@@ -500,6 +500,8 @@ static const fake_kernel kernels[] = {
     {"tw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
     {"tw_v0_tma", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0},
     {"tw_v0_tma_1", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0}, /* its one-tile twin (lower/wgpair.c) */
+    {"gw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
+    {"gw_v0_tma", 7, {8, 8, 8, 4, 4, 4, 128}, 1024, 0}, /* a gather twin: B's map alone (lower/wggather.c) */
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
     {"sk_v0", 4, {8, 4, 8, 8}, 1024, 0},        /* split-K: x, n, and the hidden part, cnt */
     /* test_fake.py's skmm(a, b, c, M, N, K): variant 0 split-K (two hidden pointers), variant 1 not */
@@ -782,6 +784,9 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         memcpy(&state.tma_args[2], params[8], 8);
         for (int i = 0; i < 3; i++) /* a persistent twin: the program's grid after the maps */
             memcpy(&state.tma_grid[i], params[9 + i], 4);
+    } else if (strcmp(k->name, "gw_v0_tma") == 0) {
+        state.tma_launches++;
+        memcpy(&state.tma_args[0], params[6], 8);
     } else if (strcmp(k->name, "tilec_fill_u64") == 0) {
         uint64_t d, v, n;
         memcpy(&d, params[0], 8);

@@ -44,8 +44,9 @@ typedef struct env {
     uint64_t a, b, c;
 } env;
 
-/* Build tw on the fake device; with a cache in dir when dir is not NULL. */
-static void env_build_in(env *e, const char *dir)
+/* Build kernel `name` of MM_TILE_FMT with A's mask `amask` on the fake
+ * device; with a cache in dir when dir is not NULL. */
+static void env_build_mm(env *e, const char *dir, const char *name, const char *amask)
 {
     memset(e, 0, sizeof *e);
     cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e->rt), TILEC_RT_OK);
@@ -54,7 +55,7 @@ static void env_build_in(env *e, const char *dir)
     cr_assert_str_eq(props.arch, "sm_90a");
     e->ctx = tilec_ctx_new();
     char src[2048];
-    snprintf(src, sizeof src, MM_TILE_FMT, "tw", MM_TILE_MASK);
+    snprintf(src, sizeof src, MM_TILE_FMT, name, amask);
     cr_assert_eq(tilec_parse_string(e->ctx, "tw.tile", src, strlen(src), &e->m), TILEC_OK);
     if (dir)
         cr_assert_eq(tilec_cache_open(dir, &e->cache), TILEC_RT_OK);
@@ -66,6 +67,8 @@ static void env_build_in(env *e, const char *dir)
     cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->b), TILEC_RT_OK);
     cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->c), TILEC_RT_OK);
 }
+
+static void env_build_in(env *e, const char *dir) { env_build_mm(e, dir, "tw", MM_TILE_MASK); }
 
 static void env_build(env *e) { env_build_in(e, NULL); }
 
@@ -137,6 +140,34 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect_eq(fake->tma_encodes, 9);
     cr_expect(fake->tma_grid[0] == 64 && fake->tma_grid[1] == 64 && fake->grid[0] == 2048 && fake->grid[1] == 1);
     cr_expect_eq(fake->tma_one_launches, 2, "the pairs again");
+    env_free(&e);
+}
+
+/* A gather twin (A's mask bounds its rows only: A by cp.async,
+ * lower/wggather.c) passes one map, B's: rows unbounded (INT32_MAX, the
+ * kernel takes a box only where its rows are all below K), columns N,
+ * row stride N, boxes of BK rows x 64; a B whose row stride is no
+ * multiple of 16 bytes launches the variant's own kernel. */
+Test(tma, a_gather_twin_passes_b_s_map, .timeout = 120)
+{
+    env e;
+    env_build_mm(&e, NULL, "gw", "rm[:, None] < M");
+    cr_assert(tilec_program_has_twin(e.p, "gw", 0));
+    tilec_rt_arg args[6] = {{.ptr = e.a}, {.ptr = e.b}, {.ptr = e.c}, {.i32 = 300}, {.i32 = 264}, {.i32 = 200}};
+    cr_assert_eq(tilec_program_launch(e.p, "gw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+    cr_expect_eq(fake->tma_launches, 1, "the twin ran");
+    cr_expect_eq(fake->tma_encodes, 1, "one map: B's");
+    cr_expect_eq(fake->tma_maps[0].base, e.b);
+    cr_expect(fake->tma_maps[0].dims[0] == 264 && fake->tma_maps[0].dims[1] == 2147483647, "dims %llu x %llu",
+              fake->tma_maps[0].dims[0], fake->tma_maps[0].dims[1]);
+    cr_expect_eq(fake->tma_maps[0].stride, 528);
+    cr_expect(fake->tma_maps[0].box[0] == 64 && fake->tma_maps[0].box[1] == 64);
+    cr_expect_eq(fake->tma_maps[0].swizzle, 3, "CU_TENSOR_MAP_SWIZZLE_128B");
+    cr_expect_eq(fake->tma_args[0], e.b, "B's map after the arguments");
+    args[4].i32 = 263; /* a row of 526 bytes: no map, the variant */
+    cr_assert_eq(tilec_program_launch(e.p, "gw", 0, args, 6, NULL), TILEC_RT_OK);
+    cr_expect_eq(fake->tma_launches, 1, "the variant ran");
+    cr_expect_eq(fake->tma_encodes, 1);
     env_free(&e);
 }
 

@@ -2,12 +2,16 @@
  * read as tiles (lower/wggather.c) on the CPU: every variant of both
  * convolutions of examples/conv2d.tile (a gathered A: one base address a
  * row, the channels contiguous) gets a twin whose producer warp group
- * copies A and B by cp.async into the swizzled ring, with no tensor map,
- * and its remark says so and why not TMA; the divisions that find the
+ * copies A by cp.async into the swizzled ring, and B too where two warp
+ * groups copy; where one does (variant 4, BK = 64), B (the filter's rows
+ * of a tap, a plain strided tile at a computed row) goes by one tensor
+ * map whose rows the kernel proves at run time (its box where every row
+ * is unmasked, the chunks by cp.async where not: C not a multiple of
+ * BK); the remark says which and why not TMA for A; the divisions that find the
  * filter tap are step counters in the producer's loop; a dot whose B is transposed
  * and no tensor map keeps the pipeline, the remark saying both reasons;
  * and, when cuobjdump is at hand, the sm_90a SASS of the twin holds
- * HGMMA and LDGSTS, no TMA loads and no local memory. NVRTC needs no
+ * HGMMA, LDGSTS, UTMALDG in variant 4's alone, no local memory. NVRTC needs no
  * GPU. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
@@ -34,7 +38,17 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
             tilec_kernel_code code;
             lower_variant(ctx, m, kernels[i], (int)v, &code);
             cr_expect_not_null(code.tma.name, "%s variant %u: an sm_90a twin", kernels[i], v);
-            cr_expect_eq(code.tma.nmaps, 0, "%s variant %u: no tensor map", kernels[i], v);
+            /* one producer warp group (variant 4, BK = 64): B (RSCK: the tap's rows of [R * S * C, K]) by its
+             * one map, rows at the tap's offset, unbounded (the kernel proves each box's rows), columns K
+             * (parameter 7 or 8), row stride K; two groups: B by cp.async, no map */
+            int one = v == 4;
+            const tilec_tma_map *b = &code.tma.maps[0];
+            uint32_t kp = i ? 8 : 7;
+            cr_expect(one ? code.tma.nmaps == 1 && b->ptr == 1 && b->rows == TILEC_TMA_NONE && b->cols == kp &&
+                                b->stride == kp && b->box_cols == 64 && b->box_rows == 64 && !b->batched
+                          : code.tma.nmaps == 0,
+                      "%s variant %u: B's tensor map (%u maps; ptr %u rows %u cols %u stride %u box %u x %u)", kernels[i], v,
+                      code.tma.nmaps, b->ptr, b->rows, b->cols, b->stride, b->box_rows, b->box_cols);
             cr_expect_eq(code.tma.persistent, 0, "%s variant %u: one tile a block", kernels[i], v);
             const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
             cr_assert_not_null(twin);
@@ -42,7 +56,19 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
                       kernels[i], v);
             cr_expect(strstr(twin, "tl_fence_async_smem();\n            const unsigned tl_a"),
                       "%s variant %u: the consumers fence the generic proxy's writes before wgmma", kernels[i], v);
-            cr_expect(!strstr(twin, "tl_tma_2d("), "%s variant %u: no TMA copy", kernels[i], v);
+            /* B's box by TMA where every row of it is unmasked (c0 + 64 <= C), else its chunks by cp.async; the
+             * full barrier counts the TMA thread's arrival too (2 x 128 + 1) */
+            if (one)
+                cr_expect(strstr(twin, "const __grid_constant__ tl_tmap tl_tm0)") &&
+                              strstr(twin, ", &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, ") &&
+                              strstr(twin, " + 64 <= (long long)(v_C) && tl_brow >= 0") &&
+                              strstr(twin, "if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */") &&
+                              strstr(twin, "tl_mbar_init(tl_full + tl_s * 8, 257);"),
+                          "%s variant %u: B by TMA, by cp.async where its box is partly masked", kernels[i], v);
+            else
+                cr_expect(!strstr(twin, "tl_tma_2d(") && !strstr(twin, "tl_tm0") &&
+                              strstr(twin, "tl_mbar_init(tl_full + tl_s * 8, 512);"),
+                          "%s variant %u: two producer groups copy B by cp.async", kernels[i], v);
             /* two producer warp groups (512 threads at BM = 128) when each
              * thread copies at most 4 chunks a step, the registers split */
             int two = strstr(twin, "the producer, 256 threads") != NULL;
@@ -55,7 +81,7 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
             /* the tap's divisions: step counters, none in the producer's loop */
             const char *loop = strstr(twin, "for (int v_q0 = tl_lo;");
             cr_assert_not_null(loop);
-            const char *end = strstr(loop, "tl_mbar_arrive(tl_full");
+            const char *end = strstr(loop, "cp.async.mbarrier.arrive.noinc");
             cr_assert_not_null(end);
             char *body = strndup(loop, (size_t)(end - loop));
             const char *fallback = strstr(body, "if (!tl_dok) {"), *after = fallback ? strchr(fallback, '}') : NULL;
@@ -65,8 +91,12 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
             free(body);
             cr_expect(strstr(twin, "const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;"),
                       "%s variant %u: the counters are checked to equal the divisions", kernels[i], v);
-            cr_expect(strstr(code.layouts, "A and B by cp.async from the producer warp group into the swizzled ring, "
-                                           "not TMA (line "),
+            cr_expect(strstr(code.layouts, one ? "A by cp.async from the producer warp group into the swizzled ring, "
+                                                 "not TMA (line "
+                                               : "A and B by cp.async from the producer warp group into the swizzled "
+                                                 "ring, not TMA (line ") &&
+                          (strstr(code.layouts, "B by TMA (rows at a computed offset, each step's box taken where its "
+                                                "rows are all unmasked, else by cp.async)") != NULL) == one,
                       "%s variant %u: the remark says which path and why not TMA:\n%s", kernels[i], v, code.layouts);
             tilec_kernel_code_free(&code);
         }
@@ -210,7 +240,7 @@ Test(wgconv, sass_has_hgmma_and_ldgsts, .timeout = 300)
                   "variant %d: the twin multiplies on wgmma", v);
         cr_expect(strstr(t, "LDGSTS") && strstr(t, "ARRIVES.LDGSTSBAR"),
                   "variant %d: its producer copies by cp.async and arrives when they land", v);
-        cr_expect(!strstr(t, "UTMALDG"), "variant %d: no TMA load", v);
+        cr_expect((strstr(t, "UTMALDG") != NULL) == (v == 4), "variant %d: B by TMA in the one-group twin alone", v);
         cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "variant %d: no local memory in the twin", v);
         free(t);
     }
@@ -247,7 +277,8 @@ Test(wgconv, aot_wrapper_with_a_gather_twin_compiles, .timeout = 300)
     cr_assert_not_null(c);
     cr_expect(strstr(c, "static const tilec_tma_meta tl_tma_mm_v0 = {tl_twin_mm_v0, 384, "),
               "the twin's metadata, 384 threads (BK = 64: one producer warp group)");
-    cr_expect(strstr(c, ", 0, 0, {{0}}};\n"), "no tensor map, not persistent");
+    cr_expect(strstr(c, ", 1, 0, {\n    {1, TILEC_TMA_NONE, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}}}};\n"),
+              "B's tensor map (rows the kernel proves), not persistent");
     free(c);
     const char *cc = getenv("CC");
     char *out;

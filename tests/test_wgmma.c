@@ -288,9 +288,14 @@ static void a_map_with_mask(const char *amask, int *rows, int *cols, int *gather
     cr_assert_eq(st, TILEC_OK, "%s: %s", amask, d ? d->message : "");
     tilec_kernel_code code;
     lower_variant(ctx, m, "mm", 0, &code);
-    *rows = code.tma.name && code.tma.nmaps ? (int)code.tma.maps[0].rows : -1;
-    *cols = code.tma.name && code.tma.nmaps ? (int)code.tma.maps[0].cols : -1;
-    *gather = code.tma.name && !code.tma.nmaps && strstr(code.source, "cp.async.mbarrier.arrive.noinc");
+    *rows = code.tma.name && code.tma.nmaps >= 2 ? (int)code.tma.maps[0].rows : -1;
+    *cols = code.tma.name && code.tma.nmaps >= 2 ? (int)code.tma.maps[0].cols : -1;
+    /* a gather twin: A by cp.async, B [K, N] (its rows bounded by K, its columns by N) by its one map,
+     * rows unbounded (the kernel takes a box only where all its rows are below K, lower/wggather.c) */
+    const tilec_tma_map *b = &code.tma.maps[0];
+    *gather = code.tma.name && code.tma.nmaps == 1 && strstr(code.source, "cp.async.mbarrier.arrive.noinc") &&
+              b->ptr == 1 && b->rows == TILEC_TMA_NONE && b->cols == 4 && b->stride == 4 && b->box_rows == 64 &&
+              b->box_cols == 64 && strstr(code.source, "(long long)(v_K)");
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
@@ -299,8 +304,9 @@ static void a_map_with_mask(const char *amask, int *rows, int *cols, int *gather
 /* The map's extents are the mask's bounds, whichever parameters they are
  * (the runtime falls back when the row stride is narrower than a row); a
  * mask that is not `R < rows && C < cols` of the pointer's own index
- * tiles is no tensor map: the twin's producer copies A and B by cp.async
- * instead (a gather twin, masked element by element as the pipeline). */
+ * tiles is no tensor map: the twin's producer copies A by cp.async
+ * instead (a gather twin, masked element by element as the pipeline),
+ * and B, a plain tile, by its own map. */
 Test(wgmma, masks_give_the_extents)
 {
     int r, c, g;

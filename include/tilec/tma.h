@@ -24,7 +24,10 @@ extern "C" {
  * elem_bytes is 32, 64 or 128 bytes, swizzled 32, 64 or 128 bytes wide
  * (A's rows of a K tile of 16 or 32 halves are the narrower ones). ptr,
  * rows, cols and stride are parameter indices (a pointer and three
- * integer parameters). */
+ * integer parameters); rows may be TILEC_TMA_NONE: every row a 32-bit
+ * coordinate names (INT32_MAX rows), for a map whose kernel takes only
+ * boxes whose rows it proved in range at run time (a gather twin's B,
+ * lower/wggather.c). */
 typedef struct tilec_tma_map {
     uint32_t ptr, rows, cols, stride;
     uint32_t box_rows, box_cols;

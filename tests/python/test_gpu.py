@@ -122,8 +122,10 @@ class GpuTests(unittest.TestCase):
         # unequal sizes, C below BK and not a multiple of 8 (partly masked
         # chunks), K not a multiple of the tile. On a 9.0 device every
         # variant runs on its sm_90a twin (wgmma, the producer warp group
-        # copying A and B by cp.async: lower/wggather.c), which the tma log
-        # says (fd 2 read back: the runtime writes it)
+        # copying A by cp.async, B by TMA where its box's rows are all
+        # below C, by cp.async where not: C = 3, 24, 80: lower/wggather.c),
+        # which the tma log says (fd 2 read back: the runtime writes it;
+        # K = 5 and 70, rows of 10 and 140 bytes, take the variant)
         import tempfile
         import torch.nn.functional as F
         hopper = torch.cuda.get_device_capability() == (9, 0)
