@@ -144,6 +144,9 @@ typedef struct wg_plan {
      * parameter brows, columns bc; each step takes the box where its rows are all unmasked */
     int btma, brows;
     const tilec_expr *bx, *bc0, *bc;
+    int64_t other;                /* shared memory the twin's passes allocate besides its ring block (lower_wg_block):
+                                   * the statements after the loop (a conversion, a reduction); 0 until a lowering
+                                   * of the twin measured it (lower/target.c), then the stages leave room for it */
 } wg_plan;
 
 typedef struct matnode {
@@ -212,7 +215,8 @@ typedef struct lw {
     strbuf out;
     int ind;
     int nt, nwarps;
-    uint32_t smem;
+    uint32_t smem;     /* shared memory allocated; SMEM_LIMIT + 1 once an allocation passed the limit */
+    int64_t smem_need; /* the bytes asked for, past the limit too: what a twin's plan must leave room for */
     int tmp;
     lbind *binds;
     int nbinds, capbinds, depth;
@@ -822,6 +826,27 @@ void lower_wg_pair_acc(lw *L, const char *acc);
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C);
 /* The stages of plan w's ring at stage_bytes a stage. */
 int lower_wg_ring_stages(const wg_plan *w, int64_t stage_bytes);
+/* The shared memory of a twin's ring block, the one count the plans and
+ * the allocation (lower_wg_loop, lower_wga_loop) share: S stages of
+ * stage_bytes, `staging` bytes past them (a persistent twin's stored
+ * tile), a full and an empty mbarrier a stage and the 1024 bytes the
+ * ring's alignment may skip. */
+int64_t lower_wg_block(int S, int64_t stage_bytes, int64_t staging);
+/* The most stages, at most S, whose ring block beside the w->other bytes
+ * the rest of the twin takes fits a block's shared memory (SMEM_LIMIT);
+ * under 2 when not even two do. */
+int lower_wg_fit(const wg_plan *w, int S, int64_t stage_bytes, int64_t staging);
+/* The bytes of shared memory a lowered twin L took besides the ring block
+ * of its plan, when its passes asked for more than a block may have (the
+ * room its stages must leave), else -1. */
+int64_t lower_wg_over(const lw *L);
+/* One-tile plan w (wgattn.c's too) with room for `other` bytes beside
+ * its ring block: fewer stages; 0 when fewer than two, or too few for
+ * the stored tile the ring stages, fit. */
+int lower_wg_one_replan(wg_plan *w, int64_t other);
+/* May a paired plan (wgpair.c) run S stages: as many and as deep in K as
+ * the pair needs to pay. */
+int lower_wg_pair_deep(const wg_plan *w, int S);
 
 /* ---- splitk.c: split-K (the `split_k` hint) ---- */
 

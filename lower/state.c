@@ -187,6 +187,8 @@ int lower_axis(lw *L, const tilec_expr *call, uint32_t i, int rank)
 
 uint32_t lower_alloc_smem(lw *L, int64_t bytes)
 {
+    /* the need counts on past the limit (bytes over 2^40 as 2^40: never near a wrap) */
+    L->smem_need = ((L->smem_need + 15) & ~(int64_t)15) + (bytes < 0 || bytes > ((int64_t)1 << 40) ? (int64_t)1 << 40 : bytes);
     uint32_t off = (L->smem + 15u) & ~15u;
     if (bytes < 0 || off + (uint64_t)bytes > SMEM_LIMIT) {
         L->smem = SMEM_LIMIT + 1;

@@ -109,8 +109,8 @@ static void persist_why(const lw *C, const lw *P, char *buf, size_t n)
     if (C->failed || P->failed || C->out.failed || P->out.failed)
         snprintf(buf, n, "a persistent pass did not lower");
     else if (C->smem > SMEM_LIMIT || P->smem > SMEM_LIMIT)
-        snprintf(buf, n, "its passes need %u and %u bytes of shared memory, more than a block may have (%d)", P->smem,
-                 C->smem, SMEM_LIMIT);
+        snprintf(buf, n, "its passes need %lld and %lld bytes of shared memory, more than a block may have (%d)",
+                 (long long)P->smem_need, (long long)C->smem_need, SMEM_LIMIT);
     else if (P->smem != C->smem)
         snprintf(buf, n, "the producer's and the consumers' passes need different shared memory (%u and %u bytes)",
                  P->smem, C->smem);
@@ -118,22 +118,62 @@ static void persist_why(const lw *C, const lw *P, char *buf, size_t n)
         snprintf(buf, n, "a persistent pass did not reach the dot loop");
 }
 
-/* The persistent twin `name` of plan w (lower_wg_persist applied),
- * lowered twice (the producer's and the consumers' bodies) and appended
- * to tu: lower_wg_finish's result; when it is 0, why (may be NULL) says
- * why in words. */
-static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf *tu, tilec_tma_meta *meta, char *why,
-                        size_t nwhy)
+/* The persistent twin `name` of plan `base` (w: base with
+ * lower_wg_persist applied), lowered twice (the producer's and the
+ * consumers' bodies) and appended to tu: lower_wg_finish's result, 0
+ * when base has no persistent plan; when a plan did not come out, why
+ * (may be NULL) says why in words. Where a pass took more shared memory
+ * than a block may have, plan again from base leaving room for what the
+ * passes take besides the ring block (lower_wg_over: what the statements
+ * after the loop allocate), and lower that. */
+static int persist_twin(const lw *R, const wg_plan *base, wg_plan *w, const char *name, strbuf *tu,
+                        tilec_tma_meta *meta, char *why, size_t nwhy)
 {
-    lw P, C;
-    twin_pass(R, w, 1, name, &P);
-    twin_pass(R, w, 2, name, &C);
-    int r = lower_wg_finish(&C, &P, tu, meta, name);
-    if (!r && why)
-        persist_why(&C, &P, why, nwhy);
-    lower_free(&P);
-    lower_free(&C);
-    return r;
+    *w = *base;
+    if (!lower_wg_persist(w))
+        return 0;
+    for (;;) {
+        lw P, C;
+        twin_pass(R, w, 1, name, &P);
+        twin_pass(R, w, 2, name, &C);
+        int r = lower_wg_finish(&C, &P, tu, meta, name);
+        int64_t op = lower_wg_over(&P), oc = lower_wg_over(&C), other = op > oc ? op : oc;
+        if (!r && why)
+            persist_why(&C, &P, why, nwhy);
+        lower_free(&P);
+        lower_free(&C);
+        if (r || other <= w->other)
+            return r;
+        *w = *base;
+        w->other = other;
+        if (!lower_wg_persist(w))
+            return 0;
+    }
+}
+
+/* The one-tile twin `tname` of R's plan, lowered and appended to tu;
+ * where the pass took more shared memory than a block may have, with
+ * fewer stages, leaving room for what it takes besides the ring block
+ * (wgattn.c's twin too): lower_wg_finish's (or lower_wga_finish's)
+ * result. */
+static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
+{
+    wg_plan w = R->tw.plan;
+    for (;;) {
+        lw L;
+        twin_pass(R, &w, 0, tname, &L);
+        int64_t other = lower_wg_over(&L);
+        if (other <= w.other || !lower_wg_one_replan(&w, other)) {
+            int r = w.attn ? lower_wga_finish(&L, tu, meta, tname) : lower_wg_finish(&L, NULL, tu, meta, tname);
+            lower_free(&L);
+            if (r > 0 && w.other) /* the remark says what runs */
+                R->tw.plan.how = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %d "
+                                              "stages",
+                                           R->tw.plan.how ? R->tw.plan.how : "", (long long)w.other, w.S);
+            return r;
+        }
+        lower_free(&L);
+    }
 }
 
 /* Beside a paired twin `tname` (lower/wgpair.c), the persistent twin of
@@ -143,15 +183,13 @@ static int persist_twin(const lw *R, const wg_plan *w, const char *name, strbuf 
  * 1, or -1 out of memory (none made is no error: the pairs run alone). */
 static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
 {
-    wg_plan w = R->tw.plan;
-    w.pair_ok = 0;
-    if (!lower_wg_persist(&w))
-        return 1;
+    wg_plan base = R->tw.plan, w;
+    base.pair_ok = 0;
     char *name = suffixed(tname, "_1");
     if (!name)
         return -1;
     tilec_tma_meta one;
-    int r = persist_twin(R, &w, name, tu, &one, NULL, 0);
+    int r = persist_twin(R, &base, &w, name, tu, &one, NULL, 0);
     free(name);
     if (r > 0) {
         if (one.smem_bytes > meta->smem_bytes)
@@ -176,24 +214,21 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
     wg_plan w = R->tw.plan;
     int r = 0;
     if (w.attn) { /* a loop of dots on cp.async rings (wgattn.c): one tile a block */
-        lw L;
-        twin_pass(R, &w, 0, tname, &L);
-        r = lower_wga_finish(&L, tu, meta, tname);
-        lower_free(&L);
+        r = one_tile_twin(R, tname, tu, meta);
         free(tname);
         return r;
     }
     char why[200] = "";
-    if (lower_wg_persist(&w)) {
-        r = persist_twin(R, &w, tname, tu, meta, why, sizeof why);
-        if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
-            r = single_twin(R, tname, tu, meta);
-    }
+    r = persist_twin(R, &R->tw.plan, &w, tname, tu, meta, why, sizeof why);
+    if (r > 0 && w.other) /* the remark says what runs: the plan's words named the stages before the measure */
+        R->tw.plan.how = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %s on "
+                                      "a persistent grid, %d stages",
+                                   R->tw.plan.how ? R->tw.plan.how : "", (long long)w.other,
+                                   w.pair ? "two N tiles a block" : "one N tile a block", w.S);
+    if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
+        r = single_twin(R, tname, tu, meta);
     if (!r) {
-        lw L;
-        twin_pass(R, &R->tw.plan, 0, tname, &L);
-        r = lower_wg_finish(&L, NULL, tu, meta, tname);
-        lower_free(&L);
+        r = one_tile_twin(R, tname, tu, meta);
         /* the remark (rendered after this) says what runs: the plan's words named the persistent twin */
         if (r > 0 && why[0])
             R->tw.plan.how = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s",

@@ -336,7 +336,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     rp->S = S;
     rp->base = "tl_wro + ";
     rp->wg = 1;
-    uint32_t base = lower_alloc_smem(L, ring + 1024 + 16 * S);
+    uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, 0));
     lower_plan_loop(L, loop, 1);
     const char *v = lower_cname(L, loop->names[0]);
     lower_line(L, "{ /* dots on wgmma, %d-stage ring by a cp.async producer warp group (sm_90a) */", S);

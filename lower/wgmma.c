@@ -46,10 +46,6 @@ static int wg_row_bytes(int64_t bytes)
 /* The descriptor's layout type of a swizzle of `row` bytes (PTX ISA,
  * "Matrix Descriptor Format": 1 128-byte, 2 64-byte, 3 32-byte). */
 static int wg_layout_type(int row) { return row == 128 ? 1 : row == 64 ? 2 : 3; }
-/* a persistent twin's ring and store staging together (the rest of the
- * 227 KiB a block may have: the 1024-byte alignment, the barriers, what the
- * statements after the loop allocate) */
-enum { WG_PERSIST_MAX = 224 * 1024 };
 
 /* ---- recognising the loads ---- */
 
@@ -456,7 +452,34 @@ static int wg_max_stages(const wg_plan *w)
 int lower_wg_ring_stages(const wg_plan *w, int64_t stage_bytes)
 {
     int64_t s = WG_RING_MAX / (w->blocks > 1 ? w->blocks : 1) / stage_bytes; /* the SM's ring shared by its blocks */
-    return s > wg_max_stages(w) ? wg_max_stages(w) : (int)s;
+    return lower_wg_fit(w, s > wg_max_stages(w) ? wg_max_stages(w) : (int)s, stage_bytes, 0);
+}
+
+int64_t lower_wg_block(int S, int64_t stage_bytes, int64_t staging) { return S * stage_bytes + staging + 16 * S + 1024; }
+
+int lower_wg_fit(const wg_plan *w, int S, int64_t stage_bytes, int64_t staging)
+{
+    while (S >= 2 && lower_wg_block(S, stage_bytes, staging) + w->other > SMEM_LIMIT)
+        S--;
+    return S;
+}
+
+int lower_wg_one_replan(wg_plan *w, int64_t other)
+{
+    w->other = other;
+    w->S = lower_wg_fit(w, w->S, w->stage_bytes, 0);
+    /* a store by TMA stages its tile in the ring (wgstore.c) */
+    return w->S >= 2 && (w->nmaps != 3 || w->M * w->N * (int64_t)w->maps[2].elem_bytes <= w->S * w->stage_bytes);
+}
+
+int64_t lower_wg_over(const lw *L)
+{
+    const wg_plan *w = &L->tw.plan;
+    if (L->smem <= SMEM_LIMIT || !L->tw.done)
+        return -1;
+    int64_t block = w->attn ? lower_wg_block(w->S, w->stage_bytes, 0)
+                            : lower_wg_block(w->S, w->stage_bytes, lower_wg_staging(w));
+    return L->smem_need - block;
 }
 
 /* What the twin chose where the hints did not say it, for the remark
@@ -588,15 +611,16 @@ static int persist_plan(wg_plan *w)
      * one-tile schedule (a 128 x 256 f16 tile: two halves of 32 KiB, four
      * stages of 48 KiB) */
     int64_t tile = w->nmaps == 3 ? w->M * w->N * (int64_t)w->maps[2].elem_bytes : 0;
-    int64_t boxes = tile / (w->M * WG_ROW_BYTES), S = (WG_PERSIST_MAX - tile) / w->stage_bytes;
-    int parts = 1;
-    while (S < w->S && parts * 2 <= boxes && boxes % (parts * 2) == 0) {
-        parts *= 2;
-        S = (WG_PERSIST_MAX - tile / parts) / w->stage_bytes;
+    int64_t boxes = tile / (w->M * WG_ROW_BYTES);
+    int parts = 1, S = lower_wg_fit(w, wg_max_stages(w), w->stage_bytes, tile);
+    for (int p = 2; S < w->S && p <= boxes && boxes % p == 0; p *= 2) { /* more parts only where they gain a stage */
+        int s = lower_wg_fit(w, wg_max_stages(w), w->stage_bytes, tile / p);
+        if (s > S)
+            S = s, parts = p;
     }
-    if (!w->persist_ok || S < 2)
+    if (!w->persist_ok || S < 2 || (w->pair && !lower_wg_pair_deep(w, S)))
         return 0;
-    w->S = S > wg_max_stages(w) ? wg_max_stages(w) : (int)S;
+    w->S = S;
     w->persist = 1;
     w->epi_parts = parts;
     w->epi_off = w->S * w->stage_bytes;
@@ -827,7 +851,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     int S = w->S;
     int64_t ring = S * w->stage_bytes, epi = lower_wg_staging(w);
     L->tw.pre = L->out.n; /* the lets before the loop end here (wgpair.c lowers them again) */
-    uint32_t base = lower_alloc_smem(L, ring + epi + 2 * 8 * S + 1024);
+    uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, epi));
     L->tw.plan.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
     const char *v = lower_cname(L, loop->names[0]);
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);

@@ -148,10 +148,12 @@ static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, cons
         return "A's tile, the K index or the batch reads pid(1)";
     if (!pid1_is(L, loop->lo, loop, 0) || !pid1_is(L, loop->hi, loop, 0) || !pid1_is(L, loop->step, loop, 0))
         return "the loop's bounds read pid(1)";
-    if (w->pair_S < WP_MIN_STAGES || w->pair_S * w->K < WP_MIN_DEPTH)
+    if (!lower_wg_pair_deep(w, w->pair_S))
         return lower_fmt(L, "%d stages of %lld KiB fit", w->pair_S, (long long)(w->pair_stage_bytes / 1024));
     return NULL;
 }
+
+int lower_wg_pair_deep(const wg_plan *w, int S) { return S >= WP_MIN_STAGES && S * w->K >= WP_MIN_DEPTH; }
 
 void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w)
 {

@@ -52,6 +52,7 @@ struct rt_tma {
     CUfunction fn;
     CUfunction fn1;     /* persistent 2: the one-tile twin NAME_1 beside the paired one, or NULL */
     int pair_mode;      /* TILEC_TMA_PAIR: 1 always the pairs, 0 always the one-tile twin, -1 the cost */
+    int persist_mode;   /* TILEC_TMA_PERSIST: 1 always min(units, SMs) blocks, 0 always a block a unit, -1 the waves */
     PFN_cuTensorMapEncodeTiled_v12000 encode;
     PFN_cuLaunchKernel_v4000 launch;
     uint32_t sms;       /* the device's multiprocessors: a persistent twin's blocks */
@@ -156,6 +157,10 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
     t->pair_mode = pm && !strcmp(pm, "1") ? 1 : pm && !strcmp(pm, "0") ? 0 : -1;
     if (log && pm && t->pair_mode < 0)
         fprintf(stderr, "tilec tma: TILEC_TMA_PAIR=%.32s is neither 0 nor 1: the launch chooses\n", pm);
+    const char *pp = getenv("TILEC_TMA_PERSIST");
+    t->persist_mode = pp && !strcmp(pp, "1") ? 1 : pp && !strcmp(pp, "0") ? 0 : -1;
+    if (log && pp && t->persist_mode < 0)
+        fprintf(stderr, "tilec tma: TILEC_TMA_PERSIST=%.32s is neither 0 nor 1: the launch chooses\n", pp);
     if (t->meta.persistent == 2) { /* its one-tile twin, when the module has it (lower.c, single_twin) */
         size_t n = strlen(t->meta.name);
         char one[256];
@@ -314,9 +319,10 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             logical[i] = (int32_t)grid[i];
             params[pk->d.nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
         }
-        blocks[0] = units > (uint64_t)TMA_PERSIST_WAVES * t->sms ? (uint32_t)units
-                    : units < t->sms                                ? (uint32_t)units
-                                                                    : t->sms;
+        /* a block a unit (each block then takes one) past TMA_PERSIST_WAVES units an SM, unless
+         * TILEC_TMA_PERSIST says */
+        int walk = t->persist_mode < 0 ? units <= (uint64_t)TMA_PERSIST_WAVES * t->sms : t->persist_mode;
+        blocks[0] = walk && units > t->sms ? t->sms : (uint32_t)units;
         blocks[1] = blocks[2] = 1;
     }
     CUresult r = t->launch(fn, blocks[0], blocks[1], blocks[2], t->meta.threads, 1, 1, t->meta.smem_bytes,

@@ -13,6 +13,9 @@
  * persistent grid: one shape has more tiles than the device has
  * multiprocessors, so a block walks several. x @ W.T (W stored [N, K],
  * a K-major B for wgmma) in every variant of tests/gpu/linear_bt.tile.
+ * An epilogue that reads an f32 tile back through shared memory beside
+ * the ring (tests/gpu/epilogue_readback.tile: persistent and gather twins
+ * whose stages leave room for it).
  * Without a GPU one SKIP line; on a GPU other than 9.0 the twin checks are
  * skipped. */
 #include <criterion/criterion.h>
@@ -362,6 +365,69 @@ Test(wgmma, linear_bt, .timeout = 300)
     cr_expect_eq(variants, 6, "tests/gpu/linear_bt.tile: %d variants", variants);
     if (hopper)
         cr_expect_geq(twins, 5, "tests/gpu/linear_bt.tile: %d variants with an sm_90a twin", twins);
+    tilec_program_free(p);
+    tilec_module_free(m);
+}
+
+/* tests/gpu/epilogue_readback.tile: c = f16(a @ b + d), d f32, whose
+ * epilogue converts 64 KiB through shared memory beside the twin's ring
+ * (its stages planned with room for it: lower_wg_fit, lower/target.c);
+ * mm_add's persistent twin (A by TMA) on every shape, mm_add_rows's
+ * gather twin (one tile a block) where K is a multiple of its BK (A's
+ * mask names its rows only); both have a twin on a 9.0 device (none
+ * before the plans counted the epilogue), right against the CPU with the
+ * output poisoned. */
+static void run_readback(tilec_program *p, const char *kernel, int M, int N, int K)
+{
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *a = malloc(na * 4 + 4), *b = malloc(nb * 4 + 4), *dv = malloc(nc * 4 + 4), *got = malloc(nc * 4 + 4);
+    uint16_t *ah = rand16(na, 0, a), *bh = rand16(nb, 0, b), *got16 = malloc(nc * 2 + 2);
+    fill_random(dv, nc, &rng);
+    double *want = gk_ref_matmul(a, b, M, N, K);
+    for (size_t i = 0; i < nc; i++)
+        want[i] += dv[i];
+    uint64_t ba, bb, bc, bd;
+    uint64_t da = upload_at(ah, na * 2, 0, &ba), db = upload_at(bh, nb * 2, 0, &bb), dd = upload_at(dv, nc * 4, 0, &bd);
+    CHECK_RT(tilec_rt_malloc(rt, nc * 2 + 4, &bc));
+    CHECK_RT(tilec_rt_memset_d32(rt, bc, 0x7e007e00u, (nc * 2 + 4) / 4)); /* f16 NaN */
+    tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = bc}, {.ptr = dd}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
+    CHECK_RT(tilec_program_launch(p, kernel, 0, args, 7, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, got16, bc, nc * 2));
+    for (size_t i = 0; i < nc; i++)
+        got[i] = f16_to_f32(got16[i]);
+    double err = rel_l2(got, want, nc);
+    cr_expect(err < 2e-3, "%s, M=%d N=%d K=%d: rel. error %g", kernel, M, N, K, err);
+    tilec_rt_free(rt, ba);
+    tilec_rt_free(rt, bb);
+    tilec_rt_free(rt, bc);
+    tilec_rt_free(rt, bd);
+    free(a);
+    free(b);
+    free(dv);
+    free(got);
+    free(ah);
+    free(bh);
+    free(got16);
+    free(want);
+}
+
+Test(wgmma, epilogue_reads_back, .timeout = 300)
+{
+    tilec_module *m = NULL;
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "tests/gpu/epilogue_readback.tile", &m), TILEC_OK);
+    tilec_build_options o = {.threads = 2};
+    tilec_status st = tilec_program_build(ctx, rt, m, &o, &p);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "build failed");
+    for (int k = 0; k < 2; k++) {
+        const char *kernel = k ? "mm_add_rows" : "mm_add";
+        cr_expect(!hopper || tilec_program_has_twin(p, kernel, 0), "%s: an sm_90a twin", kernel);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            if (!k || shapes[s][2] % 64 == 0)
+                run_readback(p, kernel, shapes[s][0], shapes[s][1], shapes[s][2]);
+    }
     tilec_program_free(p);
     tilec_module_free(m);
 }

@@ -6,7 +6,8 @@
  * bytes, box, the swizzle its row width gives: 128 bytes, or 32 and 64
  * for A at K tiles of 16 and 32 halves), passes them after the arguments, then the
  * program's grid, and launches the twin's persistent grid (at most one
- * block per multiprocessor; one per tile past 8 tiles a multiprocessor); the same buffers again make no new maps (the cache);
+ * block per multiprocessor; one per tile past 8 tiles a multiprocessor,
+ * unless TILEC_TMA_PERSIST says); the same buffers again make no new maps (the cache);
  * a base off 16 bytes or a row stride that is not a multiple of 16 bytes
  * launches the variant's own kernel and makes no map; TILEC_DISABLE_TMA=1
  * and a driver without cuTensorMapEncodeTiled leave the variant alone; a
@@ -31,6 +32,7 @@ static void setup(void)
     unsetenv("FAKE_CUDA_MODE");
     unsetenv("TILEC_DISABLE_TMA");
     unsetenv("TILEC_TMA_PAIR");
+    unsetenv("TILEC_TMA_PERSIST");
 }
 
 TestSuite(tma, .init = setup);
@@ -190,6 +192,30 @@ Test(tma, pair_mode_from_the_environment, .timeout = 120)
     cr_expect(fake->tma_one_launches == 1 && fake->grid[0] == 132, "%d %u", fake->tma_one_launches, fake->grid[0]);
     env_free(&e);
     unsetenv("TILEC_TMA_PAIR");
+}
+
+/* TILEC_TMA_PERSIST overrides the waves rule: 1 walks 2048 pairs (16 a
+ * multiprocessor) on 132 blocks, where the launch takes a block a pair;
+ * 0 a block a pair where it walks 256 on 132 blocks; another value: the
+ * rule. */
+Test(tma, persist_mode_from_the_environment, .timeout = 120)
+{
+    static const struct {
+        const char *mode;
+        int M, N;
+        unsigned blocks;
+    } cases[] = {{"1", 8192, 8192, 132}, {"0", 4096, 2048, 256}, {"2", 8192, 8192, 2048}, {"1", 300, 264, 9}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        env e;
+        setenv("TILEC_TMA_PERSIST", cases[i].mode, 1);
+        env_build(&e);
+        int before = fake->tma_launches;
+        cr_assert_eq(launch(&e, e.a, cases[i].M, cases[i].N, 256), TILEC_RT_OK);
+        cr_expect(fake->tma_launches == before + 1 && fake->grid[0] == cases[i].blocks, "TILEC_TMA_PERSIST=%s, %d x %d: %u blocks",
+                  cases[i].mode, cases[i].M, cases[i].N, fake->grid[0]);
+        env_free(&e);
+    }
+    unsetenv("TILEC_TMA_PERSIST");
 }
 
 Test(tma, unfit_operands_take_the_variant, .timeout = 120)

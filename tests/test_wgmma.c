@@ -8,6 +8,7 @@
  * register blocks. NVRTC needs no GPU. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -529,6 +530,80 @@ Test(wgmma, two_n_tiles_a_block)
         tilec_module_free(m);
         tilec_ctx_free(ctx);
     }
+}
+
+/* A twin's stages leave room for every shared buffer of the kernel
+ * (lower_wg_block, lower_wg_fit; lower/target.c measures what the
+ * statements after the loop take and plans again): an epilogue that
+ * reads a tile back through shared memory no longer pushes the planned
+ * twin past the 227 KiB a block may have. Before, the persistent plan
+ * left a guessed 3 KiB for it: llm.tile's gemm_dw (a 32 KiB conversion
+ * of the dW tile it adds to) fell back to one tile a block, and a product
+ * adding an f32 tile (64 KiB) had no twin at all, by TMA or cp.async. */
+Test(wgmma, stages_leave_room_for_the_epilogue)
+{
+    enum { LIMIT = 227 * 1024 };
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "examples/llm.tile");
+    tilec_kernel_code code;
+    lower_variant(ctx, m, "gemm_dw", 0, &code);
+    cr_assert_not_null(code.tma.name, "gemm_dw has a twin");
+    cr_expect_eq(code.tma.persistent, 1, "gemm_dw's twin walks a persistent grid, one N tile a block");
+    cr_expect_leq(code.tma.smem_bytes, LIMIT, "%u bytes of shared memory", code.tma.smem_bytes);
+    cr_expect(strstr(code.source, "each block walks tiles, 5 stages (sm_90a)"), "5 stages beside the conversion");
+    cr_expect(strstr(code.remarks, "the statements after the loop take 32768 bytes of shared memory, so one N tile a "
+                                   "block on a persistent grid, 5 stages") &&
+                  !strstr(code.remarks, "not a persistent grid"),
+              "the remark says what runs:\n%s", code.remarks);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    /* mm + an f32 tile read back (64 KiB converted): by TMA, a persistent
+     * twin of 4 stages; by cp.async (A's mask no map: a gather twin, one
+     * tile a block), 5 stages where its ring would take 6 */
+    static const char *const edits[] = {
+        "c: *f16,", "c: *f16, d: *f32,", "cast(acc, f16)",
+        "cast(acc + load(d + rm[:, None] * N + rn[None, :], rm[:, None] < M && rn[None, :] < N, 0.0), f16)",
+        MM_TILE_MASK, "rm[:, None] < M"};
+    for (int gather = 0; gather < 2; gather++) {
+        ctx = lower_mm(edits, gather ? 3 : 2, &m, &code);
+        cr_assert_not_null(code.tma.name, "gather %d: a twin", gather);
+        cr_expect_eq(code.tma.persistent, gather ? 0u : 1u, "gather %d: persistent %u", gather, code.tma.persistent);
+        cr_expect_leq(code.tma.smem_bytes, LIMIT, "gather %d: %u bytes", gather, code.tma.smem_bytes);
+        cr_expect(strstr(code.source, gather ? "wgmma on 5 cp.async stages" : "each block walks tiles, 4 stages"),
+                  "gather %d: its stages", gather);
+        cr_expect(strstr(code.remarks, "the statements after the loop take 65536 bytes of shared memory"),
+                  "gather %d:\n%s", gather, code.remarks);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+    /* every twin of the examples and the benchmark's kernels: within a
+     * block's shared memory, and none planned persistent but refused for it */
+    glob_t g;
+    cr_assert_eq(glob("examples/*.tile", 0, NULL, &g), 0);
+    cr_assert_eq(glob("bench/harness/*.tile", GLOB_APPEND, NULL, &g), 0);
+    int twins = 0;
+    for (size_t f = 0; f < g.gl_pathc; f++) {
+        ctx = tilec_ctx_new();
+        m = parse(ctx, g.gl_pathv[f]);
+        for (size_t k = 0; k < tilec_module_kernel_count(m); k++) {
+            const tilec_kernel *kk = tilec_module_kernel(m, k);
+            for (uint32_t v = 0; v < tilec_kernel_variant_count(kk); v++) {
+                if (tilec_lower_kernel(ctx, m, kk, (int)v, &code) != TILEC_OK)
+                    continue; /* a variant that does not lower is another suite's business */
+                twins += code.tma.name != NULL;
+                cr_expect_leq(code.tma.smem_bytes, LIMIT, "%s %s v%u", g.gl_pathv[f], kk->name, v);
+                cr_expect(!strstr(code.remarks, "not a persistent grid: its passes need"), "%s %s v%u:\n%s",
+                          g.gl_pathv[f], kk->name, v, code.remarks);
+                tilec_kernel_code_free(&code);
+            }
+        }
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+    globfree(&g);
+    cr_expect_gt(twins, 20, "%d twins", twins);
 }
 
 /* A given MN-major (issue 29 item 2: dW = G^T @ X): A stored [K, M] and

@@ -47,6 +47,14 @@ kernel gemm_dw_red(a: *bf16, b: *bf16, dw: *bf16, M: i32, N: i32, K: i32)
 """
 
 
+def kernel_text(path, name):
+    """The text of kernel `name` of the .tile file at path (its doc lines
+    aside): from `kernel name(` to the first line that is `}`."""
+    src = open(path).read()
+    start = src.index(f"kernel {name}(")
+    return src[start:src.index("\n}\n", start) + 3]
+
+
 def timed(fn, flush, reps=20):
     """Median device ms of fn() after a flush, over reps calls."""
     for _ in range(3):
@@ -78,6 +86,14 @@ def main():
     with open(red_path, "w") as f:
         f.write(GEMM_DW_RED)
     red = tilec.load(red_path)
+    # gemm_dw again, its persistent twin walking its tiles on one block an SM
+    # (TILEC_TMA_PERSIST=1, read when the kernel is resolved: its first call
+    # below); the launch's default is a block a tile past 8 tiles an SM
+    # (runtime/tma.c), and gemm_dw has 243
+    dwp_path = os.path.join(os.path.dirname(red_path), "gemm_dw_persist.tile")
+    with open(dwp_path, "w") as f:
+        f.write(kernel_text(os.path.join(ROOT, "examples", "llm.tile"), "gemm_dw"))
+    dwp = None
     flush = torch.empty(512 << 18, dtype=torch.int32, device="cuda")
     h = (torch.randn(T, D, device="cuda") * 0.5).to(torch.bfloat16)
     w = (torch.randn(V, D, device="cuda") * 0.02).to(torch.bfloat16)
@@ -94,6 +110,12 @@ def main():
         m.gemm_nt(hc, w, logits, C, V, D)
         g = logits.clone()
         m.ce_fwd_bwd(g, tc, lc, g, C, V, 1.0 / T)
+        if dwp is None:
+            os.environ["TILEC_TMA_PERSIST"] = "1"
+            dwp = tilec.load(dwp_path)
+            dwp.gemm_dw(g, hc, dw, V, D, C, 1)
+            torch.cuda.synchronize()
+            del os.environ["TILEC_TMA_PERSIST"]
         steps = [
             ("gemm_nt logits = h_c @ W^T", lambda: m.gemm_nt(hc, w, logits, C, V, D),
              lambda: torch.matmul(hc, w.t(), out=logits), 2.0 * C * V * D),
@@ -104,6 +126,8 @@ def main():
             ("sum_slices dH_c", lambda: m.sum_slices(part, dhc, C * D, S), None, 0.0),
             ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(g, hc, dw, V, D, C, 1),
              lambda: torch.addmm(dw, g.t(), hc, out=dw), 2.0 * C * V * D),
+            ("gemm_dw on a persistent grid (TILEC_TMA_PERSIST=1; not in the graph)",
+             lambda: dwp.gemm_dw(g, hc, dw, V, D, C, 1), None, 2.0 * C * V * D),
             ("gemm_dw_red (bf16 atomic epilogue; not in the graph)", lambda: red.gemm_dw_red(g, hc, dw, V, D, C), None,
              2.0 * C * V * D),
         ]

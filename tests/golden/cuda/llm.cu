@@ -38258,24 +38258,38 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128_at(float *d, unsigned 
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8 */
 /* indexing: 64-bit (lines 461, 462, 466), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2)
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
     constexpr int v_BM = 128;
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
+    { /* a persistent grid: each block walks tiles, 5 stages (sm_90a) */
+    const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 40;
+    if (tl_tid == 0) {
+        for (int tl_s = 0; tl_s < 5; ++tl_s) {
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
+            tl_mbar_init(tl_empty0 + tl_s * 8, 8);
+        }
+        tl_mbar_fence_init();
+    }
+    __syncthreads();
+    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
+    if (tl_tid >= 256) {
+        tl_setmaxnreg_dec<40>();
+        if (tl_tid == 256) {
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_g1 = tl_grid1;
+        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
     // examples/llm.tile:456
     // v_rm: index tile computed where it is used
     // examples/llm.tile:457
@@ -38289,52 +38303,68 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:459
-    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 5 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 6; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 1);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 40;
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 5;
+            if (tl_it >= 5)
+                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 5) + 1) & 1);
+            tl_mbar_expect(tl_full + tl_s * 8, 32768);
+            tl_tma_2d(tl_ring + tl_s * 16384 + 0, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + tl_s * 16384 + 8192, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
         }
-        __syncthreads();
-        if (tl_tid >= 256) {
-            tl_setmaxnreg_dec<40>();
-            if (tl_tid == 256) {
-                int tl_it = 0;
-                for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-                    const int tl_s = tl_it % 6;
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                    tl_mbar_expect(tl_full + tl_s * 8, 32768);
-                    tl_tma_2d(tl_ring + tl_s * 16384 + 0, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + tl_s * 16384 + 8192, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-                    tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
-                }
-            }
-            return;
+    }
         }
+        }
+    } else {
         tl_setmaxnreg_inc<232>();
         int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_g1 = tl_grid1;
+        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
+    // examples/llm.tile:456
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:457
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:458
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:459
+    { /* v_acc += dot: wgmma on 5 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 40;
+        const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const int tl_s = tl_it % 5;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 5) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
+            const unsigned tl_b = tl_ring + 81920 + tl_s * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_bf16_n128_at(v_acc, tl_wg_desc(tl_a + tl_q * 2048, 8192, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
             tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            if (tl_it > tl_it0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 5) * 8);
         }
         tl_wg_wait<0>();
+        if (tl_it > tl_it0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 5) * 8);
     }
     // examples/llm.tile:465
     // v_m: index tile computed where it is used
@@ -38375,21 +38405,23 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
             const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 7) & 127, tl_i1 = (tl_l >> 0) & 127;
-            ((__nv_bfloat16 *)(tl_smem + 197728))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
+            ((__nv_bfloat16 *)(tl_smem + 197712))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
         }
     }
     tl_bar_consumers(256);
-    { /* store by TMA: the tile into the ring, 128-byte swizzle, then 2 boxes of 128 x 64 */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
-        tl_bar_consumers(256); /* every wgmma has read its stage */
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 163840;
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(256);
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 2) {
             const int tl_j = tl_c;
             const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
             const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             const unsigned tl_b = (unsigned)tl_i1 * 2;
-            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197728))[((tl_i1) * 1 + (tl_i0) * 128)])));
-            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197728))[(((tl_i1 + 1)) * 1 + (tl_i0) * 128)])));
+            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197712))[((tl_i1) * 1 + (tl_i0) * 128)])));
+            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197712))[(((tl_i1 + 1)) * 1 + (tl_i0) * 128)])));
             const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -38402,8 +38434,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
             tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
             tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
             tl_bulk_commit();
-            tl_bulk_wait_read(); /* the shared memory stays until the copy engine has read it */
         }
+    }
+        }
+        if (tl_tid == 0)
+            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
+    }
     }
 }
 #endif
