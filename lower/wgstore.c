@@ -63,6 +63,10 @@ void lower_wg_store_note(lw *L, const tilec_stmt *s)
         return;
     if (w->M * w->N * (int64_t)w->maps[2].elem_bytes > w->S * w->stage_bytes)
         return; /* the tile does not fit in the ring */
+    if (w->Z[2] && w->maps[2].elem_bytes == 4)
+        return; /* a batched tile of 4-byte elements (split-K partials) keeps the fragments' own stores,
+                 * whole 32-byte sectors a quad: through shared memory and a 3-D map it measured slower
+                 * (llm.tile's gemm_nn_sk: 1.645 against 1.506 ms, docs/lowering.md "The epilogue") */
     w->store = last;
     w->nmaps = 3;
 }

@@ -37154,7 +37154,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_2(float *d, float *e, 
 #endif
 /* gemm_nn_sk: BM = 128, BN = 128, BK = 64, warps = 8 */
 /* indexing: 64-bit for ks, k0, k1, k, rk (lines 413, 414, 415, 417, 418, 419, 420, 423), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -37165,7 +37165,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
     constexpr int v_warps = 8;
     { /* a persistent grid: each block walks tiles, 4 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 32;
+    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 32;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 4; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 1);
@@ -37208,7 +37208,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
         for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
@@ -37259,7 +37259,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
@@ -37280,59 +37280,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
     // examples/llm.tile:423
-    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 4 boxes of 128 x 32, 2 at a time */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
-        if (tl_tid == 0)
-            tl_bulk_wait_read();
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
-            if (tl_b / 128 / 2 != 0)
-                continue;
-            const float tl_v0 = v_acc[tl_j];
-            const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        float *tl_p = (((v_p + ((((long long)(tl_pid2)) * ((long long)(v_M))) * ((long long)(v_N)))) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_fence_async_smem();
-        tl_bar_consumers(256);
-        if (tl_tid == 0) {
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 0);
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 16384);
-            tl_bulk_commit();
-        }
-        if (tl_tid == 0)
-            tl_bulk_wait_read();
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
-            if (tl_b / 128 / 2 != 1)
-                continue;
-            const float tl_v0 = v_acc[tl_j];
-            const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_o = (tl_b / 128 - 2) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
-            uint2 tl_vec;
-            ((float *)&tl_vec)[0] = tl_v0;
-            ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_fence_async_smem();
-        tl_bar_consumers(256);
-        if (tl_tid == 0) {
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 0);
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 16384);
-            tl_bulk_commit();
+            *(uint2 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
         }
     }
         { /* the second N tile of the pair: pid(1) + 1, when the program's grid has it */
@@ -37363,59 +37328,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
     // examples/llm.tile:423
-    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 4 boxes of 128 x 32, 2 at a time */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
-        if (tl_tid == 0)
-            tl_bulk_wait_read();
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
-            if (tl_b / 128 / 2 != 0)
-                continue;
-            const float tl_v0 = v_acc[tl_j];
-            const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        float *tl_p = (((v_p + ((((long long)(tl_pid2)) * ((long long)(v_M))) * ((long long)(v_N)))) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_fence_async_smem();
-        tl_bar_consumers(256);
-        if (tl_tid == 0) {
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 0);
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 16384);
-            tl_bulk_commit();
-        }
-        if (tl_tid == 0)
-            tl_bulk_wait_read();
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
-            if (tl_b / 128 / 2 != 1)
-                continue;
-            const float tl_v0 = v_acc[tl_j];
-            const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_o = (tl_b / 128 - 2) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
-            uint2 tl_vec;
-            ((float *)&tl_vec)[0] = tl_v0;
-            ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_fence_async_smem();
-        tl_bar_consumers(256);
-        if (tl_tid == 0) {
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 0);
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 16384);
-            tl_bulk_commit();
+            *(uint2 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
         }
     }
         }
@@ -37496,7 +37426,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 #endif
 /* gemm_nn_sk: BM = 128, BN = 128, BK = 64, warps = 8 */
 /* indexing: 64-bit for ks, k0, k1, k, rk (lines 413, 414, 415, 417, 418, 419, 420, 423), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -37507,7 +37437,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
     constexpr int v_warps = 8;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 1);
@@ -37550,7 +37480,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
         for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
@@ -37595,7 +37525,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -37616,59 +37546,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/llm.tile:423
-    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 4 boxes of 128 x 32, 2 at a time */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
-        if (tl_tid == 0)
-            tl_bulk_wait_read();
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
-            if (tl_b / 128 / 2 != 0)
-                continue;
-            const float tl_v0 = v_acc[tl_j];
-            const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        float *tl_p = (((v_p + ((((long long)(tl_pid2)) * ((long long)(v_M))) * ((long long)(v_N)))) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N));
+        if (tl_m1 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
             ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_fence_async_smem();
-        tl_bar_consumers(256);
-        if (tl_tid == 0) {
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 0);
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 32, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 16384);
-            tl_bulk_commit();
-        }
-        if (tl_tid == 0)
-            tl_bulk_wait_read();
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 4;
-            if (tl_b / 128 / 2 != 1)
-                continue;
-            const float tl_v0 = v_acc[tl_j];
-            const float tl_v1 = v_acc[tl_j + 1];
-            const unsigned tl_o = (tl_b / 128 - 2) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
-            uint2 tl_vec;
-            ((float *)&tl_vec)[0] = tl_v0;
-            ((float *)&tl_vec)[1] = tl_v1;
-            *(uint2 *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_fence_async_smem();
-        tl_bar_consumers(256);
-        if (tl_tid == 0) {
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 0);
-            tl_tma_store_3d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 96, ((tl_pid0 * v_BM) + 0), tl_pid2, tl_sa(tl_so) + 16384);
-            tl_bulk_commit();
+            *(uint2 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
         }
     }
         }
