@@ -8,7 +8,10 @@
  * reference are in tests/test_gpu_layouts.c (attention_twin_*). */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "helpers.h"
 #include "sass_helpers.h"
@@ -187,6 +190,21 @@ Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
     free(sass);
 }
 
+/* The folded copy's guard, (unsigned)bits(c) - 1 < 0x7f7fffff, is c > 0 &&
+ * c < inf for every f32 (zeros, subnormals, the largest finite, infinities,
+ * NaNs, negatives). */
+Test(wgattn, the_fold_guard_is_positive_and_finite)
+{
+    const float v[] = {0.0f, -0.0f, 1e-45f, 1.17549435e-38f, 0.125f, 1.0f, 3.40282347e38f, INFINITY, -INFINITY,
+                       NAN, -NAN, -1e-45f, -2.0f};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        uint32_t bits;
+        memcpy(&bits, &v[i], sizeof bits);
+        int guard = bits - 1u < 0x7f7fffffu, want = v[i] > 0.0f && v[i] < INFINITY;
+        cr_expect_eq(guard, want, "f32 bits 0x%08x: guard %d, c > 0 && c < inf %d", (unsigned)bits, guard, want);
+    }
+}
+
 /* The scale folded into the exponent (lower/fold.c): the row max taken of
  * the unscaled product and scaled once a row, each exponent's argument
  * `s0 * c - m` (one FFMA), in a copy run where c is positive and finite;
@@ -194,7 +212,7 @@ Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
  * given as [D, S], trans inline), the mma.sync kernels too. */
 static void expect_folded(const tilec_kernel_code *code, const char *what)
 {
-    cr_expect(strstr(code->source, "(v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))"),
+    cr_expect(strstr(code->source, "((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)"),
               "%s: the folded copy runs where the scale is positive and finite", what);
     cr_expect(strstr(code->source, "the scale folded into the exponent"), "%s: the copy is there", what);
     cr_expect(strstr(code->source, "tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new["),

@@ -318,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
@@ -944,7 +944,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
@@ -1539,7 +1539,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
@@ -2165,7 +2165,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
@@ -2760,7 +2760,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
@@ -3386,7 +3386,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:26
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:27
@@ -3981,7 +3981,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
@@ -4607,7 +4607,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
@@ -5196,7 +5196,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
@@ -5822,7 +5822,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
@@ -6411,7 +6411,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
@@ -7037,7 +7037,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && (v_qk_scale > 0.0f && v_qk_scale < __int_as_float(0x7f800000))) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:60
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:61
