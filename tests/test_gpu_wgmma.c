@@ -211,6 +211,19 @@ Test(wgmma, misaligned_operands_fall_back, .timeout = 300)
     run_case(&boff, 1);
 }
 
+/* FILE parsed into *m and built for the device (two compile threads);
+ * the build's first diagnostic names any failure. */
+static tilec_program *build_file(const char *path, tilec_module **m)
+{
+    tilec_program *p = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, path, m), TILEC_OK, "%s", path);
+    tilec_build_options o = {.threads = 2};
+    tilec_status st = tilec_program_build(ctx, rt, *m, &o, &p);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s: %s", path, d ? d->message : "build failed");
+    return p;
+}
+
 /* An f32 output (examples/matmul.tile): the epilogue's TMA store writes
  * boxes of 32 floats from 8-byte swizzled stores; every variant with a
  * twin, ragged sizes, the output poisoned with NaN. */
@@ -219,10 +232,7 @@ Test(wgmma, f32_output_by_tma, .timeout = 300)
     if (!hopper)
         return;
     tilec_module *m = NULL;
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, "examples/matmul.tile", &m), TILEC_OK);
-    tilec_build_options o = {.threads = 2};
-    cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK);
+    tilec_program *p = build_file("examples/matmul.tile", &m);
     int twins = 0;
     for (int v = 0; v < 8 && tilec_program_kernel(p, "matmul", v); v++) {
         if (!tilec_program_has_twin(p, "matmul", v))
@@ -265,10 +275,7 @@ Test(wgmma, f32_output_by_tma, .timeout = 300)
 static tilec_program *form_program(const char *form, char *path, size_t size, tilec_module **m)
 {
     snprintf(path, size, "tests/forms/%s.tile", form);
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, path, m), TILEC_OK, "%s", path);
-    tilec_build_options o = {.threads = 2};
-    cr_assert_eq(tilec_program_build(ctx, rt, *m, &o, &p), TILEC_OK, "%s", path);
+    tilec_program *p = build_file(path, m);
     cr_expect(!hopper || tilec_program_has_twin(p, "gemm", 0), "%s: an sm_90a twin", path);
     return p;
 }
@@ -341,12 +348,7 @@ static void run_bt(tilec_program *p, const char *kernel, int v, int bf16, int M,
 Test(wgmma, linear_bt, .timeout = 300)
 {
     tilec_module *m = NULL;
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, "tests/gpu/linear_bt.tile", &m), TILEC_OK);
-    tilec_build_options o = {.threads = 2};
-    tilec_status st = tilec_program_build(ctx, rt, m, &o, &p);
-    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
-    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "build failed");
+    tilec_program *p = build_file("tests/gpu/linear_bt.tile", &m);
     static const struct {
         const char *kernel;
         int bf16;
@@ -415,12 +417,7 @@ static void run_readback(tilec_program *p, const char *kernel, int M, int N, int
 Test(wgmma, epilogue_reads_back, .timeout = 300)
 {
     tilec_module *m = NULL;
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, "tests/gpu/epilogue_readback.tile", &m), TILEC_OK);
-    tilec_build_options o = {.threads = 2};
-    tilec_status st = tilec_program_build(ctx, rt, m, &o, &p);
-    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
-    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "build failed");
+    tilec_program *p = build_file("tests/gpu/epilogue_readback.tile", &m);
     for (int k = 0; k < 2; k++) {
         const char *kernel = k ? "mm_add_rows" : "mm_add";
         cr_expect(!hopper || tilec_program_has_twin(p, kernel, 0), "%s: an sm_90a twin", kernel);
@@ -568,10 +565,7 @@ Test(wgmma, forms_bt, .timeout = 600)
 Test(wgmma, tuned_candidates, .timeout = 600)
 {
     tilec_module *m = NULL;
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, "tests/forms/tuned.tile", &m), TILEC_OK);
-    tilec_build_options o = {.threads = 2};
-    cr_assert_eq(tilec_program_build(ctx, rt, m, &o, &p), TILEC_OK);
+    tilec_program *p = build_file("tests/forms/tuned.tile", &m);
     int nv = 0;
     for (int v = 0; v < 16 && tilec_program_kernel(p, "gemm", v); v++, nv++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
