@@ -887,21 +887,36 @@ Test(forms, f32_spellings, .timeout = 120)
 Test(forms, f32_whole_line_copies, .timeout = 120)
 {
     static const struct {
-        const char *file, *kernel;
+        const char *file, *kernel, *from, *to; /* an edit: another spelling */
         int copies4;
-    } cases[] = {{"examples/matmul_f32.tile", "matmul_f32", 1}, {"examples/linear_f32.tile", "linear_f32", 2}};
+    } cases[] = {
+        {"examples/matmul_f32.tile", "matmul_f32", NULL, NULL, 1},
+        {"examples/linear_f32.tile", "linear_f32", NULL, NULL, 2},
+        /* W's tile loaded [K, N] by strides (K on the load's axis 0), no trans */
+        {"examples/linear_f32.tile", "linear_f32",
+         "let tw = load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0);\n"
+         "        acc = acc + dot(tx, trans(tw));",
+         "let tw = load(w + rk[:, None] + rn[None, :] * K, rk[:, None] < K && rn[None, :] < N, 0.0);\n"
+         "        acc = acc + dot(tx, tw);", 2},
+    };
     static const char *shape[3] = {"a warp 4 rows by 8 k)", "a warp 4 rows by 8 k)", "a warp 1 row by 32 k, swizzled)"};
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         for (int v = 0; v < 3; v++) {
             tilec_ctx *ctx = tilec_ctx_new();
             tilec_module *m = NULL;
             tilec_kernel_code code;
             char *src = read_file(cases[i].file, NULL);
             cr_assert_not_null(src);
+            if (cases[i].from) {
+                char *next = replace(src, cases[i].from, cases[i].to);
+                cr_assert(strcmp(src, next), "%s: '%s' replaced", cases[i].file, cases[i].from);
+                free(src);
+                src = next;
+            }
             cr_assert_eq(tilec_parse_string(ctx, cases[i].file, src, strlen(src), &m), TILEC_OK);
             cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, cases[i].kernel), v, &code), TILEC_OK);
             char what[96];
-            snprintf(what, sizeof what, "%s variant %d", cases[i].kernel, v);
+            snprintf(what, sizeof what, "%s variant %d%s", cases[i].kernel, v, cases[i].from ? " (W loaded [K, N])" : "");
             cr_expect_eq(check_at_copies(code.source, what), 2 * cases[i].copies4, "%s: the 4-byte copy loops", what);
             int n = 0;
             for (const char *p = strstr(code.layouts, shape[v]); p; p = strstr(p + 1, shape[v]))
