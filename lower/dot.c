@@ -258,13 +258,25 @@ static void dot_mma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     mma_kloop(L, acc, ra, lower_fmt(L, "%u", sa), rb ? rb->c : lower_fmt(L, "%u", sb), bt, lda, ldb, K, d);
 }
 
+/* The swizzle of a ring filled by whole-line 4-byte copies (pipeline.c,
+ * lower_at_open): the element of row k, column c lies at column
+ * c ^ s(k), s(k) = ((k / 8) % (4 / u)) * u, u the swizzle unit (1 or 2),
+ * so a 16-byte read of columns 4j .. 4j + 3 brings them in the order
+ * t ^ s(k): with tl_k unrolled, the index into the registers is a
+ * constant. */
+static const char *fma_sw(lw *L, int u) { return lower_fmt(L, "(((tl_k / 8) %% %d) * %d)", 4 / u, u); }
+
 /* The B reads of step tl_k of the FMA loop into tl_rb: the thread's
  * columns, in runs of y->run (one 16-byte read each when 4). */
-static void fma_b_reads(lw *L, const lay *y, int ldb)
+static void fma_b_reads(lw *L, const lay *y, int ldb, int swb)
 {
     lower_line(L, "float tl_rb[%d];", y->tn);
     lower_line(L, "#pragma unroll");
-    if (y->run == FMA_QUAD) {
+    if (swb && y->run != FMA_QUAD) { /* a swizzled ring (fma_sw) read a column at a time: the swizzle in the address */
+        lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n)", y->tn);
+        lower_line(L, "    tl_rb[tl_n] = tl_sb[tl_k * %d + ((((tl_tid %% %d) * %d + (tl_n / %d) * %d + tl_n %% %d) ^ %s) - (tl_tid %% %d) * %d)];",
+                   ldb, y->tx, y->run, y->run, y->run * y->tx, y->run, fma_sw(L, swb), y->tx, y->run);
+    } else if (y->run == FMA_QUAD) {
         lower_line(L, "for (int tl_n = 0; tl_n < %d; tl_n += 4)", y->tn);
         lower_line(L, "    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * %d + (tl_n / 4) * %d];", ldb, 4 * y->tx);
     } else {
@@ -274,14 +286,14 @@ static void fma_b_reads(lw *L, const lay *y, int ldb)
     }
 }
 
-static void fma_update(lw *L, const val *acc, const char *ra)
+static void fma_update(lw *L, const val *acc, const char *ra, const char *rb)
 {
     const lay *y = &acc->ly;
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", y->tm);
     lower_line(L, "    #pragma unroll");
     lower_line(L, "    for (int tl_n = 0; tl_n < %d; ++tl_n)", y->tn);
-    lower_line(L, "        %s[tl_m * %d + tl_n] = fmaf(%s, tl_rb[tl_n], %s[tl_m * %d + tl_n]);", acc->c, y->tn, ra, acc->c,
+    lower_line(L, "        %s[tl_m * %d + tl_n] = fmaf(%s, %s, %s[tl_m * %d + tl_n]);", acc->c, y->tn, ra, rb, acc->c,
                y->tn);
 }
 
@@ -313,8 +325,8 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
                    y->tm, lda);
     else
         lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
-    fma_b_reads(L, y, ldb);
-    fma_update(L, acc, "tl_ra[tl_m]");
+    fma_b_reads(L, y, ldb, 0);
+    fma_update(L, acc, "tl_ra[tl_m]", "tl_rb[tl_n]");
     L->ind--;
     lower_line(L, "}");
 }
@@ -328,9 +340,10 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
  * below had a third more FFMAs with two same-bank register reads). Without
  * it A stays row-major, rows padded by 4 floats, and one 16-byte read
  * brings four k of an A row: a step of four k reads TM + TN vectors. */
-void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at)
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at, int swa, int swb)
 {
     const lay *y = &acc->ly;
+    const char *rb = swb && y->run == FMA_QUAD ? lower_fmt(L, "tl_rb[tl_n ^ %s]", fma_sw(L, swb)) : "tl_rb[tl_n]";
     if (at) {
         lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %s) + (tl_tid / %d) * %d;", sa, y->tx, y->tm);
         fma_b_base(L, y, sb);
@@ -344,8 +357,8 @@ void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int l
                        y->tm, lda);
         else /* A^T copied as loaded, a thread's rows not whole vectors */
             lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
-        fma_b_reads(L, y, ldb);
-        fma_update(L, acc, "tl_ra[tl_m]");
+        fma_b_reads(L, y, ldb, swb);
+        fma_update(L, acc, swa ? lower_fmt(L, "tl_ra[tl_m ^ %s]", fma_sw(L, swa)) : "tl_ra[tl_m]", rb);
         L->ind--;
         lower_line(L, "}");
         return;
@@ -363,8 +376,8 @@ void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int l
     lower_line(L, "for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {");
     L->ind++;
     lower_line(L, "const int tl_k = tl_k4 + tl_kk;");
-    fma_b_reads(L, y, ldb);
-    fma_update(L, acc, "((const float *)&tl_ra[tl_m])[tl_kk]");
+    fma_b_reads(L, y, ldb, swb);
+    fma_update(L, acc, "((const float *)&tl_ra[tl_m])[tl_kk]", rb);
     L->ind--;
     lower_line(L, "}");
     L->ind--;

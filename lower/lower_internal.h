@@ -543,7 +543,7 @@ void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int b
 /* The f32 FMA loop: acc (FMA layout) += A [M][K] at byte offset sa (row
  * stride lda; [K][M] when at) @ B [K][N] at sb (row stride ldb), in
  * shared memory; K a multiple of 4. */
-void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at);
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at, int swa, int swb);
 
 /* ---- stmt.c, pipeline.c: statements and loops ---- */
 
@@ -604,11 +604,14 @@ int lower_chunk_count(lw *L, const tilec_expr *e);
  * (LOWER_CP_T0). */
 enum { LOWER_CP_ROWS, LOWER_CP_COLS, LOWER_CP_T1, LOWER_CP_T0 };
 /* The 4-byte copies (LOWER_CP_T1 / T0; kax: the load's K axis): the k a
- * warp covers in one copy (8, or 4 when the K tile is not a multiple of
- * 8; 32 / kw rows), chunks a thread copies, row classes (0: rows not
+ * warp covers in one copy (32, one row, where the K tile holds whole
+ * 128-byte lines; else 8, or 4 when the K tile is not a multiple of 8;
+ * 32 / kw rows), the swizzle unit of its ring (lower_at_sw: 0, none),
+ * chunks a thread copies, row classes (0: rows not
  * periodic in tl_q), the chunk loop's header, the copies into dst (row
  * stride ld). */
 int lower_at_kw(lw *L, const tilec_expr *e, int kax);
+int lower_at_sw(int kw);
 int lower_at_chunks(lw *L, const tilec_expr *e);
 int lower_at_rows(lw *L, const tilec_expr *e, int kax);
 void lower_at_open(lw *L, const tilec_expr *e, int kax);

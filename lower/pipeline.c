@@ -204,6 +204,7 @@ typedef struct ring {
     int at; /* FMA: A stored [K][M] with rows of lda elements */
     int bt; /* tensor cores: B is trans of a [N, K] load, stored as loaded, [N][K] with rows of ldb elements */
     int cp[2]; /* how operand i's load is copied (LOWER_CP_*; FMA: see fma_kc_ok) */
+    int swa, swb; /* FMA: the swizzle unit of A's and B's 4-byte copies (lower_at_sw), 0: none */
 } ring;
 
 /* FMA loops read both operands K-major from their rings, A as [K][M] and
@@ -219,7 +220,9 @@ typedef struct ring {
  * of 4 rows in global memory, and with rows of the ring 4 (mod 32)
  * elements apart, 32 distinct banks in shared memory. A K tile that is
  * not a multiple of 8 takes 8 rows by 4 k, rows 8 (mod 32) apart (half
- * sectors of 8 rows: twice the L1 requests a copy). The same holds with
+ * sectors of 8 rows: twice the L1 requests a copy); a K tile of whole
+ * 128-byte lines takes one row by 32 k, in a swizzled ring (lower_at_kw,
+ * lower_at_open, dot.c's fma_sw). The same holds with
  * the load's axes the other way round ([K, rows] contiguous along K: x @ W
  * with W's tile loaded by strides as [K, N], its K axis the contiguous
  * one): the copies are the same, only which index is the row changes
@@ -239,7 +242,11 @@ static int fma_kc_ok(lw *L, const pipe_plan *pp, int i)
 /* The least stride >= n that is 32 / kw (mod 32) elements: the rows of a
  * ring filled by the transposing copies, a warp's kw k apart on distinct
  * banks (fma_kc_ok). */
-static int ld_kc(int64_t n, int kw) { return (int)(n + ((32 / kw - n) % 32 + 32) % 32); }
+static int ld_kc(int64_t n, int kw)
+{
+    int m = kw >= 8 ? 4 : 8;
+    return (int)(n + ((m - n) % 32 + 32) % 32);
+}
 
 /* A name bound to a computed-where-used value (a `let` of an index,
  * mask or pointer tile, or of a scalar in a pipelined loop): its
@@ -306,6 +313,8 @@ static void ring_geometry(lw *L, const pipe_plan *pp, ring *r)
         r->cp[1] = kcb ? (kb ? LOWER_CP_T1 : LOWER_CP_T0) : kb ? LOWER_CP_COLS : LOWER_CP_ROWS;
         r->lda = kca ? ld_kc(M, lower_at_kw(L, pp->load[0], ka)) : (int)(r->at ? M : K) + pad;
         r->ldb = kcb ? ld_kc(N, lower_at_kw(L, pp->load[1], kb)) : (int)N + pad;
+        r->swa = kca ? lower_at_sw(lower_at_kw(L, pp->load[0], ka)) : 0;
+        r->swb = kcb ? lower_at_sw(lower_at_kw(L, pp->load[1], kb)) : 0;
     } else {
         r->bt = pp->tr[1];
         r->lda = (int)K + pad;
@@ -463,7 +472,20 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
  * (tl_i1 when 1, tl_i0 when 0). When every warp's row blocks repeat with
  * period R in tl_q, the row is a function of tl_q % R and lower_at_rows
  * returns R (hoist.c keeps row-only values in R registers); else 0. */
-int lower_at_kw(lw *L, const tilec_expr *e, int kax) { return lower_ty(L, e)->dims[kax] % 8 ? 4 : 8; }
+int lower_at_kw(lw *L, const tilec_expr *e, int kax)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int64_t K = t->dims[kax], R = t->dims[1 - kax];
+    int W = L->nt / 32;
+    /* a whole 128-byte line a copy (32 k of one row), where the rows
+     * repeat in tl_q (lower_at_rows) and the swizzle's two warp bits
+     * divide the warps (lower_at_open); else whole 32-byte sectors */
+    if (W > 0 && K % 32 == 0 && W % 4 == 0 && R % W == 0)
+        return 32;
+    return K % 8 ? 4 : 8;
+}
+
+int lower_at_sw(int kw) { return kw >= 16 ? 32 / kw : 0; }
 
 int lower_at_chunks(lw *L, const tilec_expr *e)
 {
@@ -487,7 +509,12 @@ void lower_at_open(lw *L, const tilec_expr *e, int kax)
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", lower_at_chunks(L, e));
     L->ind++;
     /* block tl_q * W + tl_warp of the (rows / rb) x (K / kw) blocks, row blocks first */
-    if (R) /* tl_warp < W: the row block and k block fold to constants and tl_warp */
+    int u = lower_at_sw(kw);
+    if (R && u) /* the row swizzled for the shared address: row ^ s(k), s(k) = ((k / 8) % (4 / u)) * u, u = rb */
+        lower_line(L, "const int %s = ((tl_q %% %d) * %d + tl_warp) * %d + tl_lane / %d, tl_kc = (tl_q / %d) * %d, tl_c1 = tl_lane %% %d, %s = tl_kc + tl_c1, "
+                      "tl_sr = ((tl_q %% %d) * %d + (tl_warp ^ ((tl_c1 / 8) %% %d))) * %d + tl_lane / %d;",
+                   ri, R, W, rb, kw, R, kw, kw, ki, R, W, 4 / u, rb, kw);
+    else if (R) /* tl_warp < W: the row block and k block fold to constants and tl_warp */
         lower_line(L, "const int %s = ((tl_q %% %d) * %d + tl_warp) * %d + tl_lane / %d, tl_kc = (tl_q / %d) * %d, tl_c1 = tl_lane %% %d, %s = tl_kc + tl_c1;",
                    ri, R, W, rb, kw, R, kw, kw, ki);
     else
@@ -511,7 +538,7 @@ void lower_emit_at_copies(lw *L, const tilec_expr *e, const char *dst, int ld, i
     /* the shared address in 32 bits: a base plus constants of the unrolled chunk */
     lower_line(L, "asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, %%2;\\n\" :: \"r\"((unsigned)__cvta_generic_to_shared(tl_smem) + "
                   "(unsigned)(%s) + (unsigned)(%s * %d + %s) * 4u), \"l\"(tl_p), \"r\"(%s));",
-               dst, kax ? "tl_i1" : "tl_i0", ld, kax ? "tl_i0" : "tl_i1", n);
+               dst, kax ? "tl_i1" : "tl_i0", ld, lower_at_sw(lower_at_kw(L, e, kax)) ? "tl_sr" : kax ? "tl_i0" : "tl_i1", n);
     L->ind--;
     lower_line(L, "}");
 }
@@ -628,7 +655,7 @@ static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, til
     const char *sa = lower_fmt(L, "(%u + tl_cs * %lld)", r->sa, (long long)r->abytes);
     const char *sb = lower_fmt(L, "(%u + tl_cs * %lld)", r->sb, (long long)r->bbytes);
     if (pp->acc->ly.kind == LY_FMA)
-        lower_emit_fma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, r->at);
+        lower_emit_fma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, r->at, r->swa, r->swb);
     else
         lower_emit_mma_kloop(L, pp->acc, sa, sb, r->bt, r->lda, r->ldb, r->K, d);
     L->ind--;
@@ -646,10 +673,12 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
         while (tilec_is_builtin(dx, BI_TRANS) && dx->nargs == 1)
             dx = dx->args[0];
         const char *nm = dx->kind == TILEC_EX_NAME ? dx->name : i ? "B" : "A";
-        if (r.cp[i] == LOWER_CP_T1 || r.cp[i] == LOWER_CP_T0)
-            lower_note(L, "  line %u: dot operand %s stored %s in its ring (4-byte cp.async%s), four %s a 16-byte read",
+        if (r.cp[i] == LOWER_CP_T1 || r.cp[i] == LOWER_CP_T0) {
+            int kw = lower_at_kw(L, pp->load[i], fma_kax(pp, i));
+            lower_note(L, "  line %u: dot operand %s stored %s in its ring (4-byte cp.async%s, a warp %d %s by %d k%s), four %s a 16-byte read",
                        pp->update->loc.line, nm, i ? "[K][N]" : "[K][M]", r.cp[i] == LOWER_CP_T1 ? ", transposed" : "",
-                       i ? "columns" : "rows");
+                       32 / kw, kw == 32 ? "row" : "rows", kw, lower_at_sw(kw) ? ", swizzled" : "", i ? "columns" : "rows");
+        }
         else if ((i == 0 && r.at) || (i == 1 && pp->acc->ly.kind == LY_FMA && r.cp[i] == LOWER_CP_COLS))
             lower_note(L, "  line %u: dot operand %s stored %s in its ring (16-byte cp.async%s), four %s a 16-byte read",
                        pp->update->loc.line, nm, i ? "[K][N]" : "[K][M]", r.cp[i] == LOWER_CP_COLS ? ", transposed" : "",

@@ -562,6 +562,11 @@ static char *fma_inner_loop(const char *src)
         if (*p < '0' || *p > '9' || o == out || o[-1] != '#')
             *o++ = *p >= '0' && *p <= '9' ? '#' : *p;
     *o = 0;
+    /* the registers' order within a 16-byte read (a swizzled ring, which
+     * check_at_copies matches with its copies) aside */
+    static const char sw[] = " ^ (((tl_k / #) % #) * #)";
+    for (char *x = strstr(out, sw); x; x = strstr(x, sw))
+        memmove(x, x + strlen(sw), strlen(x + strlen(sw)) + 1);
     return out;
 }
 
@@ -575,7 +580,7 @@ typedef struct ienv {
     int n;
 } ienv;
 
-static long ev_sum(const char **p, const ienv *v);
+static long ev_xor(const char **p, const ienv *v);
 
 static long ev_atom(const char **p, const ienv *v)
 {
@@ -583,7 +588,7 @@ static long ev_atom(const char **p, const ienv *v)
         ++*p;
     if (**p == '(') {
         ++*p;
-        long x = ev_sum(p, v);
+        long x = ev_xor(p, v);
         while (**p == ' ')
             ++*p;
         cr_assert_eq(**p, ')', "a ')' at '%.40s'", *p);
@@ -633,12 +638,47 @@ static long ev_sum(const char **p, const ienv *v)
     }
 }
 
+static long ev_xor(const char **p, const ienv *v)
+{
+    long x = ev_sum(p, v);
+    for (;;) {
+        while (**p == ' ')
+            ++*p;
+        if (**p != '^')
+            return x;
+        ++*p;
+        x ^= ev_sum(p, v);
+    }
+}
+
+/* The swizzle the FMA loop after `from` reads ring `r` ('a' or 'b') of
+ * row stride ld with, at k: its register index is tl_m ^ S or tl_n ^ S
+ * (S an expression in tl_k, evaluated here), or plain (0). -1 when that
+ * ring is not the one of stride ld. */
+static long read_swizzle(const char *from, char r, int ld, long k)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "tl_s%c[tl_k * %d + ", r, ld);
+    const char *f = strstr(from, "fmaf(");
+    if (!f || !strstr(from, pat) || strstr(from, pat) > f)
+        return -1;
+    snprintf(pat, sizeof pat, "tl_r%c[tl_%c ^ ", r, r == 'a' ? 'm' : 'n');
+    const char *x = strstr(f, pat), *eol = strchr(f, '\n');
+    if (!x || x > eol)
+        return 0;
+    const char *p = x + strlen(pat);
+    ienv v = {{"tl_k"}, {4}, {k}, 1};
+    return ev_xor(&p, &v);
+}
+
 /* Every 4-byte (transposing) copy loop of src, run on the host for every
  * warp, chunk and lane: one warp's copy must read whole 32-byte sectors
- * of at most 4 rows (8 consecutive k of 4 rows; 8 rows by 4 k read half
- * sectors of 8, twice the L1 requests for the same bytes) and write 32
- * distinct banks of shared memory; no element twice. Returns how many
- * copy loops it checked. */
+ * (8 consecutive k of 4 rows at least: 8 rows by 4 k read half sectors
+ * of 8, twice the L1 requests for the same bytes) and, where the K tile
+ * holds whole 128-byte lines, one line (one row by 32 k); write 32
+ * distinct banks of shared memory; no element twice; and put element
+ * (row, k) where the FMA loop that follows reads it (column row ^ s(k),
+ * s(k) its register swizzle). Returns how many copy loops it checked. */
 static int check_at_copies(const char *src, const char *what)
 {
     int loops = 0;
@@ -652,17 +692,29 @@ static int check_at_copies(const char *src, const char *what)
         cr_assert(hdr && lb, "%s: the copy's chunk loop and thread count", what);
         int nq = atoi(hdr + strlen("for (int tl_q = 0; tl_q < ")), W = atoi(lb + strlen("__launch_bounds__(")) / 32;
         const char *decl = strstr(hdr, "const int ");
-        /* the shared address: (unsigned)(KIDX * LD + RIDX) * 4u */
+        /* the shared address: (unsigned)(KIDX * LD + COL) * 4u, COL the row or its swizzled tl_sr */
         const char *sh = strstr(c, "(unsigned)(tl_i");
         cr_assert(decl && sh && decl < c, "%s: the copy's indices:\n%.300s", what, hdr);
-        char kname[8], rname[8];
+        char kname[8], sname[8];
         int ld = 0;
-        cr_assert_eq(sscanf(sh, "(unsigned)(%7[tl_i01] * %d + %7[tl_i01])", kname, &ld, rname), 3, "%.60s", sh);
-        char *seen = calloc((size_t)(nq * W * 32) * 64, 1); /* (row, k) pairs, rows < nq W 32 / 8 * 8, k < 64 */
+        cr_assert_eq(sscanf(sh, "(unsigned)(%7[tl_i01] * %d + %7[tl_irs01])", kname, &ld, sname), 3, "%.60s", sh);
+        const char *rname = strcmp(kname, "tl_i0") ? "tl_i0" : "tl_i1";
+        /* which ring: the one of the FMA loop that follows at the copy's shared offset */
+        const char *fl = strstr(c, "const float *tl_sa = "), *fb = fl ? strstr(fl, "const float *tl_sb = ") : NULL;
+        const char *dst = strstr(c, "__cvta_generic_to_shared(tl_smem) + (unsigned)(");
+        cr_assert(fl && fb && dst, "%s: an FMA loop after the copies", what);
+        long off = atol(dst + strlen("__cvta_generic_to_shared(tl_smem) + (unsigned)("));
+        char ring = atol(fb + strlen("const float *tl_sb = (const float *)(tl_smem + (")) == off ? 'b' : 'a';
+        cr_assert_eq(atol((ring == 'a' ? fl : fb) + strlen("const float *tl_sa = (const float *)(tl_smem + (")), off,
+                     "%s: no ring at the copy's offset %ld", what, off);
+        cr_assert(read_swizzle(fl, ring, ld, 0) >= 0, "%s: ring %c not read with stride %d", what, ring, ld);
+        char *seen = calloc((size_t)(nq * W * 32) * 64, 1); /* (row, k) pairs, rows < nq W 32, k < 64 */
         cr_assert_not_null(seen);
+        long kmax = 0;
+        int lines_max = 0;
         for (int q = 0; q < nq; q++)
             for (int w = 0; w < W; w++) {
-                long row[32], k[32];
+                long row[32], k[32], col[32];
                 for (int lane = 0; lane < 32; lane++) {
                     ienv v = {{"tl_q", "tl_warp", "tl_lane"}, {4, 7, 7}, {q, w, lane}, 3};
                     const char *p = decl + strlen("const int ");
@@ -674,7 +726,7 @@ static int check_at_copies(const char *src, const char *what)
                         v.name[v.n] = nm;
                         v.len[v.n] = (size_t)(p - nm);
                         p += 3; /* " = " */
-                        v.val[v.n] = ev_sum(&p, &v);
+                        v.val[v.n] = ev_xor(&p, &v);
                         v.n++;
                         if (*p == ',')
                             p += 2;
@@ -684,28 +736,40 @@ static int check_at_copies(const char *src, const char *what)
                             k[lane] = v.val[i];
                         if (v.len[i] == strlen(rname) && !strncmp(v.name[i], rname, v.len[i]))
                             row[lane] = v.val[i];
+                        if (v.len[i] == strlen(sname) && !strncmp(v.name[i], sname, v.len[i]))
+                            col[lane] = v.val[i];
                     }
                 }
-                int rows = 0, sectors = 0, banks = 0;
+                int rows = 0, sectors = 0, lines = 0, banks = 0;
                 for (int a = 0; a < 32; a++) {
-                    int newrow = 1, newsec = 1, newbank = 1;
+                    int newrow = 1, newsec = 1, newline = 1, newbank = 1;
                     for (int b = 0; b < a; b++) {
                         newrow &= row[b] != row[a];
                         newsec &= row[b] != row[a] || k[b] / 8 != k[a] / 8;
-                        newbank &= (k[b] * ld + row[b]) % 32 != (k[a] * ld + row[a]) % 32;
+                        newline &= row[b] != row[a] || k[b] / 32 != k[a] / 32;
+                        newbank &= (k[b] * ld + col[b]) % 32 != (k[a] * ld + col[a]) % 32;
                     }
                     rows += newrow;
                     sectors += newsec;
+                    lines += newline;
                     banks += newbank;
                     cr_assert(row[a] >= 0 && row[a] < nq * W * 32 && k[a] >= 0 && k[a] < 64, "%s: (%ld, %ld)", what, row[a], k[a]);
                     char *s = &seen[row[a] * 64 + k[a]];
                     cr_expect(!*s, "%s: element (%ld, %ld) copied twice", what, row[a], k[a]);
                     *s = 1;
+                    long sw = read_swizzle(fl, ring, ld, k[a]);
+                    cr_expect_eq(col[a], row[a] ^ sw, "%s: element (%ld, %ld) of ring %c stored at column %ld, read at %ld", what,
+                                 row[a], k[a], ring, col[a], row[a] ^ sw);
+                    kmax = k[a] > kmax ? k[a] : kmax;
                 }
                 cr_expect(rows <= 4 && sectors == 4, "%s: a warp's copy reads %d sectors of %d rows (chunk %d, warp %d)", what,
                           sectors, rows, q, w);
                 cr_expect_eq(banks, 32, "%s: a warp's copy writes %d banks of shared memory (chunk %d, warp %d)", what, banks, q, w);
+                lines_max = lines > lines_max ? lines : lines_max;
             }
+        /* a K tile of whole lines (kmax + 1 a multiple of 32): one line a copy */
+        if ((kmax + 1) % 32 == 0)
+            cr_expect_eq(lines_max, 1, "%s: a warp's copy reads %d cache lines (K tile %ld)", what, lines_max, kmax + 1);
         free(seen);
         loops++;
     }
@@ -813,6 +877,56 @@ Test(forms, f32_spellings, .timeout = 120)
 #undef W_LOAD
 #undef A_LOAD
 #undef B_LOAD
+}
+
+/* Every variant of the two f32 examples (64x64 BK = 16 with 4 warps,
+ * 128x256 BK = 16 and BK = 32 with 8): each K-contiguous operand's 4-byte
+ * copies read whole sectors, and at BK = 32 one whole line a warp copy (4
+ * lines before), write 32 banks and put each element where the FMA loop
+ * reads it (check_at_copies). */
+Test(forms, f32_whole_line_copies, .timeout = 120)
+{
+    static const struct {
+        const char *file, *kernel, *from, *to; /* an edit: another spelling */
+        int copies4;
+    } cases[] = {
+        {"examples/matmul_f32.tile", "matmul_f32", NULL, NULL, 1},
+        {"examples/linear_f32.tile", "linear_f32", NULL, NULL, 2},
+        /* W's tile loaded [K, N] by strides (K on the load's axis 0), no trans */
+        {"examples/linear_f32.tile", "linear_f32",
+         "let tw = load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0);\n"
+         "        acc = acc + dot(tx, trans(tw));",
+         "let tw = load(w + rk[:, None] + rn[None, :] * K, rk[:, None] < K && rn[None, :] < N, 0.0);\n"
+         "        acc = acc + dot(tx, tw);", 2},
+    };
+    static const char *shape[3] = {"a warp 4 rows by 8 k)", "a warp 4 rows by 8 k)", "a warp 1 row by 32 k, swizzled)"};
+    for (int i = 0; i < 3; i++)
+        for (int v = 0; v < 3; v++) {
+            tilec_ctx *ctx = tilec_ctx_new();
+            tilec_module *m = NULL;
+            tilec_kernel_code code;
+            char *src = read_file(cases[i].file, NULL);
+            cr_assert_not_null(src);
+            if (cases[i].from) {
+                char *next = replace(src, cases[i].from, cases[i].to);
+                cr_assert(strcmp(src, next), "%s: '%s' replaced", cases[i].file, cases[i].from);
+                free(src);
+                src = next;
+            }
+            cr_assert_eq(tilec_parse_string(ctx, cases[i].file, src, strlen(src), &m), TILEC_OK);
+            cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, cases[i].kernel), v, &code), TILEC_OK);
+            char what[96];
+            snprintf(what, sizeof what, "%s variant %d%s", cases[i].kernel, v, cases[i].from ? " (W loaded [K, N])" : "");
+            cr_expect_eq(check_at_copies(code.source, what), 2 * cases[i].copies4, "%s: the 4-byte copy loops", what);
+            int n = 0;
+            for (const char *p = strstr(code.layouts, shape[v]); p; p = strstr(p + 1, shape[v]))
+                n++;
+            cr_expect_eq(n, cases[i].copies4, "%s: '%s':\n%s", what, shape[v], code.layouts);
+            free(src);
+            tilec_kernel_code_free(&code);
+            tilec_module_free(m);
+            tilec_ctx_free(ctx);
+        }
 }
 
 /* What the analysis does not take for a tensor map: spellings whose

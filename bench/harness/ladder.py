@@ -4,7 +4,7 @@ process, each against cuBLAS in the same run, the harness's way (bench.py's
 Run.workload: the check on NaN-poisoned output first, then tilec C, tilec
 Python, cuBLAS and the device copy, L2 flushed between calls).
 
-    python3 bench/harness/ladder.py --out F.jsonl --dtype f32 --size 4096 \\
+    python3 bench/harness/ladder.py --out F.jsonl --dtype f32 --size 4096 [--bt] \\
         --case TAG=PATH[,VAR=VALUE...] ...
 
 Each case's records carry its TAG; VAR=VALUE pairs are set in the
@@ -27,6 +27,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--dtype", default="f32")
     ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--bt", action="store_true", help="x @ W.T with W stored [N, K] (bench.py's `matmul f32 x@W.T`: "
+                    "each case's .tile defines linear_f32)")
     ap.add_argument("--case", action="append", required=True, help="TAG=PATH[,VAR=VALUE...]")
     ap.add_argument("--once", action="store_true", help="one launch of each case, no timing (for a profiler)")
     ap.add_argument("--torch", action="store_true", help="with --once: also one call of the torch side")
@@ -46,7 +48,7 @@ def main():
             saved[k] = os.environ.get(k)
             os.environ[k] = v
         run.args.tag = tag
-        w = bench.w_matmul(n, n, n, args.dtype)
+        w = bench.w_matmul(n, n, n, args.dtype, bt=args.bt)
         w.tile = os.path.abspath(path)
         print(f"== case {tag}: {path} {' '.join(envs)}", flush=True)
         try:

@@ -469,24 +469,15 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
-        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const float * tl_h0[4];
-        bool tl_h1[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 16; ++tl_q) {
-            const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 4) tl_h0[tl_q] = v_a + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
-        }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
             const tl_ix v_k = tl_lo + tl_s * tl_st;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 16896) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    const int tl_i0 = ((tl_q % 16) * 8 + tl_warp) * 1 + tl_lane / 32, tl_kc = (tl_q / 16) * 32, tl_c1 = tl_lane % 32, tl_i1 = tl_kc + tl_c1, tl_sr = ((tl_q % 16) * 8 + (tl_warp ^ ((tl_c1 / 8) % 4))) * 1 + tl_lane / 32;
+                    const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 16896) + (unsigned)(tl_i1 * 132 + tl_sr) * 4u), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
@@ -522,9 +513,9 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
                     const tl_ix v_k = tl_next;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 16896) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                        const int tl_i0 = ((tl_q % 16) * 8 + tl_warp) * 1 + tl_lane / 32, tl_kc = (tl_q / 16) * 32, tl_c1 = tl_lane % 32, tl_i1 = tl_kc + tl_c1, tl_sr = ((tl_q % 16) * 8 + (tl_warp ^ ((tl_c1 / 8) % 4))) * 1 + tl_lane / 32;
+                        const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 16896) + (unsigned)(tl_i1 * 132 + tl_sr) * 4u), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
@@ -565,7 +556,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
                 for (int tl_m = 0; tl_m < 8; ++tl_m)
                     #pragma unroll
                     for (int tl_n = 0; tl_n < 16; ++tl_n)
-                        v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], v_acc[tl_m * 16 + tl_n]);
+                        v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_m ^ (((tl_k / 8) % 4) * 1)], tl_rb[tl_n], v_acc[tl_m * 16 + tl_n]);
             }
         }
         tl_cp_wait<0>();
