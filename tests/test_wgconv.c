@@ -74,7 +74,7 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
             int two = strstr(twin, "the producer, 256 threads") != NULL;
             cr_expect(two == (code.tma.threads == 256 + (uint32_t)strtol(strstr(twin, "tl_tid >= ") + 10, NULL, 10)),
                       "%s variant %u: %u threads", kernels[i], v, code.tma.threads);
-            cr_expect(!two || ((strstr(twin, "tl_setmaxnreg_dec<64>();") || strstr(twin, "tl_setmaxnreg_dec<56>();")) &&
+            cr_expect(!two || ((strstr(twin, "tl_setmaxnreg_dec<96>();") || strstr(twin, "tl_setmaxnreg_dec<56>();")) &&
                                strstr(twin, "tl_setmaxnreg_inc<")),
                       "%s variant %u: two producer groups split the registers", kernels[i], v);
             cr_expect(two || !strstr(twin, "setmaxnreg"), "%s variant %u: one producer group keeps them", kernels[i], v);
