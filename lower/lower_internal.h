@@ -627,6 +627,8 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
  * tl_i1) past the shared-memory byte pointer `dst` (C): a swizzled ring's
  * own arrangement */
 void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, int one);
+int lower_emit_async_prep(lw *L, const tilec_expr *e, const char *sdst, const char *at, int n);
+void lower_emit_async_issue(lw *L, const tilec_expr *e, int n);
 /* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the
  * first stages-1 copies; at the top of an iteration the wait, the barrier
  * and the copies stages-1 iterations ahead. issue(L, ctx, slot) emits one
@@ -786,6 +788,8 @@ void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads,
 void lower_stepdiv_step(lw *L, const char *v);
 /* At the end of a step: the counters one step on. */
 void lower_stepdiv_advance(lw *L);
+/* v and the counters opaque to the compiler from here (a rare path's values computed anew) */
+void lower_stepdiv_opaque(lw *L, const char *v);
 void lower_stepdiv_end(lw *L);
 /* The counter that e (a division the counters follow) reads, or NULL. */
 const char *lower_stepdiv_ref(lw *L, const tilec_expr *e);

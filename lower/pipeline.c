@@ -122,50 +122,67 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
     lower_emit_async_load_at(L, e, lower_fmt(L, "tl_smem + %s", dst), lower_smem_at(L, trans, ld), trans, 0);
 }
 
+/* The head of a chunk's copy, inside lower_chunk_open's loop: its source
+ * tl_p, its place tl_d, the masks of its elements that decide it (tl_m<q>:
+ * all 8 of a mask not monotone along the chunk, else its first and last),
+ * and into *full and *any the C of "every element unmasked" and "some
+ * element unmasked", their terms joined by `and` and `or`. mq[q]: each
+ * element's mask. Returns whether a mask is there. */
+static int chunk_head(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, const char *and_,
+                      const char *or_, const char **mq, const char **full, const char **any, int *mono)
+{
+    const tilec_type *t = lower_ty(L, e);
+    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
+    int vec = lower_chunk_vec(L, e);
+    const char *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
+    const char *ptr = L->hoist ? lower_hoist_ptr(L, e->args[0], sub) : NULL;
+    lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), ptr ? ptr : lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+    if (dst)
+        lower_line(L, "%s *tl_d = (%s *)(%s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst, at);
+    strbuf all, some;
+    sb_init(&all);
+    sb_init(&some);
+    *mono = mask && lower_monotone_mask(L, mask, 2, trans ? 0 : 1);
+    for (int q = 0; q < vec && mask; q++) {
+        const char *qi = q ? lower_fmt(L, "(%s + %d)", trans ? "tl_i0" : "tl_i1", q) : (trans ? "tl_i0" : "tl_i1");
+        const char *qidx[2] = {trans ? qi : "tl_i0", trans ? "tl_i1" : qi};
+        lower_map_bcast(lower_ty(L, mask), 2, qidx, sub);
+        /* what only the slow path reads is not worth a register (hoist.c) */
+        int keep = L->hoist ? L->hoist->collect : 0;
+        if (L->hoist && *mono && q != 0 && q != vec - 1)
+            L->hoist->collect = 0;
+        mq[q] = lower_walk(L, mask, sub, 0, NULL, EMIT);
+        if (L->hoist)
+            L->hoist->collect = keep;
+        /* a monotone mask needs its ends to decide; the rest only on the slow path */
+        if (!*mono || q == 0 || q == vec - 1)
+            lower_line(L, "const bool tl_m%d = %s;", q, mq[q]);
+        if (!*mono || q == vec - 1)
+            sb_printf(&all, "%stl_m%d", all.n ? and_ : "", q);
+        if (!*mono || q == 0)
+            sb_printf(&some, "%stl_m%d", some.n ? or_ : "", q);
+    }
+    *full = mask ? lower_fmt(L, "%s", sb_str(&all)) : "true";
+    *any = mask ? lower_fmt(L, "%s", sb_str(&some)) : "true";
+    sb_free(&all);
+    sb_free(&some);
+    return mask != NULL;
+}
+
 /* `one`: a chunk that is whole or all masked takes one cp.async, its
  * source size 16 or 0 (zero fill), so the copy that issues most (the
  * gather twin's producer, wggather.c) has one branch a chunk, not two. */
 void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, int one)
 {
     const tilec_type *t = lower_ty(L, e);
-    const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
-    int vec = lower_chunk_vec(L, e);
+    int vec = lower_chunk_vec(L, e), mono;
     lower_chunk_open(L, e, trans);
-    const char *sub[TILEC_MAX_RANK];
-    lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
-    const char *ptr = L->hoist ? lower_hoist_ptr(L, e->args[0], sub) : NULL;
-    lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), ptr ? ptr : lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
-    lower_line(L, "%s *tl_d = (%s *)(%s) + %s;", lower_ctype(t->dtype), lower_ctype(t->dtype), dst, at);
-    strbuf all, any;
-    sb_init(&all);
-    sb_init(&any);
-    int mono = mask && lower_monotone_mask(L, mask, 2, trans ? 0 : 1);
-    const char *mq[8];
-    for (int q = 0; q < vec; q++) {
-        if (!mask)
-            break;
-        const char *qi = q ? lower_fmt(L, "(%s + %d)", trans ? "tl_i0" : "tl_i1", q) : (trans ? "tl_i0" : "tl_i1");
-        const char *qidx[2] = {trans ? qi : "tl_i0", trans ? "tl_i1" : qi};
-        lower_map_bcast(lower_ty(L, mask), 2, qidx, sub);
-        /* what only the slow path reads is not worth a register (hoist.c) */
-        int keep = L->hoist ? L->hoist->collect : 0;
-        if (L->hoist && mono && q != 0 && q != vec - 1)
-            L->hoist->collect = 0;
-        mq[q] = lower_walk(L, mask, sub, 0, NULL, EMIT);
-        if (L->hoist)
-            L->hoist->collect = keep;
-        /* a monotone mask needs its ends to decide; the rest only on the slow path */
-        if (!mono || q == 0 || q == vec - 1)
-            lower_line(L, "const bool tl_m%d = %s;", q, mq[q]);
-        if (!mono || q == vec - 1)
-            sb_printf(&all, "%stl_m%d", all.n ? " && " : "", q);
-        if (!mono || q == 0)
-            sb_printf(&any, "%stl_m%d", any.n ? " || " : "", q);
-    }
-    const char *full = mask ? sb_str(&all) : "true";
+    const char *mq[8], *full, *any;
+    int mask = chunk_head(L, e, dst, at, trans, " && ", " || ", mq, &full, &any, &mono);
     if (mask && one) {
         lower_line(L, "const bool tl_w = (%s) && ((unsigned long long)tl_p & 15) == 0;", full);
-        lower_line(L, "if (tl_w || !(%s)) {", sb_str(&any));
+        lower_line(L, "if (tl_w || !(%s)) {", any);
         lower_line(L, "    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */");
     } else {
         lower_line(L, "if ((%s) && ((unsigned long long)tl_p & 15) == 0) {", full);
@@ -173,7 +190,7 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
     }
     if (mask) {
         if (!one) {
-            lower_line(L, "} else if (!(%s)) {", sb_str(&any));
+            lower_line(L, "} else if (!(%s)) {", any);
             lower_line(L, "    tl_cp16(tl_d, tl_p, 0); /* zero fill */");
         }
         lower_line(L, "} else {");
@@ -188,10 +205,55 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
             lower_line(L, "    tl_d[%d] = tl_p[%d];", q, q);
     }
     lower_line(L, "}");
-    sb_free(&all);
-    sb_free(&any);
     L->ind--;
     lower_line(L, "}");
+}
+
+/* The gather producer's copies of load e in two halves (wggather.c), so
+ * that no branch separates one chunk's arithmetic from the next and ptxas
+ * can interleave them: lower_emit_async_prep computes every chunk's
+ * source, its place (a shared-memory address: sdst, a 32-bit expression,
+ * plus `at` elements) and whether it is whole, into registers tl_xp<n>,
+ * tl_xd<n>, tl_xw<n>, and tl_xf<n>: every chunk whole or all masked (the
+ * conditions joined by & and |: predicates, no branch);
+ * lower_emit_async_issue then copies them, one cp.async a chunk with no
+ * branch between. The caller takes that where tl_xf<n>, else
+ * lower_emit_async_load_at's per-chunk path (a partial or misaligned
+ * chunk), which recomputes all (so nothing of the first half stays live
+ * through it: the producer's 56 or 64 registers). Only where the chunks
+ * divide evenly among the threads (else prep returns 0 and emits
+ * nothing: the caller takes the per-chunk path alone). */
+int lower_emit_async_prep(lw *L, const tilec_expr *e, const char *sdst, const char *at, int n)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int vec = lower_chunk_vec(L, e), per = lower_chunk_count(L, e), mono;
+    if ((int64_t)per * L->nt * vec != t->dims[0] * t->dims[1])
+        return 0;
+    const char *ct = lower_ctype(t->dtype);
+    lower_line(L, "const %s *tl_xp%d[%d];", ct, n, per);
+    lower_line(L, "unsigned tl_xd%d[%d];", n, per);
+    lower_line(L, "bool tl_xw%d[%d], tl_xf%d = true;", n, per, n);
+    lower_chunk_open(L, e, 0);
+    const char *mq[8], *full, *any;
+    int mask = chunk_head(L, e, NULL, at, 0, " & ", " | ", mq, &full, &any, &mono);
+    lower_line(L, "tl_xp%d[tl_q] = tl_p;", n);
+    lower_line(L, "tl_xd%d[tl_q] = %s + (unsigned)(%s) * %du;", n, sdst, at, (int)tilec_dtype_size(t->dtype));
+    lower_line(L, "tl_xw%d[tl_q] = (%s) & (((unsigned long long)tl_p & 15) == 0);", n, full);
+    if (mask)
+        lower_line(L, "tl_xf%d = tl_xf%d & (tl_xw%d[tl_q] | !(%s));", n, n, n, any);
+    else
+        lower_line(L, "tl_xf%d = tl_xf%d & tl_xw%d[tl_q];", n, n, n);
+    L->ind--;
+    lower_line(L, "}");
+    return 1;
+}
+
+void lower_emit_async_issue(lw *L, const tilec_expr *e, int n)
+{
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", lower_chunk_count(L, e));
+    lower_line(L, "    asm volatile(\"cp.async.cg.shared.global [%%0], [%%1], 16, %%2;\" :: \"r\"(tl_xd%d[tl_q]), "
+                  "\"l\"(tl_xp%d[tl_q]), \"r\"(tl_xw%d[tl_q] ? 16 : 0));", n, n, n);
 }
 
 /* The ring of shared-memory buffers: `stages` tiles of A and of B. */

@@ -172,6 +172,25 @@ void lower_stepdiv_advance(lw *L)
     lower_line(L, "}");
 }
 
+/* The loop variable v and the counters as values the compiler cannot
+ * know (an empty asm that may change them; it does not): what a rare path
+ * of the step computes from them then cannot reuse what the common path
+ * computed, so nothing of the common path stays live into it (the gather
+ * producer's per-chunk path, wggather.c: ptxas had kept each chunk's
+ * masks from the fast half, packed into a register, for it). */
+void lower_stepdiv_opaque(lw *L, const char *v)
+{
+    lower_stepdiv *s = L->stepdiv;
+    strbuf b;
+    sb_init(&b);
+    sb_printf(&b, "asm volatile(\"\" : \"+r\"(%s)", v);
+    for (int p = 0; s && p < s->npairs; p++)
+        sb_printf(&b, ", \"+l\"(tl_dq%d), \"+l\"(tl_dr%d)", p, p);
+    sb_puts(&b, "); /* recomputed here, not kept from above */");
+    lower_line(L, "%s", sb_str(&b));
+    sb_free(&b);
+}
+
 void lower_stepdiv_end(lw *L) { L->stepdiv = NULL; }
 
 const char *lower_stepdiv_ref(lw *L, const tilec_expr *e)

@@ -32,12 +32,14 @@
  * address and mask, issued too slowly to feed wgmma: docs/lowering.md) */
 enum { GA_PRODUCER = 128, GA_PRODUCER2 = 256, GA_ROW = 128 };
 /* two producer warp groups when each thread copies at most GA_CHUNKS2
- * chunks a step: 64 registers a producer thread (its kept addresses and
- * masks, the counters), the rest of the 64 Ki registers of the block to
- * the consumers (BM / 16 warps), 240 at most. More chunks (BK = 64 at 128
- * x 128: 8 a thread) spilled at 64 and at 96: one warp group then, no
- * setmaxnreg (168 registers a thread at 384 threads). */
-enum { GA_REGS = 65536, GA_PREG = 64, GA_CHUNKS2 = 4, GA_CREG_MAX = 240 };
+ * chunks a step: 96 registers a producer thread (its kept addresses and
+ * masks, the counters, and each chunk's address, place and flag between
+ * the two halves of a step's copies: lower_emit_async_prep; at 64 and 80
+ * those spilled), the rest of the 64 Ki registers of the block to the
+ * consumers (BM / 16 warps: 160 at BM = 128), 240 at most. More chunks
+ * (BK = 64 at 128 x 128: 8 a thread) spilled at 64 and at 96: one warp
+ * group then, no setmaxnreg (168 registers a thread at 384 threads). */
+enum { GA_REGS = 65536, GA_PREG = 96, GA_CHUNKS2 = 4, GA_CREG_MAX = 240 };
 
 /* Two blocks an SM when their halves of the SM fit (docs/lowering.md,
  * "wgmma with gathered operands"): one block of 512 threads has nothing
@@ -226,19 +228,51 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     if (w->btma)
         b_by_tma(L, w, aslot, bslot);
     L->eager_bool = 1; /* the masks' && as &: predicates, no branch a term (expr.c) */
+    /* every chunk's address, place and masks first, then the copies: no branch between one chunk's arithmetic
+     * and the next one's (lower_emit_async_prep). The H100 profile of the one-chunk-at-a-time producer
+     * (docs/lowering.md): its warps issued one instruction every 7 cycles, mostly waiting on the previous
+     * one, each chunk's arithmetic behind the last chunk's branch. Not where two blocks share an SM: the
+     * producer's 56 registers spilled with it (the kept registers, reloaded each step). */
+    const char *ad = lower_fmt(L, "tl_r0 + tl_s * %lld", (long long)aslot), *aat = swizzled(L, w->M, w->arow, es);
+    const char *bd = lower_fmt(L, "tl_r0 + %lld + tl_s * %lld", (long long)(S * aslot), (long long)bslot),
+               *bat = swizzled(L, w->K, GA_ROW, es);
     if (L->hoist)
         L->hoist->cur = 0; /* which load's kept registers the copies read */
-    lower_emit_async_load_at(L, w->ld[0], lower_fmt(L, "tl_r0 + tl_s * %lld", (long long)aslot),
-                             swizzled(L, w->M, w->arow, es), 0, 1);
+    int pa = w->blocks == 1 && lower_emit_async_prep(L, w->ld[0], lower_fmt(L, "tl_ring + tl_s * %lldu", (long long)aslot), aat, 0);
     if (L->hoist)
         L->hoist->cur = 1;
-    if (w->btma) {
+    int pb = pa && !w->btma && lower_emit_async_prep(L, w->ld[1], lower_fmt(L, "tl_ring + %lldu + tl_s * %lldu",
+                                                                      (long long)(S * aslot), (long long)bslot),
+                                               bat, 1);
+    /* both loads' chunks whole or all masked (B's by TMA: A's): the copies, no branch between; else each
+     * chunk's own path, as before */
+    int fast = pa && (pb || w->btma);
+    if (fast) {
+        lower_line(L, "if (tl_xf0%s) { /* every chunk whole or all masked: one cp.async each */", pb ? " & tl_xf1" : "");
+        L->ind++;
+        lower_emit_async_issue(L, w->ld[0], 0);
+        if (pb)
+            lower_emit_async_issue(L, w->ld[1], 1);
+        L->ind--;
+        lower_line(L, "} else {");
+        L->ind++;
+        lower_stepdiv_opaque(L, v);
+    }
+    if (L->hoist)
+        L->hoist->cur = 0;
+    lower_emit_async_load_at(L, w->ld[0], ad, aat, 0, 1);
+    if (L->hoist)
+        L->hoist->cur = 1;
+    if (pb || !w->btma)
+        lower_emit_async_load_at(L, w->ld[1], bd, bat, 0, 1);
+    if (fast) {
+        L->ind--;
+        lower_line(L, "}");
+    }
+    if (w->btma && !pb) {
         lower_line(L, "if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */");
         L->ind++;
-    }
-    lower_emit_async_load_at(L, w->ld[1], lower_fmt(L, "tl_r0 + %lld + tl_s * %lld", (long long)(S * aslot), (long long)bslot),
-                             swizzled(L, w->K, GA_ROW, es), 0, 1);
-    if (w->btma) {
+        lower_emit_async_load_at(L, w->ld[1], bd, bat, 0, 1);
         L->ind--;
         lower_line(L, "}");
     }

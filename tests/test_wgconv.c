@@ -74,7 +74,7 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
             int two = strstr(twin, "the producer, 256 threads") != NULL;
             cr_expect(two == (code.tma.threads == 256 + (uint32_t)strtol(strstr(twin, "tl_tid >= ") + 10, NULL, 10)),
                       "%s variant %u: %u threads", kernels[i], v, code.tma.threads);
-            cr_expect(!two || ((strstr(twin, "tl_setmaxnreg_dec<64>();") || strstr(twin, "tl_setmaxnreg_dec<56>();")) &&
+            cr_expect(!two || ((strstr(twin, "tl_setmaxnreg_dec<96>();") || strstr(twin, "tl_setmaxnreg_dec<56>();")) &&
                                strstr(twin, "tl_setmaxnreg_inc<")),
                       "%s variant %u: two producer groups split the registers", kernels[i], v);
             cr_expect(two || !strstr(twin, "setmaxnreg"), "%s variant %u: one producer group keeps them", kernels[i], v);
@@ -242,6 +242,73 @@ Test(wgconv, sass_has_hgmma_and_ldgsts, .timeout = 300)
                   "variant %d: its producer copies by cp.async and arrives when they land", v);
         cr_expect((strstr(t, "UTMALDG") != NULL) == (v == 4), "variant %d: B by TMA in the one-group twin alone", v);
         cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "variant %d: no local memory in the twin", v);
+        free(t);
+    }
+}
+
+/* The longest run of LDGSTS in t with at most three other instructions
+ * between two of them (the per-chunk path had about 30: its branch, the
+ * next chunk's address and masks). */
+static int ldgsts_run(const char *t)
+{
+    int best = 0, run = 0, gap = 0;
+    char line[512];
+    for (const char *l = t; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t n = e ? (size_t)(e - l) : strlen(l);
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line - 1 ? n : sizeof line - 1), l);
+        l = e ? e + 1 : NULL;
+        const char *s = line + strspn(line, " ");
+        if (strncmp(s, "/*", 2) || !strstr(s, "*/ ") || !strchr(s, ';'))
+            continue; /* not an instruction line */
+        if (strstr(line, "LDGSTS")) {
+            run++;
+            gap = 0;
+            best = run > best ? run : best;
+        } else if (!strstr(line, "@!PT LDS RZ") && ++gap > 3) {
+            run = 0;
+        }
+    }
+    return best;
+}
+
+/* The producer's copies in two halves where one block has the SM
+ * (wggather.c, lower_emit_async_prep): every chunk's address, place and
+ * flag first, then one cp.async a chunk with no branch between when all
+ * are whole or all masked; the per-chunk path after the counters are made
+ * opaque. The two-block twins (3, 6) keep the per-chunk path. In the SASS
+ * (when cuobjdump is at hand) variant 0's four chunks a thread (A's 2, B's
+ * 2) and variant 4's eight (A's) issue back to back; before, each LDGSTS
+ * sat behind its chunk's branch, about 30 instructions apart. */
+Test(wgconv, the_copies_issue_in_two_halves, .timeout = 300)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, CONV);
+    for (int v = 0; v < 8; v++) {
+        tilec_kernel_code code;
+        lower_variant(ctx, m, "conv2d_f16", v, &code);
+        const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
+        cr_assert_not_null(twin);
+        int two = v == 3 || v == 6, one = v == 4;
+        cr_expect((strstr(twin, one ? "if (tl_xf0) { /* every chunk whole or all masked"
+                                    : "if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked") != NULL) == !two,
+                  "variant %d: %s", v, two ? "the per-chunk path alone (two blocks an SM)" : "the copies in two halves");
+        cr_expect((strstr(twin, "asm volatile(\"\" : \"+r\"(v_q0), \"+l\"(tl_dq0), \"+l\"(tl_dr0), \"+l\"(tl_dq1), "
+                                "\"+l\"(tl_dr1));") != NULL) == !two,
+                  "variant %d: the per-chunk path reads the counters anew", v);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    static const int vs[] = {0, 4, 3}, want[] = {4, 8, 1};
+    for (int j = 0; j < 3; j++) {
+        char *t = twin_sass(tool, "conv2d_f16", vs[j]);
+        cr_assert_not_null(t);
+        int run = ldgsts_run(t);
+        cr_expect(vs[j] == 3 ? run < 4 : run >= want[j], "variant %d: %d LDGSTS back to back", vs[j], run);
         free(t);
     }
 }

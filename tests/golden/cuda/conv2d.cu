@@ -461,7 +461,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -504,48 +504,88 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[2];
+                    unsigned tl_xd0[2];
+                    bool tl_xw0[2], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -571,7 +611,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<160>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -978,7 +1018,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -1021,48 +1061,88 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[2];
+                    unsigned tl_xd0[2];
+                    bool tl_xw0[2], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -1088,7 +1168,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<160>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -1495,7 +1575,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -1538,48 +1618,88 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[2];
+                    unsigned tl_xd0[2];
+                    bool tl_xw0[2], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -1605,7 +1725,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<160>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -2557,26 +2677,48 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                             tl_mbar_arrive(tl_full + tl_s * 8);
                         }
                     }
+                    const __half *tl_xp0[8];
+                    unsigned tl_xd0[8];
+                    bool tl_xw0[8], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 16384u + (unsigned)(((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
@@ -3032,7 +3174,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
         }
         __syncthreads();
         if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 128;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -3075,48 +3217,88 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[1];
+                    unsigned tl_xd0[1];
+                    bool tl_xw0[1], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 4096u + (unsigned)(((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 49152u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -4066,7 +4248,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -4109,48 +4291,88 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[2];
+                    unsigned tl_xd0[2];
+                    bool tl_xw0[2], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -4176,7 +4398,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<160>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -4605,7 +4827,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -4648,48 +4870,88 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[2];
+                    unsigned tl_xd0[2];
+                    bool tl_xw0[2], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -4715,7 +4977,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<160>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -5166,7 +5428,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -5209,48 +5471,88 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[2];
+                    unsigned tl_xd0[2];
+                    bool tl_xw0[2], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -5276,7 +5578,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<160>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -5727,7 +6029,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -5770,48 +6072,88 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[2];
+                    unsigned tl_xd0[2];
+                    bool tl_xw0[2], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -5837,7 +6179,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<160>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -6877,26 +7219,48 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                             tl_mbar_arrive(tl_full + tl_s * 8);
                         }
                     }
+                    const __half *tl_xp0[8];
+                    unsigned tl_xd0[8];
+                    bool tl_xw0[8], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 16384u + (unsigned)(((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
@@ -7396,7 +7760,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
         }
         __syncthreads();
         if (tl_tid >= 128) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 128;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -7439,48 +7803,88 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[1];
+                    unsigned tl_xd0[1];
+                    bool tl_xw0[1], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 4096u + (unsigned)(((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 49152u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -8518,7 +8922,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
         }
         __syncthreads();
         if (tl_tid >= 256) { /* the producer, 256 threads: A and B by cp.async, each chunk where TMA would put it */
-            tl_setmaxnreg_dec<64>();
+            tl_setmaxnreg_dec<96>();
             const int tl_ptid = tl_tid - 256;
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
@@ -8561,48 +8965,88 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                     const int tl_s = tl_it % 12;
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    const __half *tl_xp0[2];
+                    unsigned tl_xd0[2];
+                    bool tl_xw0[2], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
                         const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
+                    const __half *tl_xp1[2];
+                    unsigned tl_xd1[2];
+                    bool tl_xw1[2], tl_xf1 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        tl_xp1[tl_q] = tl_p;
+                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                    }
+                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
@@ -8628,7 +9072,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
             return;
         }
-        tl_setmaxnreg_inc<192>();
+        tl_setmaxnreg_inc<160>();
         int tl_it = 0;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
