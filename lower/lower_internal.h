@@ -101,9 +101,12 @@ typedef struct wg_plan {
     const tilec_expr *Ra[3], *Ca[3]; /* scalars added to their coordinates (lower_ptraff.add), or NULL */
     const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
     int64_t M, N, stage_bytes;
-    int64_t K;                    /* a stage's K depth: the K tile, or 64 halves for several iterations of a smaller one */
+    int64_t K;                    /* a stage's K depth: the K tile, or 64 halves for several iterations of a smaller
+                                   * one or a part of a larger one */
     int64_t kt;                   /* the loop's K tile (BK) */
     int iters;                    /* loop iterations a stage: K / kt (1, or 2, 4 for K tiles of 32, 16 halves) */
+    int kparts;                   /* stages a loop iteration: kt / K (1, or 2, 3, 4 for K tiles of 128, 192, 256
+                                   * halves, each part a stage 64 deep: the K tile's k-th 64 columns) */
     const char *one_why;          /* why a K tile under 64 halves keeps one iteration a stage, or NULL */
     int arow;                     /* bytes of one swizzled row of A's boxes: 32, 64 or 128 (the swizzle) */
     int warps;                    /* the consumer warps the twin arranges: BM / 16 (one m64 warp group per 64 rows) */

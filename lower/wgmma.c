@@ -441,6 +441,22 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
     return (int)(WG_ROW_BYTES / kb);
 }
 
+/* Stages one iteration of plan w's K tile K makes: 1, or for a tile
+ * wider than one 128-byte swizzled row (K tiles of 128, 192, 256 halves;
+ * wg_shape_ok took only whole rows) one per row, each the K tile's next 64
+ * halves: the same sum in the same order, whatever the loop. A stage of
+ * 64 is the reference's (4 k16 steps, (BM + BN) x 64 a stage), so the
+ * ring holds as many stages, and as much K in flight, as it does; a whole
+ * K tile of 128 a stage at 128 x 128 (64 KiB) left 3 stages one tile a
+ * block and 2 paired (96 KiB), not enough to pair: 0.85x of cuBLAS at
+ * 4096 (bench/results/forms_s40.md). Not a gather twin (wggather.c: its
+ * copies are the loads' own). */
+static int wg_kparts(const wg_plan *w, int64_t K)
+{
+    int64_t kb = K * (int64_t)w->maps[0].elem_bytes;
+    return w->gather || kb <= WG_ROW_BYTES ? 1 : (int)(kb / WG_ROW_BYTES);
+}
+
 /* The most stages of plan w: a small K tile gets more of them, as deep
  * in K as WG_MAX_STAGES tiles of 64. */
 static int wg_max_stages(const wg_plan *w)
@@ -497,6 +513,9 @@ static const char *wg_how(lw *L, const wg_plan *w)
     if (w->iters > 1)
         k = lower_fmt(L, ", K tile %lld: stages of %lld (%s iterations a stage)", (long long)w->kt, (long long)w->K,
                       times[w->iters]);
+    else if (w->kparts > 1)
+        k = lower_fmt(L, ", K tile %lld: stages of %lld (%s stages an iteration)", (long long)w->kt, (long long)w->K,
+                      times[w->kparts]);
     else if (kb < WG_ROW_BYTES && !kop) /* no operand in rows of K: all in 128-byte rows along M and N */
         k = lower_fmt(L, ", K tile %lld: one iteration a stage (%s)", (long long)w->K, w->one_why ? w->one_why : "");
     else if (kb != WG_ROW_BYTES && kop)
@@ -559,6 +578,13 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         K *= w->iters;
         for (int i = 0; i < 2; i++)
             *(wg_kmajor(w, i) ? &w->maps[i].box_cols : &w->maps[i].box_rows) = (uint32_t)K;
+    }
+    w->kparts = wg_kparts(w, K);
+    if (w->kparts > 1) { /* an iteration in stages of 64 halves: boxes 64 wide along K, or 64 rows */
+        K /= w->kparts;
+        for (int i = 0; i < 2; i++)
+            if (!wg_kmajor(w, i))
+                w->maps[i].box_rows = (uint32_t)K;
     }
     w->M = M;
     w->N = N;
@@ -729,6 +755,41 @@ static const char *kmajor_desc(lw *L, const wg_plan *w, const char *base, int64_
     return lower_fmt(L, "tl_wg_desc(%s, 16, %d, %d)", at, 8 * w->arow, wg_layout_type(w->arow));
 }
 
+/* The loop over plan w's stages, as the producer and the consumers walk
+ * it, loop variable v, stage counter tl_it: the program's loop, one stage
+ * (or several iterations, w->iters) a step, or each iteration's w->kparts
+ * stages (tl_j, the part) in turn. stage_loop_end closes it. */
+static void stage_loop(lw *L, const wg_plan *w, const char *v)
+{
+    if (w->kparts <= 1) {
+        lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+        L->ind++;
+        return;
+    }
+    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st) {", v, v, v);
+    L->ind++;
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j, ++tl_it) { /* the K tile's 64-wide parts */", w->kparts);
+    L->ind++;
+}
+
+static void stage_loop_end(lw *L, const wg_plan *w)
+{
+    for (int i = w->kparts > 1 ? 2 : 1; i > 0; i--) {
+        L->ind--;
+        lower_line(L, "}");
+    }
+}
+
+/* Part tl_j of the K tile (w->kparts > 1): map i's K coordinate (its
+ * column when K-major, else its row) that many stages of K on. */
+static void kpart_coord(lw *L, const wg_plan *w, int i, const char **col, const char **row)
+{
+    if (w->kparts <= 1)
+        return;
+    const char **k = wg_kmajor(w, i) ? col : row;
+    *k = lower_fmt(L, "%s + tl_j * %lld", *k, (long long)w->K);
+}
+
 /* One thread of the producer warp group: wait for a free slot, expect its
  * bytes, issue the copies of A (one box of M rows per 128 bytes of the K
  * tile, or one narrower box) and B (N/64 boxes of K rows x 64 columns). */
@@ -750,14 +811,14 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     lower_bind_loop_scope(L, loop);
     if (!w->persist)
         lower_line(L, "int tl_it = 0;");
-    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
-    L->ind++;
+    stage_loop(L, w, v);
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
     lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, %lld);", (long long)w->stage_bytes);
     const char *col, *row, *z;
     lower_wg_coords(L, w, 0, &col, &row);
+    kpart_coord(L, w, 0, &col, &row);
     z = lower_wg_batch(L, w, 0);
     const char *ra = lower_fmt(L, "tl_ring + tl_s * %lld", (long long)a_slot(w));
     if (w->amn) /* A MN-major: boxes of K rows along M, as an MN-major B's */
@@ -765,6 +826,7 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     else
         kmajor_copies(L, w, 0, ra, w->M, ka, col, row, z);
     lower_wg_coords(L, w, 1, &col, &row);
+    kpart_coord(L, w, 1, &col, &row);
     z = lower_wg_batch(L, w, 1);
     /* K-major B: boxes of N rows, as A's (paired: two, one per N tile, the second's rows after the first's,
      * so the tensor map is the one-tile twin's) */
@@ -776,8 +838,7 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     if (!w->bk)
         mnmajor_copies(L, w, 1, lower_fmt(L, "tl_ring + %lld + tl_s * %lld", (long long)(S * a_slot(w)), (long long)b_slot(w)),
                        nb, col, row, z);
-    L->ind--;
-    lower_line(L, "}");
+    stage_loop_end(L, w);
     lower_leave(L);
     if (w->persist)
         return; /* the producer's part of a persistent twin ends with its loop */
@@ -807,8 +868,7 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
             lower_line(L, "tl_setmaxnreg_inc<%d>();", w->gather ? w->creg : 232);
         lower_line(L, "int tl_it = 0;");
     }
-    lower_line(L, "for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {");
-    L->ind++;
+    stage_loop(L, w, "tl_kv");
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (tl_it / %d) & 1);", S);
     if (w->gather) /* the producer's cp.async wrote the slot: generic proxy, wgmma reads through the async one */
@@ -831,8 +891,7 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "tl_wg_wait<1>();");
     lower_line(L, "if (tl_it > %s && tl_lane == 0)", w->persist ? "tl_it0" : "0");
     lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
-    L->ind--;
-    lower_line(L, "}");
+    stage_loop_end(L, w);
     lower_line(L, "tl_wg_wait<0>();");
     if (w->persist) { /* the last stage back to the producer, for the next tile */
         lower_line(L, "if (tl_it > tl_it0 && tl_lane == 0)");

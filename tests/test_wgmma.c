@@ -118,9 +118,12 @@ static char *first_twin(const char *src)
  * boxes of 64 columns in the 128-byte swizzle (descriptor layout type 1,
  * stride byte offset 1024), B in boxes of 64 K rows (its leading byte
  * offset one box, 64 x 128 bytes), 4 k16 steps and (BM + BN) * 64 * 2
- * bytes a stage, as the reference's; a K tile of 128, two boxes of A a
- * stage, 8 k16 steps; and BM / 16 consumer warps whatever the `warps`
- * hint says. */
+ * bytes a stage, as the reference's; a K tile of 128 or 256, each
+ * iteration two or four such stages in turn (the loop over its parts,
+ * tl_j, the K coordinate tl_j * 64 on), the stage the reference's again
+ * (before, one stage of 128 with two boxes of A and 8 k16 steps left
+ * 2 stages paired, so the twin ran one N tile a block at 0.85x of cuBLAS);
+ * and BM / 16 consumer warps whatever the `warps` hint says. */
 Test(wgmma, k_tile_and_warps_shape_the_twin)
 {
     static const struct {
@@ -136,10 +139,11 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
          "tl_mbar_expect(tl_full + tl_s * 8, 49152);", "tl_st = (v_BK) * 4;"},
         {"BM = 128, BN = 128, BK = 32, warps = 8", 384, 64, 1, 64, STAGE64,
          "tl_mbar_expect(tl_full + tl_s * 8, 49152);", "tl_st = (v_BK) * 2;"},
-        {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 2, 128,
-         "tl_wg_desc(tl_a + (tl_q / 4) * 16384 + (tl_q % 4) * 32, 16, 1024, 1)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 16384, 1024, 1)", "tl_q < 8;", "tl_mbar_expect(tl_full + tl_s * 8, 65536);",
-         "tl_st = v_BK;"},
+        {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 1, 64, STAGE64,
+         "tl_mbar_expect(tl_full + tl_s * 8, 49152);", "for (int tl_j = 0; tl_j < 2; ++tl_j, ++tl_it) {"},
+        {"BM = 64, BN = 64, BK = 256, warps = 4", 256, 64, 1, 64, "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)",
+         "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;", "tl_mbar_expect(tl_full + tl_s * 8, 24576);",
+         "for (int tl_j = 0; tl_j < 4; ++tl_j, ++tl_it) {"},
         /* warps = 4 for 128 rows: two consumer warp groups all the same */
         {"BM = 128, BN = 128, BK = 64, warps = 4", 384, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 8);",
          "tl_st = v_BK;"},
@@ -167,6 +171,12 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
         cr_expect(strstr(code.source, cases[i].steps), "%s: %s", c, cases[i].steps);
         cr_expect(strstr(code.source, cases[i].expect), "%s: %s", c, cases[i].expect);
         cr_expect(strstr(code.source, cases[i].step), "%s: a stage's step %s", c, cases[i].step);
+        if (strstr(cases[i].step, "tl_j")) { /* every box of part tl_j: the K tile's columns tl_j * 64 on */
+            char *tw1 = first_twin(code.source);
+            int n = count_of(tw1, "tl_tma_2d(tl_ring");
+            cr_expect(n >= 2 && count_of(tw1, " + tl_j * 64, ") == n, "%s: A's and B's K coordinates", c);
+            free(tw1);
+        }
         cr_expect_leq(code.tma.smem_bytes, 227 * 1024);
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
@@ -495,8 +505,11 @@ Test(wgmma, two_n_tiles_a_block)
         /* a loop whose start reads pid(1): the two tiles' sums differ */
         {"for k in 0 .. K step BK", "for k in pid(1) * BK .. K step BK", 0,
          "not two: the loop's bounds read pid(1)"},
-        /* a stage of 128 x 128 for A and 128 x 256 for B: 2 stages of 96 KiB */
-        {"BK = 64", "BK = 128", 0, "not two: 2 stages of 96 KiB fit"},
+        /* a K tile of 128: two stages of 64 an iteration, each the reference's (before: one stage of 128 x 128 for
+         * A and 128 x 256 for B, 2 stages of 96 KiB, not two) */
+        {"BK = 64", "BK = 128", 1,
+         "K tile 128: stages of 64 (two stages an iteration), two N tiles a block on a persistent grid (pid(1) 2j and "
+         "2j + 1: m64n256 wgmma, 4 stages)"},
         /* 256 columns already: the widest wgmma, nothing to say */
         {"BN = 128", "BN = 256", 0, NULL},
     };
