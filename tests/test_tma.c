@@ -399,18 +399,22 @@ Test(tma, a_multi_architecture_wrapper_loads_the_device_s_table, .timeout = 60)
 
 /* The maps' boxes and swizzles follow a stage's K depth (docs/lowering.md,
  * "wgmma and TMA"): K tiles of 16 and 32 in stages of 64 (several loop
- * iterations a stage) and of 128 are boxes of 128 bytes of K, swizzled
+ * iterations a stage) and of 128 (two stages of 64 a loop iteration,
+ * whatever the loop's end) are boxes of 128 bytes of K, swizzled
  * 128 bytes wide (CU_TENSOR_MAP_SWIZZLE_128B); a K tile of 16 or 32 one
  * iteration a stage (the loop stops a K tile short of K, so merging
  * would not be the same sum) is A's boxes as wide as the tile, swizzled
  * that wide (16 halves: 32 bytes, _32B; 32: 64 bytes, _64B). B's boxes
- * are the stage's K rows of 128 bytes, swizzled 128 bytes wide. */
+ * are the stage's K rows of 128 bytes, swizzled 128 bytes wide (a K tile
+ * of 128: 64 rows, a stage's; before, 128 rows, a stage of the whole K
+ * tile). */
 Test(tma, swizzle_follows_the_k_tile, .timeout = 120)
 {
     static const struct {
         unsigned bk, kdepth, swizzle;
         const char *end; /* the loop's end */
-    } tiles[] = {{16, 64, 3, "K"}, {32, 64, 3, "K"}, {128, 128, 3, "K"}, {16, 16, 1, "K - BK"}, {32, 32, 2, "K - BK"}};
+    } tiles[] = {{16, 64, 3, "K"},      {32, 64, 3, "K"},      {128, 64, 3, "K"},
+                 {128, 64, 3, "K - BK"}, {16, 16, 1, "K - BK"}, {32, 32, 2, "K - BK"}};
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         env e;
         memset(&e, 0, sizeof e);
