@@ -79,9 +79,10 @@ static const form forms[] = {
      "dot loop: wgmma + TMA (the sm_90a twin, 8 consumer warps (two m64 warp groups for BM = 128) "
      "where the `warps` hint says 4" PAIR ")",
      NULL, 1, 64},
+    /* 8 warps for a 64-row tile: two M tiles a block, one a consumer warp group (lower/wgpair.c) */
     {"warps8_bm64.tile", 1, 1,
-     "dot loop: wgmma + TMA (the sm_90a twin, 4 consumer warps (one m64 warp group for BM = 64) where the `warps` hint "
-     "says 8)",
+     "dot loop: wgmma + TMA (the sm_90a twin, two M tiles a block on a persistent grid (pid(0) 2i and 2i + 1, one a "
+     "consumer warp group: the `warps` hint's 8 warps; m64n256 wgmma, 4 stages))",
      NULL, 1, 64},
     {"user_mix.tile", 1, 1,
      "wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage), "
