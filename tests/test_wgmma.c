@@ -478,6 +478,20 @@ Test(wgmma, sass_tf32_hint, .timeout = 120)
     free(sass);
 }
 
+/* The remark of case c names `remark`, or (NULL) says nothing of `absent`;
+ * then code, m and ctx freed. */
+static void remark_and_free(tilec_ctx *ctx, tilec_module *m, tilec_kernel_code *code, const char *c, const char *remark,
+                            const char *absent)
+{
+    if (remark)
+        cr_expect(strstr(code->remarks, remark), "%s: %s\n%s", c, remark, code->remarks);
+    else
+        cr_expect(!strstr(code->remarks, absent), "%s: no remark of %s\n%s", c, absent, code->remarks);
+    tilec_kernel_code_free(code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* Two program tiles along N a block (lower/wgpair.c): a twin whose B
  * columns are pid(1) * BN + range(BN), with nothing else reading pid(1)
  * before the epilogue, runs pid(1) = 2j and 2j + 1 on one m64(2BN)
@@ -539,13 +553,7 @@ Test(wgmma, two_n_tiles_a_block)
             cr_expect(strstr(code.source, "tl_wgmma_f16_n128(v_acc, "), "%s: its m64n128 wgmma", c);
             cr_expect(strstr(code.source, "tl_mbar_expect(tl_full + tl_s * 8, "), "%s", c);
         }
-        if (cases[i].remark)
-            cr_expect(strstr(code.remarks, cases[i].remark), "%s: %s\n%s", c, cases[i].remark, code.remarks);
-        else
-            cr_expect(!strstr(code.remarks, "N tile"), "%s: no remark of N tiles\n%s", c, code.remarks);
-        tilec_kernel_code_free(&code);
-        tilec_module_free(m);
-        tilec_ctx_free(ctx);
+        remark_and_free(ctx, m, &code, c, cases[i].remark, "N tile");
     }
 }
 
@@ -611,13 +619,7 @@ Test(wgmma, two_m_tiles_a_block)
             cr_expect(strstr(code.source, "tl_mbar_expect(tl_full + tl_s * 8, 49152);"), "%s: (128 + 256) x 64 a stage", c);
             cr_expect(strstr(code.source, "tl_wgmma_f16_n256(v_acc, "), "%s: m64n256 a warp group", c);
         }
-        if (cases[i].remark)
-            cr_expect(strstr(code.remarks, cases[i].remark), "%s: %s\n%s", c, cases[i].remark, code.remarks);
-        else
-            cr_expect(!strstr(code.remarks, "M tile"), "%s: no remark of M tiles\n%s", c, code.remarks);
-        tilec_kernel_code_free(&code);
-        tilec_module_free(m);
-        tilec_ctx_free(ctx);
+        remark_and_free(ctx, m, &code, c, cases[i].remark, "M tile");
     }
 }
 
