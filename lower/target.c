@@ -221,6 +221,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
     }
     char why[200] = "";
     r = persist_twin(R, &R->tw.plan, &w, tname, tu, meta, why, sizeof why);
+    int one_m = 0; /* the remark said why one M tile a block runs */
     if (!r && R->tw.plan.mpair_ok) { /* two M tiles a block did not come out (lower/wgpair.c): one */
         wg_plan one = R->tw.plan;
         one.mpair_ok = 0;
@@ -230,6 +231,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
             R->tw.plan.how = lower_fmt(R, "%s; but one M tile a block runs: the statements after the loop take shared "
                                           "memory, which the two warp groups would share",
                                        R->tw.plan.how ? R->tw.plan.how : "");
+        one_m = 1;
     }
     if (r > 0 && w.other) /* the remark says what runs: the plan's words named the stages before the measure */
         R->tw.plan.how = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %s on "
@@ -240,6 +242,10 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
                                    : R->tw.plan.mpair_ok ? "one M tile a block"
                                                          : "one N tile a block",
                                    w.S);
+    else if (r > 0 && R->tw.plan.mpair_ok && !w.mpair && !one_m) /* the plan's words named two M tiles (wgpair.c) */
+        R->tw.plan.how = lower_fmt(R, "%s; but one M tile a block runs: fewer than 3 stages fit beside the two warp "
+                                      "groups' stagings",
+                                   R->tw.plan.how ? R->tw.plan.how : "");
     if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
         r = single_twin(R, tname, tu, meta);
     if (!r) {
