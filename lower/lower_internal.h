@@ -101,9 +101,12 @@ typedef struct wg_plan {
     const tilec_expr *Ra[3], *Ca[3]; /* scalars added to their coordinates (lower_ptraff.add), or NULL */
     const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
     int64_t M, N, stage_bytes;
-    int64_t K;                    /* a stage's K depth: the K tile, or 64 halves for several iterations of a smaller one */
+    int64_t K;                    /* a stage's K depth: the K tile, or 64 halves for several iterations of a smaller
+                                   * one or a part of a larger one */
     int64_t kt;                   /* the loop's K tile (BK) */
     int iters;                    /* loop iterations a stage: K / kt (1, or 2, 4 for K tiles of 32, 16 halves) */
+    int kparts;                   /* stages a loop iteration: kt / K (1, or 2, 3, 4 for K tiles of 128, 192, 256
+                                   * halves, each part a stage 64 deep: the K tile's k-th 64 columns) */
     const char *one_why;          /* why a K tile under 64 halves keeps one iteration a stage, or NULL */
     int arow;                     /* bytes of one swizzled row of A's boxes: 32, 64 or 128 (the swizzle) */
     int warps;                    /* the consumer warps the twin arranges: BM / 16 (one m64 warp group per 64 rows) */
@@ -133,6 +136,12 @@ typedef struct wg_plan {
     int pair_ok, pair;
     int64_t pair_stage_bytes;     /* a paired stage: (M + 2N) x K elements */
     int pair_S;                   /* its stages in the ring */
+    /* two program tiles along M a block (wgpair.c): a BM = 64 twin whose `warps` hint asks for two warp
+     * groups runs pid(0) = 2i and 2i + 1, one a consumer warp group, A's box 128 rows; mpair_ok decided by
+     * the regular pass, mpair in force on a persistent grid */
+    int mpair_ok, mpair;
+    int64_t mpair_stage_bytes;    /* its stage: (2M + N) x K elements */
+    int mpair_S;                  /* its stages in the ring */
     /* wggather.c: A (and B unless btma) copied by cp.async from the producer warp group
      * (an operand TMA cannot read: a gathered A), not by TMA; no maps but B's */
     int gather;
@@ -812,6 +821,8 @@ int lower_wg_persist(wg_plan *w);
 int64_t lower_wg_staging(const wg_plan *w);
 /* The twins' device helpers (mbarriers, TMA, wgmma fences), once per unit. */
 const char *lower_wg_helpers(void);
+/* The twin's consumer threads: L's, twice over for two M tiles a block (one warp group each, wgpair.c). */
+int lower_wg_consumers(const lw *L);
 /* body[from, to) into tu, every __syncthreads() past `epi` the consumers'
  * named barrier 1 of nt threads. */
 void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt);
@@ -831,6 +842,15 @@ void lower_wg_pair_acc(lw *L, const char *acc);
  * once per program tile, the second after the lets again at pid(1) + 1
  * with the second accumulator) into tu. */
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C);
+/* Two M tiles a block (BM = 64, the `warps` hint two warp groups or more, N tiles not paired): the remark's
+ * words, and w->mpair_ok; NULL where it does not apply at all. */
+const char *lower_wg_mpair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w);
+/* The statements after the loop once per warp group of a two-M-tile twin: pid(0) + tl_g, the lets again,
+ * its own named barrier, into tu (persist_body, wgmma.c). */
+void lower_wg_mpair_epilogue(strbuf *tu, const lw *C);
+/* Does the consumers' pass C of a two-M-tile twin allocate no shared memory but its ring block (the
+ * statements after the loop, run by both warp groups at once, would share it)? */
+int lower_wg_mpair_alone(const lw *C);
 /* The stages of plan w's ring at stage_bytes a stage. */
 int lower_wg_ring_stages(const wg_plan *w, int64_t stage_bytes);
 /* The shared memory of a twin's ring block, the one count the plans and

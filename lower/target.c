@@ -20,7 +20,8 @@ static int sm90a_warps(const lw *L) { return L->tw.plan.warps; }
 static const char *sm90a_launch_bounds(lw *L, int64_t blocks)
 {
     (void)blocks; /* the twin's own: two blocks an SM where a gather twin's halves fit (wggather.c) */
-    return lower_fmt(L, "%d, %d", L->nt + (L->tw.plan.gather ? L->tw.plan.producers : 128), L->tw.plan.blocks > 1 ? L->tw.plan.blocks : 1);
+    return lower_fmt(L, "%d, %d", lower_wg_consumers(L) + (L->tw.plan.gather ? L->tw.plan.producers : 128),
+                     L->tw.plan.blocks > 1 ? L->tw.plan.blocks : 1);
 }
 
 /* the TMA twin's tensor maps (the attention twin has none) */
@@ -220,11 +221,31 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
     }
     char why[200] = "";
     r = persist_twin(R, &R->tw.plan, &w, tname, tu, meta, why, sizeof why);
+    int one_m = 0; /* the remark said why one M tile a block runs */
+    if (!r && R->tw.plan.mpair_ok) { /* two M tiles a block did not come out (lower/wgpair.c): one */
+        wg_plan one = R->tw.plan;
+        one.mpair_ok = 0;
+        why[0] = '\0';
+        r = persist_twin(R, &one, &w, tname, tu, meta, why, sizeof why);
+        if (r > 0)
+            R->tw.plan.how = lower_fmt(R, "%s; but one M tile a block runs: the statements after the loop take shared "
+                                          "memory, which the two warp groups would share",
+                                       R->tw.plan.how ? R->tw.plan.how : "");
+        one_m = 1;
+    }
     if (r > 0 && w.other) /* the remark says what runs: the plan's words named the stages before the measure */
         R->tw.plan.how = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %s on "
                                       "a persistent grid, %d stages",
                                    R->tw.plan.how ? R->tw.plan.how : "", (long long)w.other,
-                                   w.pair ? "two N tiles a block" : "one N tile a block", w.S);
+                                   w.pair    ? "two N tiles a block"
+                                   : w.mpair ? "two M tiles a block"
+                                   : R->tw.plan.mpair_ok ? "one M tile a block"
+                                                         : "one N tile a block",
+                                   w.S);
+    else if (r > 0 && R->tw.plan.mpair_ok && !w.mpair && !one_m) /* the plan's words named two M tiles (wgpair.c) */
+        R->tw.plan.how = lower_fmt(R, "%s; but one M tile a block runs: fewer than 3 stages fit beside the two warp "
+                                      "groups' stagings",
+                                   R->tw.plan.how ? R->tw.plan.how : "");
     if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
         r = single_twin(R, tname, tu, meta);
     if (!r) {

@@ -441,6 +441,22 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
     return (int)(WG_ROW_BYTES / kb);
 }
 
+/* Stages one iteration of plan w's K tile K makes: 1, or for a tile
+ * wider than one 128-byte swizzled row (K tiles of 128, 192, 256 halves;
+ * wg_shape_ok took only whole rows) one per row, each the K tile's next 64
+ * halves: the same sum in the same order, whatever the loop. A stage of
+ * 64 is the reference's (4 k16 steps, (BM + BN) x 64 a stage), so the
+ * ring holds as many stages, and as much K in flight, as it does; a whole
+ * K tile of 128 a stage at 128 x 128 (64 KiB) left 3 stages one tile a
+ * block and 2 paired (96 KiB), not enough to pair: 0.85x of cuBLAS at
+ * 4096 (bench/results/forms_s40.md). Not a gather twin (wggather.c: its
+ * copies are the loads' own). */
+static int wg_kparts(const wg_plan *w, int64_t K)
+{
+    int64_t kb = K * (int64_t)w->maps[0].elem_bytes;
+    return w->gather || kb <= WG_ROW_BYTES ? 1 : (int)(kb / WG_ROW_BYTES);
+}
+
 /* The most stages of plan w: a small K tile gets more of them, as deep
  * in K as WG_MAX_STAGES tiles of 64. */
 static int wg_max_stages(const wg_plan *w)
@@ -485,7 +501,7 @@ int64_t lower_wg_over(const lw *L)
 /* What the twin chose where the hints did not say it, for the remark
  * (remark.c): the swizzle of a K tile other than 64 halves, the consumer
  * warps when they are not the `warps` hint's. */
-static const char *wg_how(lw *L, const wg_plan *w)
+static const char *wg_how(lw *L, const wg_plan *w, int say_warps)
 {
     const char *k = "", *wp = "";
     static const char *const times[] = {"", "one", "two", "three", "four"};
@@ -497,6 +513,9 @@ static const char *wg_how(lw *L, const wg_plan *w)
     if (w->iters > 1)
         k = lower_fmt(L, ", K tile %lld: stages of %lld (%s iterations a stage)", (long long)w->kt, (long long)w->K,
                       times[w->iters]);
+    else if (w->kparts > 1)
+        k = lower_fmt(L, ", K tile %lld: stages of %lld (%s stages an iteration)", (long long)w->kt, (long long)w->K,
+                      times[w->kparts]);
     else if (kb < WG_ROW_BYTES && !kop) /* no operand in rows of K: all in 128-byte rows along M and N */
         k = lower_fmt(L, ", K tile %lld: one iteration a stage (%s)", (long long)w->K, w->one_why ? w->one_why : "");
     else if (kb != WG_ROW_BYTES && kop)
@@ -504,7 +523,7 @@ static const char *wg_how(lw *L, const wg_plan *w)
                                           (long long)w->K, kop, (long long)(kb / WG_ROW_BYTES))
                               : lower_fmt(L, ", K tile %lld: %s in %d-byte swizzled rows, one iteration a stage (%s)",
                                           (long long)w->K, kop, w->arow, w->one_why ? w->one_why : "");
-    if (w->warps != L->nwarps)
+    if (w->warps != L->nwarps && say_warps)
         wp = lower_fmt(L, ", %d consumer warps (%s for BM = %lld) where the `warps` hint says %d", w->warps,
                        w->warps == 8 ? "two m64 warp groups" : "one m64 warp group", (long long)w->M, L->nwarps);
     return lower_fmt(L, "%s%s%s", a, k, wp);
@@ -560,6 +579,13 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         for (int i = 0; i < 2; i++)
             *(wg_kmajor(w, i) ? &w->maps[i].box_cols : &w->maps[i].box_rows) = (uint32_t)K;
     }
+    w->kparts = wg_kparts(w, K);
+    if (w->kparts > 1) { /* an iteration in stages of 64 halves: boxes 64 wide along K, or 64 rows */
+        K /= w->kparts;
+        for (int i = 0; i < 2; i++)
+            if (!wg_kmajor(w, i))
+                w->maps[i].box_rows = (uint32_t)K;
+    }
     w->M = M;
     w->N = N;
     w->K = K;
@@ -567,13 +593,19 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->warps = wg_warps(M);
     w->stage_bytes = (M + N) * K * (int64_t)w->maps[0].elem_bytes;
     w->S = lower_wg_ring_stages(w, w->stage_bytes);
-    w->how = w->gather ? lower_fmt(L, "%s%s", wg_how(L, w), w->how) : wg_how(L, w);
+    w->how = w->gather ? lower_fmt(L, "%s%s", wg_how(L, w, 1), w->how) : wg_how(L, w, 1);
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
     w->nmaps = w->gather ? w->btma : 2; /* a gather twin: B's map alone, or none */
     w->persist_ok = !w->gather && after_loop_ok(L, loop);
-    if (!w->gather)
+    if (!w->gather) {
+        size_t h0 = strlen(w->how);
         lower_wg_pair_note(L, loop, pp->update->names[0], w); /* two N tiles a block (wgpair.c) */
+        /* or two M tiles (wgpair.c): its words say what the `warps` hint got */
+        const char *mp = lower_wg_mpair_note(L, loop, pp->update->names[0], w);
+        if (mp)
+            w->how = lower_fmt(L, "%s%s%s", wg_how(L, w, 0), w->how + h0, mp);
+    }
     L->tw.loop = loop;
 }
 
@@ -582,7 +614,9 @@ static int persist_plan(wg_plan *w);
 
 int64_t lower_wg_staging(const wg_plan *w)
 {
-    return w->persist && w->nmaps == 3 ? w->M * w->N * (int64_t)w->maps[2].elem_bytes / w->epi_parts : 0;
+    /* two M tiles a block: a staging each */
+    return w->persist && w->nmaps == 3 ? (w->mpair ? 2 : 1) * w->M * w->N * (int64_t)w->maps[2].elem_bytes / w->epi_parts
+                                       : 0;
 }
 
 /* The persistent schedule for plan w (wgmma.c's twin of a variant that
@@ -601,6 +635,18 @@ int lower_wg_persist(wg_plan *w)
             return 1;
         }
     }
+    if (w->mpair_ok) { /* two M tiles a block (wgpair.c): A's box of both tiles' rows, its stages */
+        p = *w;
+        p.mpair = 1;
+        p.stage_bytes = p.mpair_stage_bytes;
+        p.S = p.mpair_S;
+        if (!p.amn)
+            p.maps[0].box_rows = (uint32_t)(2 * p.M);
+        if (persist_plan(&p)) {
+            *w = p;
+            return 1;
+        }
+    }
     return persist_plan(w);
 }
 
@@ -612,13 +658,14 @@ static int persist_plan(wg_plan *w)
      * stages of 48 KiB) */
     int64_t tile = w->nmaps == 3 ? w->M * w->N * (int64_t)w->maps[2].elem_bytes : 0;
     int64_t boxes = tile / (w->M * WG_ROW_BYTES);
+    tile *= w->mpair ? 2 : 1; /* two M tiles a block: a staging each */
     int parts = 1, S = lower_wg_fit(w, wg_max_stages(w), w->stage_bytes, tile);
     for (int p = 2; S < w->S && p <= boxes && boxes % p == 0; p *= 2) { /* more parts only where they gain a stage */
         int s = lower_wg_fit(w, wg_max_stages(w), w->stage_bytes, tile / p);
         if (s > S)
             S = s, parts = p;
     }
-    if (!w->persist_ok || S < 2 || (w->pair && !lower_wg_pair_deep(w, S)))
+    if (!w->persist_ok || S < 2 || ((w->pair || w->mpair) && !lower_wg_pair_deep(w, S)))
         return 0;
     w->S = S;
     w->persist = 1;
@@ -679,8 +726,11 @@ static const char *wgmma_sfx(int amn, int bk, int pair, int upper)
     return s[upper][(amn ? 4 : 0) + (bk ? 2 : 0) + (pair ? 1 : 0)];
 }
 
+/* A's rows in a stage: the M tile's, or two M tiles' (wgpair.c). */
+static int64_t a_rows(const wg_plan *w) { return w->mpair ? 2 * w->M : w->M; }
+
 /* Bytes of A's and B's slots in a stage. */
-static int64_t a_slot(const wg_plan *w) { return w->M * w->K * (int64_t)w->maps[0].elem_bytes; }
+static int64_t a_slot(const wg_plan *w) { return a_rows(w) * w->K * (int64_t)w->maps[0].elem_bytes; }
 static int64_t b_slot(const wg_plan *w) { return lower_wg_n(w) * w->K * (int64_t)w->maps[1].elem_bytes; }
 
 /* The TMA copies of one stage of a K-major operand (A, or a K-major B: map
@@ -729,13 +779,48 @@ static const char *kmajor_desc(lw *L, const wg_plan *w, const char *base, int64_
     return lower_fmt(L, "tl_wg_desc(%s, 16, %d, %d)", at, 8 * w->arow, wg_layout_type(w->arow));
 }
 
+/* The loop over plan w's stages, as the producer and the consumers walk
+ * it, loop variable v, stage counter tl_it: the program's loop, one stage
+ * (or several iterations, w->iters) a step, or each iteration's w->kparts
+ * stages (tl_j, the part) in turn. stage_loop_end closes it. */
+static void stage_loop(lw *L, const wg_plan *w, const char *v)
+{
+    if (w->kparts <= 1) {
+        lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+        L->ind++;
+        return;
+    }
+    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st) {", v, v, v);
+    L->ind++;
+    lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j, ++tl_it) { /* the K tile's 64-wide parts */", w->kparts);
+    L->ind++;
+}
+
+static void stage_loop_end(lw *L, const wg_plan *w)
+{
+    for (int i = w->kparts > 1 ? 2 : 1; i > 0; i--) {
+        L->ind--;
+        lower_line(L, "}");
+    }
+}
+
+/* Part tl_j of the K tile (w->kparts > 1): map i's K coordinate (its
+ * column when K-major, else its row) that many stages of K on. */
+static void kpart_coord(lw *L, const wg_plan *w, int i, const char **col, const char **row)
+{
+    if (w->kparts <= 1)
+        return;
+    const char **k = wg_kmajor(w, i) ? col : row;
+    *k = lower_fmt(L, "%s + tl_j * %lld", *k, (long long)w->K);
+}
+
 /* One thread of the producer warp group: wait for a free slot, expect its
  * bytes, issue the copies of A (one box of M rows per 128 bytes of the K
  * tile, or one narrower box) and B (N/64 boxes of K rows x 64 columns). */
 static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
 {
     int S = w->S, nb = (int)(lower_wg_n(w) / w->maps[1].box_cols);
-    int ka = w->amn ? (int)(w->M / w->maps[0].box_cols) : (int)(a_slot(w) / (w->M * w->arow)); /* A's boxes a stage */
+    int ka = w->amn ? (int)(a_rows(w) / w->maps[0].box_cols) : (int)(a_slot(w) / (a_rows(w) * w->arow)); /* A's boxes a stage */
     if (w->gather) {
         lower_wg_gather_producer(L, w, loop, v);
         return;
@@ -750,21 +835,22 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     lower_bind_loop_scope(L, loop);
     if (!w->persist)
         lower_line(L, "int tl_it = 0;");
-    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
-    L->ind++;
+    stage_loop(L, w, v);
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
     lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, %lld);", (long long)w->stage_bytes);
     const char *col, *row, *z;
     lower_wg_coords(L, w, 0, &col, &row);
+    kpart_coord(L, w, 0, &col, &row);
     z = lower_wg_batch(L, w, 0);
     const char *ra = lower_fmt(L, "tl_ring + tl_s * %lld", (long long)a_slot(w));
     if (w->amn) /* A MN-major: boxes of K rows along M, as an MN-major B's */
         mnmajor_copies(L, w, 0, ra, ka, col, row, z);
     else
-        kmajor_copies(L, w, 0, ra, w->M, ka, col, row, z);
+        kmajor_copies(L, w, 0, ra, a_rows(w), ka, col, row, z);
     lower_wg_coords(L, w, 1, &col, &row);
+    kpart_coord(L, w, 1, &col, &row);
     z = lower_wg_batch(L, w, 1);
     /* K-major B: boxes of N rows, as A's (paired: two, one per N tile, the second's rows after the first's,
      * so the tensor map is the one-tile twin's) */
@@ -776,8 +862,7 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     if (!w->bk)
         mnmajor_copies(L, w, 1, lower_fmt(L, "tl_ring + %lld + tl_s * %lld", (long long)(S * a_slot(w)), (long long)b_slot(w)),
                        nb, col, row, z);
-    L->ind--;
-    lower_line(L, "}");
+    stage_loop_end(L, w);
     lower_leave(L);
     if (w->persist)
         return; /* the producer's part of a persistent twin ends with its loop */
@@ -807,8 +892,7 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
             lower_line(L, "tl_setmaxnreg_inc<%d>();", w->gather ? w->creg : 232);
         lower_line(L, "int tl_it = 0;");
     }
-    lower_line(L, "for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {");
-    L->ind++;
+    stage_loop(L, w, "tl_kv");
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (tl_it / %d) & 1);", S);
     if (w->gather) /* the producer's cp.async wrote the slot: generic proxy, wgmma reads through the async one */
@@ -823,7 +907,7 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", (int)(w->K / 16));
     /* B MN-major (N / 64 boxes of K rows, the transpose bit) or K-major (rows of N, as A's) */
     const char *db = w->bk ? kmajor_desc(L, w, "tl_b", lower_wg_n(w)) : mnmajor_desc(L, w, "tl_b");
-    const char *da = w->amn ? mnmajor_desc(L, w, "tl_a") : kmajor_desc(L, w, "tl_a", w->M);
+    const char *da = w->amn ? mnmajor_desc(L, w, "tl_a") : kmajor_desc(L, w, "tl_a", a_rows(w));
     lower_line(L, "    tl_wgmma_%s_n%lld%s(%s%s, %s, %s);", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)lower_wg_n(w),
                wgmma_sfx(w->amn, w->bk, w->pair, 0), acc->c, w->pair ? ", tl_acc1" : "", da, db);
     lower_line(L, "tl_wg_commit();");
@@ -831,8 +915,7 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "tl_wg_wait<1>();");
     lower_line(L, "if (tl_it > %s && tl_lane == 0)", w->persist ? "tl_it0" : "0");
     lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
-    L->ind--;
-    lower_line(L, "}");
+    stage_loop_end(L, w);
     lower_line(L, "tl_wg_wait<0>();");
     if (w->persist) { /* the last stage back to the producer, for the next tile */
         lower_line(L, "if (tl_it > tl_it0 && tl_lane == 0)");
@@ -981,6 +1064,8 @@ static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int amn, int bk, int 
 
 const char *lower_wg_helpers(void) { return wg_helpers; }
 
+int lower_wg_consumers(const lw *L) { return L->tw.plan.mpair ? 2 * L->nt : L->nt; }
+
 /* body[from, to) into tu with every __syncthreads() after `epi` the
  * consumers' named barrier 1: the producer warps do not reach it. */
 void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt)
@@ -997,16 +1082,21 @@ void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t ep
 /* tl_pid0..2 of tile tl_u of the logical grid tl_grid0..2: pid(2) the
  * slowest, then the grouped order of the 2-D grid as lower_wg_preamble
  * (a bijection: every tile once). */
-static void persist_pids(strbuf *tu, int pair)
+static void persist_pids(strbuf *tu, int pair, int mpair)
 {
-    /* paired (wgpair.c): the order over pairs of tiles along axis 1 (tl_g1 of them), pid(1) the pair's first */
+    /* paired (wgpair.c): the order over pairs of tiles along axis 1 (tl_g1 of them), pid(1) the pair's first;
+     * two M tiles a block: over pairs along axis 0 (tl_g0), pid(0) the pair's first */
+    const char *g0 = mpair ? "tl_g0" : "tl_grid0";
+    if (mpair)
+        sb_puts(tu, "        const int tl_g0 = (tl_grid0 + 1) / 2;\n");
     sb_printf(tu, "        const int tl_g1 = %s;\n"
-                  "        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;\n"
-                  "        const int tl_gw = %d * tl_g1, tl_first = (tl_lin / tl_gw) * %d, tl_rest = tl_grid0 - tl_first;\n"
+                  "        const int tl_n01 = %s * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;\n"
+                  "        const int tl_gw = %d * tl_g1, tl_first = (tl_lin / tl_gw) * %d, tl_rest = %s - tl_first;\n"
                   "        const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;\n"
-                  "        const int tl_pid0 = tl_first + tl_r %% tl_gs, tl_pid1 = (tl_r / tl_gs)%s;\n"
+                  "        const int tl_pid0 = %stl_first + tl_r %% tl_gs%s, tl_pid1 = (tl_r / tl_gs)%s;\n"
                   "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n",
-              pair ? "(tl_grid1 + 1) / 2" : "tl_grid1", WG_GROUP, WG_GROUP, WG_GROUP, WG_GROUP, pair ? " * 2" : "");
+              pair ? "(tl_grid1 + 1) / 2" : "tl_grid1", g0, WG_GROUP, WG_GROUP, g0, WG_GROUP, WG_GROUP,
+              mpair ? "(" : "", mpair ? ") * 2" : "", pair ? " * 2" : "");
 }
 
 /* The persistent twin: the barriers set up once; the producer thread and
@@ -1032,24 +1122,30 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   "        tl_mbar_fence_init();\n"
                   "    }\n"
                   "    __syncthreads();\n",
-              w->S, C->nwarps);
-    sb_printf(tu, "    const int tl_units = tl_grid0 * %s * tl_grid2;\n", w->pair ? "((tl_grid1 + 1) / 2)" : "tl_grid1");
-    sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", C->nt, C->nt);
+              w->S, C->nwarps * (w->mpair ? 2 : 1));
+    sb_printf(tu, "    const int tl_units = %s * %s * tl_grid2;\n", w->mpair ? "((tl_grid0 + 1) / 2)" : "tl_grid0",
+              w->pair ? "((tl_grid1 + 1) / 2)" : "tl_grid1");
+    int nt = lower_wg_consumers(C); /* the consumer threads (two M tiles a block: two warp groups of C's) */
+    sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", nt, nt);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu, w->pair);
+    persist_pids(tu, w->pair, w->mpair);
     sb_add(tu, pb + P->tw.body, P->tw.epi - P->tw.body);
     sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu, w->pair);
+    persist_pids(tu, w->pair, w->mpair);
     if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
         lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.epi, C->nt);
         lower_wg_pair_epilogue(tu, C);
+    } else if (w->mpair) { /* the loop by both warp groups, the statements after it by each for its M tile */
+        lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.epi, C->nt);
+        lower_wg_mpair_epilogue(tu, C);
     } else {
         lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.end, C->nt);
     }
     sb_puts(tu, "        }\n");
-    sb_puts(tu, "        if (tl_tid == 0)\n"
-                "            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */\n");
+    sb_printf(tu, "        if (%s == 0)\n"
+                  "            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */\n",
+              w->mpair ? "(tl_tid & 127)" : "tl_tid"); /* two M tiles a block: each warp group's storing thread */
     sb_puts(tu, "    }\n    }\n");
     sb_puts(tu, cb + C->tw.end);
 }
@@ -1060,10 +1156,16 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
         return 0;
     if (P && (!P->tw.done || P->failed || P->out.failed || P->smem != L->smem))
         return 0;
-    const char *body = sb_str(&L->out);
     const wg_plan *w = &L->tw.plan;
+    if (w->mpair && !lower_wg_mpair_alone(L))
+        return 0; /* the two warp groups would share the statements' shared memory (target.c plans again) */
+    const char *body = sb_str(&L->out);
     sb_puts(tu, "\n#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n");
     sb_puts(tu, wg_helpers);
+    if (w->mpair) /* each warp group of two M tiles a block at a named barrier of its own (wgpair.c) */
+        sb_puts(tu, "#ifndef TL_BAR_GROUP\n#define TL_BAR_GROUP\n"
+                    "static __device__ __forceinline__ void tl_bar_group(int g, int n)\n"
+                    "{ asm volatile(\"bar.sync %0, %1;\" :: \"r\"(1 + g), \"r\"(n) : \"memory\"); }\n#endif\n");
     wgmma_fn(tu, w->maps[0].bf16 ? "bf16" : "f16", lower_wg_n(w), w->amn, w->bk, w->pair);
     if (P)
         persist_body(tu, P, L);
@@ -1076,10 +1178,11 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     if (!meta->name)
         return -1;
     memcpy(meta->name, fname, n);
-    meta->threads = (uint32_t)(L->nt + (w->gather ? w->producers : WG_PRODUCER));
+    meta->threads = (uint32_t)(lower_wg_consumers(L) + (w->gather ? w->producers : WG_PRODUCER));
     meta->smem_bytes = L->smem;
     meta->nmaps = (uint32_t)w->nmaps;
-    meta->persistent = (uint32_t)(w->pair ? 2 : w->persist); /* 2: pairs of tiles along y (wgpair.c) */
+    /* 2: pairs of tiles along y, 3: along x (wgpair.c) */
+    meta->persistent = (uint32_t)(w->pair ? 2 : w->mpair ? 3 : w->persist);
     memcpy(meta->maps, w->maps, sizeof w->maps);
     return 1;
 }

@@ -18,7 +18,7 @@
 
 #include "lower/lower_internal.h"
 
-enum { WP_MAX_N = 256, WP_MIN_STAGES = 3, WP_MIN_DEPTH = 256 };
+enum { WP_MAX_N = 256, WP_MIN_STAGES = 3, WP_MIN_DEPTH = 256, WP_M = 64 };
 
 /* The one `let name = value` of the kernel's body before `loop` or of
  * the loop's body, when name is let once (and, `fixed`, never assigned):
@@ -57,10 +57,10 @@ static int tile_invariant_name(lw *L, const char *name, const tilec_stmt *loop)
 }
 
 /* The first element of expression e (a scalar, or an index tile through
- * broadcasts, casts and lets) as a * pid(1) + b with b the same for every
- * pid(1): 1 and *a, or 0 when e may read pid(1) another way (a product or
- * quotient of it, a name this cannot follow). */
-static int pid1_affine(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64_t *a, int depth)
+ * broadcasts, casts and lets) as a * pid(ax) + b with b the same for every
+ * pid(ax): 1 and *a, or 0 when e may read pid(ax) another way (a product
+ * or quotient of it, a name this cannot follow). */
+static int pid_affine(lw *L, const tilec_expr *e, const tilec_stmt *loop, int ax, int64_t *a, int depth)
 {
     int64_t c, a1;
     *a = 0;
@@ -69,21 +69,21 @@ static int pid1_affine(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64
         return 0;
     if (e->kind == TILEC_EX_NAME) {
         const tilec_expr *v = let_of(L, e->name, loop, 1);
-        return v ? pid1_affine(L, v, loop, a, depth + 1) : tile_invariant_name(L, e->name, loop);
+        return v ? pid_affine(L, v, loop, ax, a, depth + 1) : tile_invariant_name(L, e->name, loop);
     }
     if (tilec_is_builtin(e, BI_PID) && e->nargs == 1 && !lower_const_int(L, e->args[0], &c)) {
-        *a = c == 1;
+        *a = c == ax;
         return 1;
     }
     if (tilec_is_builtin(e, BI_CAST) && e->nargs >= 1)
-        return pid1_affine(L, e->args[0], loop, a, depth + 1);
+        return pid_affine(L, e->args[0], loop, ax, a, depth + 1);
     if (e->kind == TILEC_EX_UNARY && e->op == TILEC_OP_NEG) {
-        int ok = pid1_affine(L, e->args[0], loop, a, depth + 1);
+        int ok = pid_affine(L, e->args[0], loop, ax, a, depth + 1);
         *a = -*a;
         return ok;
     }
     if (e->kind == TILEC_EX_BINARY && (e->op == TILEC_OP_ADD || e->op == TILEC_OP_SUB)) {
-        if (!pid1_affine(L, e->args[0], loop, a, depth + 1) || !pid1_affine(L, e->args[1], loop, &a1, depth + 1))
+        if (!pid_affine(L, e->args[0], loop, ax, a, depth + 1) || !pid_affine(L, e->args[1], loop, ax, &a1, depth + 1))
             return 0;
         *a = e->op == TILEC_OP_ADD ? *a + a1 : *a - a1;
         return 1;
@@ -91,16 +91,16 @@ static int pid1_affine(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64
     if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL)
         for (int i = 0; i < 2; i++)
             if (!lower_const_int(L, e->args[i], &c)) {
-                int ok = pid1_affine(L, e->args[1 - i], loop, a, depth + 1);
+                int ok = pid_affine(L, e->args[1 - i], loop, ax, a, depth + 1);
                 *a *= c;
                 return ok;
             }
     /* anything else (an index tile's broadcast, range, a product of two
      * variables, cdiv, min, ...): the same in both tiles if no operand reads
-     * pid(1); a broadcast x[None, :] keeps x's coefficient */
+     * pid(ax); a broadcast x[None, :] keeps x's coefficient */
     int keep = e->kind == TILEC_EX_INDEX;
     for (uint32_t i = 0; i < e->nargs; i++) {
-        if (!pid1_affine(L, e->args[i], loop, &a1, depth + 1) || (a1 && !(keep && i == 0)))
+        if (!pid_affine(L, e->args[i], loop, ax, &a1, depth + 1) || (a1 && !(keep && i == 0)))
             return 0;
         if (keep && i == 0)
             *a = a1;
@@ -108,18 +108,25 @@ static int pid1_affine(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64
     return 1;
 }
 
-/* Does e have pid(1) coefficient `want` and no other dependence on it? */
-static int pid1_is(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64_t want)
+/* Does e have pid(ax) coefficient `want` and no other dependence on it? */
+static int pid_is(lw *L, const tilec_expr *e, const tilec_stmt *loop, int ax, int64_t want)
 {
     int64_t a;
-    return !e || (pid1_affine(L, e, loop, &a, 0) && a == want);
+    return !e || (pid_affine(L, e, loop, ax, &a, 0) && a == want);
 }
 
-/* Does e + add (add maybe NULL) have pid(1) coefficient `want` and no other dependence on it? */
-static int pid1_sum_is(lw *L, const tilec_expr *e, const tilec_expr *add, const tilec_stmt *loop, int64_t want)
+/* Does e + add (add maybe NULL) have pid(ax) coefficient `want` and no other dependence on it? */
+static int pid_sum_is(lw *L, const tilec_expr *e, const tilec_expr *add, const tilec_stmt *loop, int ax, int64_t want)
 {
     int64_t a, b = 0;
-    return pid1_affine(L, e, loop, &a, 0) && (!add || pid1_affine(L, add, loop, &b, 0)) && a + b == want;
+    return pid_affine(L, e, loop, ax, &a, 0) && (!add || pid_affine(L, add, loop, ax, &b, 0)) && a + b == want;
+}
+
+static int pid1_is(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64_t want) { return pid_is(L, e, loop, 1, want); }
+
+static int pid1_sum_is(lw *L, const tilec_expr *e, const tilec_expr *add, const tilec_stmt *loop, int64_t want)
+{
+    return pid_sum_is(L, e, add, loop, 1, want);
 }
 
 /* Why the tiles pid(1) = 2j and 2j + 1 of plan w cannot share a block,
@@ -202,4 +209,94 @@ void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
               (long long)(C->tw.plan.N / 2), C->tw.acc);
     lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
     sb_puts(tu, "        }\n        }\n");
+}
+
+/* ---- two M tiles a block: one a consumer warp group ---- */
+
+/* Why the tiles pid(0) = 2i and 2i + 1 of plan w (BM = 64) cannot share
+ * a block, one a consumer warp group, or NULL. */
+static const char *mpair_why(lw *L, const tilec_stmt *loop, const char *acc, const wg_plan *w)
+{
+    if (!w->persist_ok)
+        return "a statement after the loop can return (no persistent grid)";
+    const tilec_expr *init = let_of(L, acc, loop, 0);
+    if (!init || !tilec_is_builtin(init, BI_ZEROS))
+        return lower_fmt(L, "the accumulator %s does not start as zeros", acc);
+    /* A's M index (its map's rows, or columns when A is MN-major): pid(0) * 64 + ..., so tile 2i + 1's rows
+     * follow 2i's in one box of 128 */
+    int mc = w->amn;
+    if (!pid_sum_is(L, mc ? w->C[0] : w->R[0], mc ? w->Ca[0] : w->Ra[0], loop, 0, w->M))
+        return lower_fmt(L, "A's M index is not pid(0) * %lld plus what does not read pid(0)", (long long)w->M);
+    if (!pid_is(L, mc ? w->R[0] : w->C[0], loop, 0, 0) || !pid_is(L, mc ? w->Ra[0] : w->Ca[0], loop, 0, 0) ||
+        !pid_is(L, w->R[1], loop, 0, 0) || !pid_is(L, w->C[1], loop, 0, 0) || !pid_is(L, w->Ra[1], loop, 0, 0) ||
+        !pid_is(L, w->Ca[1], loop, 0, 0) || !pid_is(L, w->Z[0], loop, 0, 0) || !pid_is(L, w->Z[1], loop, 0, 0))
+        return "B's tile, the K index or the batch reads pid(0)";
+    if (!pid_is(L, loop->lo, loop, 0, 0) || !pid_is(L, loop->hi, loop, 0, 0) || !pid_is(L, loop->step, loop, 0, 0))
+        return "the loop's bounds read pid(0)";
+    if (!lower_wg_pair_deep(w, w->mpair_S))
+        return lower_fmt(L, "%d stages of %lld KiB fit", w->mpair_S, (long long)(w->mpair_stage_bytes / 1024));
+    return NULL;
+}
+
+const char *lower_wg_mpair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w)
+{
+    w->mpair_ok = 0;
+    if (w->M != WP_M || L->nwarps < 2 * w->warps || w->pair_ok)
+        return NULL; /* the `warps` hint asks for one warp group, or N tiles pair already */
+    w->mpair_stage_bytes = (2 * w->M + w->N) * w->K * (int64_t)w->maps[0].elem_bytes;
+    w->mpair_S = lower_wg_ring_stages(w, w->mpair_stage_bytes);
+    lower_bind_loop_scope(L, loop);
+    const char *why = mpair_why(L, loop, acc, w);
+    lower_leave(L);
+    w->mpair_ok = !why;
+    return why ? lower_fmt(L, ", %d consumer warps (one m64 warp group for BM = %lld) where the `warps` hint says %d, "
+                              "one M tile a block (not two: %s)",
+                           w->warps, (long long)w->M, L->nwarps, why)
+               : lower_fmt(L, ", two M tiles a block on a persistent grid (pid(0) 2i and 2i + 1, one a consumer warp "
+                              "group: the `warps` hint's %d warps; m64n%lld wgmma, %d stages)",
+                           2 * w->warps, (long long)w->N, w->mpair_S);
+}
+
+int lower_wg_mpair_alone(const lw *C)
+{
+    const wg_plan *w = &C->tw.plan;
+    return C->smem == w->ring_base + lower_wg_block(w->S, w->stage_bytes, lower_wg_staging(w));
+}
+
+void lower_wg_mpair_epilogue(strbuf *tu, const lw *C)
+{
+    const char *cb = sb_str((strbuf *)&C->out);
+    long long n = (long long)(C->tw.plan.N / 2); /* a thread's accumulator registers: 64 x N over 128 threads */
+    strbuf e;
+    sb_init(&e);
+    sb_printf(&e, "        { /* two M tiles a block: warp group tl_g's is pid(0) + tl_g, when the program's grid has it */\n"
+                  "        const int tl_g = tl_tid >> 7, tl_pidm = tl_pid0 + tl_g;\n"
+                  "        if (tl_pidm < tl_grid0) {\n"
+                  "        const int tl_tidm = tl_tid & 127, tl_warpm = tl_warp & 3;\n"
+                  "        float tl_accm[%lld];\n"
+                  "        #pragma unroll\n"
+                  "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
+                  "            tl_accm[tl_j] = %s[tl_j];\n"
+                  "        {\n"
+                  "        const int tl_pid0 = tl_pidm, tl_tid = tl_tidm, tl_warp = tl_warpm;\n"
+                  "        (void)tl_pid0; (void)tl_tid; (void)tl_warp;\n",
+              n, n, C->tw.acc);
+    /* the lets before the loop again, at this warp group's pid(0) (they declare the accumulator again) */
+    lower_wg_add_consumers(&e, cb, C->tw.body, C->tw.body, C->tw.pre, C->nt);
+    sb_printf(&e, "        #pragma unroll\n"
+                  "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
+                  "            %s[tl_j] = tl_accm[tl_j];\n",
+              n, C->tw.acc);
+    lower_wg_add_consumers(&e, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
+    sb_puts(&e, "        }\n        }\n        }\n");
+    /* each warp group meets at a named barrier of its own (1 + tl_g): the two store apart */
+    const char *from = "tl_bar_consumers(", *to = "tl_bar_group(tl_g, ", *p = sb_str(&e);
+    for (const char *q; (q = strstr(p, from)) != NULL; p = q + strlen(from)) {
+        sb_add(tu, p, (size_t)(q - p));
+        sb_puts(tu, to);
+    }
+    sb_puts(tu, p);
+    if (e.failed)
+        tu->failed = 1;
+    sb_free(&e);
 }

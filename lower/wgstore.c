@@ -110,8 +110,10 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
                w->persist ? "its staging" : "the ring", nb, (long long)w->M, m.box_cols,
                parts > 1 ? lower_fmt(L, ", %d at a time", bpp) : "");
     L->ind++;
-    lower_line(L, "unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem))%s;",
-               w->ring_base, w->epi_off ? lower_fmt(L, " + %lld", (long long)w->epi_off) : "");
+    /* two M tiles a block: warp group tl_g's staging after the first's (wgpair.c) */
+    lower_line(L, "unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem))%s%s;",
+               w->ring_base, w->epi_off ? lower_fmt(L, " + %lld", (long long)w->epi_off) : "",
+               w->mpair ? lower_fmt(L, " + tl_g * %lld", (long long)(lower_wg_staging(w) / 2)) : "");
     const char *z = lower_wg_batch(L, w, 2);
     for (int part = 0; part < parts; part++) {
         if (w->persist) { /* a staging of its own, free once the last copies from it have read it */

@@ -87,7 +87,7 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
             (t->batched && (t->bs[0] >= pk->d.nparams || (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->d.nparams))))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
-    if (m->persistent > 2)
+    if (m->persistent > 3)
         return TILEC_RT_OK;
     rt_tma *t = calloc(1, sizeof *t);
     char *name = t ? strdup(m->name) : NULL;
@@ -301,8 +301,10 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
         uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2];
         /* 2: the block's unit is a pair of tiles along y (lower/wgpair.c), unless the one-tile twin's
-         * rounds of tiles cost less (TMA_PAIR_COST) */
-        uint64_t units = t->meta.persistent == 2 ? (uint64_t)grid[0] * ((grid[1] + 1) / 2) * grid[2] : tiles;
+         * rounds of tiles cost less (TMA_PAIR_COST); 3: a pair along x, one a consumer warp group */
+        uint64_t units = t->meta.persistent == 2   ? (uint64_t)grid[0] * ((grid[1] + 1) / 2) * grid[2]
+                         : t->meta.persistent == 3 ? ((uint64_t)grid[0] + 1) / 2 * grid[1] * grid[2]
+                                                   : tiles;
         if (units != tiles && t->fn1 &&
             (t->pair_mode == 0 ||
              (t->pair_mode < 0 && (tiles + t->sms - 1) / t->sms * 100 < (units + t->sms - 1) / t->sms * TMA_PAIR_COST))) {

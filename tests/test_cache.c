@@ -562,7 +562,7 @@ Test(bundle, forged_fields)
     FORGE(buf[twin2] = '-', "twin's name is not a C identifier", "a dash in the twin's name");
     FORGE(bundle_put32(buf + twin2 + tn2, 0), "twin with a block size", "a twin of 0 threads");
     FORGE(bundle_put32(buf + twin2 + tn2 + 8, 4), "tensor maps", "4 maps");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 12, 3), "persistence", "persistent 3");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 12, 4), "persistence", "persistent 4");
     FORGE(bundle_put32(buf + twin2 + tn2 + 16, kb2->nparams), "past the parameter count", "map 0's pointer");
     FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 11 + 4 * 9, kb2->nparams + 1), "past the parameter count",
           "map 1's batch stride");

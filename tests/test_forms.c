@@ -27,15 +27,16 @@ typedef struct form {
     const char *path;   /* in the dot loop's remark */
     const char *why;    /* the remark of the path not taken, or NULL */
     int store_tma;      /* the twin's epilogue stores by TMA (map 2, UTMASTG), as the reference's */
-    int stage_k;        /* the twin's K depth a stage (the reference's: 64) */
+    int stage_k;        /* the K of the twin's HGMMA in its SASS: a stage's K depth (the reference's: 64), times the
+                         * stages an iteration its loop over them unrolls (a K tile of 128: two of 64) */
 } form;
 
 #define BT_PATH                                                                                                        \
     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load); elsewhere cp.async pipeline + "     \
     "mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
-/* a 128 x 128 tile: two N tiles a block of the persistent twin (lower/wgpair.c); a K tile of 128: not */
+/* a 128 x 128 tile: two N tiles a block of the persistent twin (lower/wgpair.c), a K tile of 128 too (two stages
+ * of 64 an iteration: before, a stage of 128 left 2 stages of 96 KiB paired, "not two") */
 #define PAIR ", two N tiles a block on a persistent grid (pid(1) 2j and 2j + 1: m64n256 wgmma, 4 stages)"
-#define NO_PAIR_BK128 ", one N tile a block (not two: 2 stages of 96 KiB fit)"
 #define BT_PAIR_PATH                                                                                                   \
     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load" PAIR "); elsewhere cp.async "        \
     "pipeline + mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
@@ -63,7 +64,7 @@ static const form forms[] = {
     /* no hints: the tune pass keeps only candidates on wgmma + TMA (docs/tuning.md) */
     {"tuned.tile", 1, 1, "dot loop: wgmma + TMA", NULL, 1, 64},
     /* a K tile under 64: stages of 64 all the same, several iterations a
-     * stage; 128: two boxes a stage (docs/lowering.md, "wgmma and TMA") */
+     * stage; 128: two stages an iteration (docs/lowering.md, "wgmma and TMA") */
     {"bk16.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 16: stages of 64 (four iterations a stage)" PAIR ")",
      NULL, 1, 64},
     {"bk32.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage)" PAIR ")",
@@ -71,19 +72,17 @@ static const form forms[] = {
     /* the K tile's number as the loop variable: its offset kt * BK, to cdiv(K, BK) */
     {"tiles_bk32.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage)" PAIR ")", NULL, 1, 64},
-    {"bk128.tile", 1, 1,
-     "dot loop: wgmma + TMA (the sm_90a twin, K tile 128: A in 2 boxes of 128-byte swizzled rows a stage" NO_PAIR_BK128
-     ")",
-     NULL, 1,
-     128},
+    {"bk128.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, K tile 128: stages of 64 (two stages an iteration)" PAIR ")",
+     NULL, 1, 128},
     /* `warps` other than BM / 16: the twin arranges its consumer warp groups */
     {"warps4.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin, 8 consumer warps (two m64 warp groups for BM = 128) "
      "where the `warps` hint says 4" PAIR ")",
      NULL, 1, 64},
+    /* 8 warps for a 64-row tile: two M tiles a block, one a consumer warp group (lower/wgpair.c) */
     {"warps8_bm64.tile", 1, 1,
-     "dot loop: wgmma + TMA (the sm_90a twin, 4 consumer warps (one m64 warp group for BM = 64) where the `warps` hint "
-     "says 8)",
+     "dot loop: wgmma + TMA (the sm_90a twin, two M tiles a block on a persistent grid (pid(0) 2i and 2i + 1, one a "
+     "consumer warp group: the `warps` hint's 8 warps; m64n256 wgmma, 4 stages))",
      NULL, 1, 64},
     {"user_mix.tile", 1, 1,
      "wgmma + TMA (the sm_90a twin, K tile 32: stages of 64 (two iterations a stage), "
@@ -103,8 +102,8 @@ static const form forms[] = {
      "iterations a stage)" PAIR ")",
      NULL, 1, 64},
     {"bt_bk128.tile", 1, 1,
-     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load, K tile 128: A in 2 boxes of 128-byte "
-     "swizzled rows a stage" NO_PAIR_BK128 ")",
+     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load, K tile 128: stages of 64 (two "
+     "stages an iteration)" PAIR ")",
      NULL, 1, 128},
     {"at.tile", 1, 2, AT_PATH, AT_WHY, 1, 64},
     {"at_bf16.tile", 1, 2, AT_PATH, AT_WHY, 1, 64},
@@ -259,7 +258,8 @@ static int twin_hgmma(const char *s)
 
 /* The instructions each form compiles to for sm_90a; a twin's HGMMA as
  * many a stage as the reference's (a K tile of 16 or 32 is stages of 64:
- * four k16 steps, not one or two), twice that at a K tile of 128. */
+ * four k16 steps, not one or two); a K tile of 128 two stages of 64 an
+ * iteration, each the reference's four, unrolled. */
 Test(forms, sass, .timeout = 300)
 {
     const char *tool = cuobjdump();

@@ -582,22 +582,24 @@ Test(wgmma, tuned_candidates, .timeout = 600)
  * every ragged shape for x @ W and x @ W.T: odd numbers of N tiles (264 and
  * 2080 columns are 3 and 17 tiles of 128), so the last pair's second tile
  * lies past the program's grid and is not stored, and pairs and single
- * tiles past the multiprocessors, each block walking several. */
+ * tiles past the multiprocessors, each block walking several; and both
+ * with a K tile of 128 (bk128, bt_bk128: each iteration two stages of 64,
+ * the last K tile partly or wholly past K). */
 Test(wgmma, pairs_and_one_tile_forced, .timeout = 600)
 {
     if (!hopper)
         return;
-    static const char *const modes[] = {"1", "0"}, *const forms[] = {"ref", "bt"};
+    static const char *const modes[] = {"1", "0"}, *const forms[] = {"ref", "bt", "bk128", "bt_bk128"};
     for (size_t i = 0; i < 2; i++) {
         setenv("TILEC_TMA_PAIR", modes[i], 1);
-        for (size_t f = 0; f < 2; f++) {
+        for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
             char path[128];
             tilec_module *m = NULL;
             tilec_program *p = form_program(forms[f], path, sizeof path, &m);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
                 cr_log_info("%s, TILEC_TMA_PAIR=%s: M=%d N=%d K=%d", path, modes[i], shapes[s][0], shapes[s][1],
                             shapes[s][2]);
-                if (f) {
+                if (!strncmp(forms[f], "bt", 2)) {
                     run_bt(p, "gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0);
                 } else {
                     mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};

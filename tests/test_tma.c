@@ -48,7 +48,7 @@ typedef struct env {
 
 /* Build kernel `name` of MM_TILE_FMT with A's mask `amask` on the fake
  * device; with a cache in dir when dir is not NULL. */
-static void env_build_mm(env *e, const char *dir, const char *name, const char *amask)
+static void env_build_hints(env *e, const char *dir, const char *name, const char *amask, const char *hints)
 {
     memset(e, 0, sizeof *e);
     cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e->rt), TILEC_RT_OK);
@@ -58,6 +58,8 @@ static void env_build_mm(env *e, const char *dir, const char *name, const char *
     e->ctx = tilec_ctx_new();
     char src[2048];
     snprintf(src, sizeof src, MM_TILE_FMT, name, amask);
+    if (hints)
+        edit_src(src, sizeof src, "BM = 128, BN = 128, BK = 64, warps = 8", hints);
     cr_assert_eq(tilec_parse_string(e->ctx, "tw.tile", src, strlen(src), &e->m), TILEC_OK);
     if (dir)
         cr_assert_eq(tilec_cache_open(dir, &e->cache), TILEC_RT_OK);
@@ -68,6 +70,11 @@ static void env_build_mm(env *e, const char *dir, const char *name, const char *
     cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->a), TILEC_RT_OK);
     cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->b), TILEC_RT_OK);
     cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->c), TILEC_RT_OK);
+}
+
+static void env_build_mm(env *e, const char *dir, const char *name, const char *amask)
+{
+    env_build_hints(e, dir, name, amask, NULL);
 }
 
 static void env_build_in(env *e, const char *dir) { env_build_mm(e, dir, "tw", MM_TILE_MASK); }
@@ -142,6 +149,30 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect_eq(fake->tma_encodes, 9);
     cr_expect(fake->tma_grid[0] == 64 && fake->tma_grid[1] == 64 && fake->grid[0] == 2048 && fake->grid[1] == 1);
     cr_expect_eq(fake->tma_one_launches, 2, "the pairs again");
+    env_free(&e);
+}
+
+/* A twin of two M tiles a block (BM = 64 with 8 warps, lower/wgpair.c:
+ * tilec_tma_meta.persistent 3) counts its units as pairs of tiles along
+ * x: ceil(x / 2) * y * z blocks at most, A's box both tiles' 128 rows. */
+Test(tma, two_m_tiles_a_block_count_pairs_along_x, .timeout = 120)
+{
+    env e;
+    env_build_hints(&e, NULL, "tw", MM_TILE_MASK, "BM = 64, BN = 256, BK = 64, warps = 8");
+    cr_assert(tilec_program_has_twin(e.p, "tw", 0));
+    /* 300 x 264: 5 x 2 tiles of 64 x 256, 3 x 2 units */
+    cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+    cr_expect_eq(fake->tma_launches, 1, "the twin ran");
+    cr_expect(fake->tma_maps[0].box[0] == 64 && fake->tma_maps[0].box[1] == 128, "A's box %u x %u",
+              fake->tma_maps[0].box[1], fake->tma_maps[0].box[0]);
+    cr_expect(fake->tma_maps[2].box[0] == 64 && fake->tma_maps[2].box[1] == 64, "C's box: one tile's 64 rows");
+    cr_expect(fake->tma_grid[0] == 5 && fake->tma_grid[1] == 2 && fake->tma_grid[2] == 1, "grid %d x %d x %d",
+              fake->tma_grid[0], fake->tma_grid[1], fake->tma_grid[2]);
+    cr_expect(fake->grid[0] == 6 && fake->grid[1] == 1, "%u blocks: a unit each", fake->grid[0]);
+    cr_expect_eq(fake->tma_one_launches, 0, "no one-tile twin");
+    /* 8192 x 8192: 128 x 32 tiles, 2048 units, more than 8 an SM: a block a unit */
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 256), TILEC_RT_OK);
+    cr_expect(fake->grid[0] == 2048 && fake->grid[1] == 1, "%u blocks", fake->grid[0]);
     env_free(&e);
 }
 
@@ -399,18 +430,22 @@ Test(tma, a_multi_architecture_wrapper_loads_the_device_s_table, .timeout = 60)
 
 /* The maps' boxes and swizzles follow a stage's K depth (docs/lowering.md,
  * "wgmma and TMA"): K tiles of 16 and 32 in stages of 64 (several loop
- * iterations a stage) and of 128 are boxes of 128 bytes of K, swizzled
+ * iterations a stage) and of 128 (two stages of 64 a loop iteration,
+ * whatever the loop's end) are boxes of 128 bytes of K, swizzled
  * 128 bytes wide (CU_TENSOR_MAP_SWIZZLE_128B); a K tile of 16 or 32 one
  * iteration a stage (the loop stops a K tile short of K, so merging
  * would not be the same sum) is A's boxes as wide as the tile, swizzled
  * that wide (16 halves: 32 bytes, _32B; 32: 64 bytes, _64B). B's boxes
- * are the stage's K rows of 128 bytes, swizzled 128 bytes wide. */
+ * are the stage's K rows of 128 bytes, swizzled 128 bytes wide (a K tile
+ * of 128: 64 rows, a stage's; before, 128 rows, a stage of the whole K
+ * tile). */
 Test(tma, swizzle_follows_the_k_tile, .timeout = 120)
 {
     static const struct {
         unsigned bk, kdepth, swizzle;
         const char *end; /* the loop's end */
-    } tiles[] = {{16, 64, 3, "K"}, {32, 64, 3, "K"}, {128, 128, 3, "K"}, {16, 16, 1, "K - BK"}, {32, 32, 2, "K - BK"}};
+    } tiles[] = {{16, 64, 3, "K"},      {32, 64, 3, "K"},      {128, 64, 3, "K"},
+                 {128, 64, 3, "K - BK"}, {16, 16, 1, "K - BK"}, {32, 32, 2, "K - BK"}};
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         env e;
         memset(&e, 0, sizeof e);

@@ -118,9 +118,12 @@ static char *first_twin(const char *src)
  * boxes of 64 columns in the 128-byte swizzle (descriptor layout type 1,
  * stride byte offset 1024), B in boxes of 64 K rows (its leading byte
  * offset one box, 64 x 128 bytes), 4 k16 steps and (BM + BN) * 64 * 2
- * bytes a stage, as the reference's; a K tile of 128, two boxes of A a
- * stage, 8 k16 steps; and BM / 16 consumer warps whatever the `warps`
- * hint says. */
+ * bytes a stage, as the reference's; a K tile of 128 or 256, each
+ * iteration two or four such stages in turn (the loop over its parts,
+ * tl_j, the K coordinate tl_j * 64 on), the stage the reference's again
+ * (before, one stage of 128 with two boxes of A and 8 k16 steps left
+ * 2 stages paired, so the twin ran one N tile a block at 0.85x of cuBLAS);
+ * and BM / 16 consumer warps whatever the `warps` hint says. */
 Test(wgmma, k_tile_and_warps_shape_the_twin)
 {
     static const struct {
@@ -136,15 +139,20 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
          "tl_mbar_expect(tl_full + tl_s * 8, 49152);", "tl_st = (v_BK) * 4;"},
         {"BM = 128, BN = 128, BK = 32, warps = 8", 384, 64, 1, 64, STAGE64,
          "tl_mbar_expect(tl_full + tl_s * 8, 49152);", "tl_st = (v_BK) * 2;"},
-        {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 2, 128,
-         "tl_wg_desc(tl_a + (tl_q / 4) * 16384 + (tl_q % 4) * 32, 16, 1024, 1)",
-         "tl_wg_desc(tl_b + tl_q * 2048, 16384, 1024, 1)", "tl_q < 8;", "tl_mbar_expect(tl_full + tl_s * 8, 65536);",
-         "tl_st = v_BK;"},
+        {"BM = 128, BN = 128, BK = 128, warps = 8", 384, 64, 1, 64, STAGE64,
+         "tl_mbar_expect(tl_full + tl_s * 8, 49152);", "for (int tl_j = 0; tl_j < 2; ++tl_j, ++tl_it) {"},
+        {"BM = 64, BN = 64, BK = 256, warps = 4", 256, 64, 1, 64, "tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1)",
+         "tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1)", "tl_q < 4;", "tl_mbar_expect(tl_full + tl_s * 8, 24576);",
+         "for (int tl_j = 0; tl_j < 4; ++tl_j, ++tl_it) {"},
         /* warps = 4 for 128 rows: two consumer warp groups all the same */
         {"BM = 128, BN = 128, BK = 64, warps = 4", 384, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 8);",
          "tl_st = v_BK;"},
-        /* warps = 8 for 64 rows: one */
-        {"BM = 64, BN = 256, BK = 32, warps = 8", 256, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 4);",
+        /* warps = 8 for 64 rows: two M tiles a block, one a consumer warp group (wgpair.c); before, one
+         * warp group, 256 threads */
+        {"BM = 64, BN = 256, BK = 32, warps = 8", 384, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 8);",
+         "tl_st = (v_BK) * 2;"},
+        /* warps = 4 for 64 rows: one warp group, one M tile */
+        {"BM = 64, BN = 256, BK = 32, warps = 4", 256, 64, 1, 64, STAGE64, "tl_mbar_init(tl_empty0 + tl_s * 8, 4);",
          "tl_st = (v_BK) * 2;"},
 #undef STAGE64
     };
@@ -167,6 +175,12 @@ Test(wgmma, k_tile_and_warps_shape_the_twin)
         cr_expect(strstr(code.source, cases[i].steps), "%s: %s", c, cases[i].steps);
         cr_expect(strstr(code.source, cases[i].expect), "%s: %s", c, cases[i].expect);
         cr_expect(strstr(code.source, cases[i].step), "%s: a stage's step %s", c, cases[i].step);
+        if (strstr(cases[i].step, "tl_j")) { /* every box of part tl_j: the K tile's columns tl_j * 64 on */
+            char *tw1 = first_twin(code.source);
+            int n = count_of(tw1, "tl_tma_2d(tl_ring");
+            cr_expect(n >= 2 && count_of(tw1, " + tl_j * 64, ") == n, "%s: A's and B's K coordinates", c);
+            free(tw1);
+        }
         cr_expect_leq(code.tma.smem_bytes, 227 * 1024);
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
@@ -464,6 +478,20 @@ Test(wgmma, sass_tf32_hint, .timeout = 120)
     free(sass);
 }
 
+/* The remark of case c names `remark`, or (NULL) says nothing of `absent`;
+ * then code, m and ctx freed. */
+static void remark_and_free(tilec_ctx *ctx, tilec_module *m, tilec_kernel_code *code, const char *c, const char *remark,
+                            const char *absent)
+{
+    if (remark)
+        cr_expect(strstr(code->remarks, remark), "%s: %s\n%s", c, remark, code->remarks);
+    else
+        cr_expect(!strstr(code->remarks, absent), "%s: no remark of %s\n%s", c, absent, code->remarks);
+    tilec_kernel_code_free(code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* Two program tiles along N a block (lower/wgpair.c): a twin whose B
  * columns are pid(1) * BN + range(BN), with nothing else reading pid(1)
  * before the epilogue, runs pid(1) = 2j and 2j + 1 on one m64(2BN)
@@ -495,8 +523,11 @@ Test(wgmma, two_n_tiles_a_block)
         /* a loop whose start reads pid(1): the two tiles' sums differ */
         {"for k in 0 .. K step BK", "for k in pid(1) * BK .. K step BK", 0,
          "not two: the loop's bounds read pid(1)"},
-        /* a stage of 128 x 128 for A and 128 x 256 for B: 2 stages of 96 KiB */
-        {"BK = 64", "BK = 128", 0, "not two: 2 stages of 96 KiB fit"},
+        /* a K tile of 128: two stages of 64 an iteration, each the reference's (before: one stage of 128 x 128 for
+         * A and 128 x 256 for B, 2 stages of 96 KiB, not two) */
+        {"BK = 64", "BK = 128", 1,
+         "K tile 128: stages of 64 (two stages an iteration), two N tiles a block on a persistent grid (pid(1) 2j and "
+         "2j + 1: m64n256 wgmma, 4 stages)"},
         /* 256 columns already: the widest wgmma, nothing to say */
         {"BN = 128", "BN = 256", 0, NULL},
     };
@@ -522,10 +553,123 @@ Test(wgmma, two_n_tiles_a_block)
             cr_expect(strstr(code.source, "tl_wgmma_f16_n128(v_acc, "), "%s: its m64n128 wgmma", c);
             cr_expect(strstr(code.source, "tl_mbar_expect(tl_full + tl_s * 8, "), "%s", c);
         }
-        if (cases[i].remark)
-            cr_expect(strstr(code.remarks, cases[i].remark), "%s: %s\n%s", c, cases[i].remark, code.remarks);
-        else
-            cr_expect(!strstr(code.remarks, "N tile"), "%s: no remark of N tiles\n%s", c, code.remarks);
+        remark_and_free(ctx, m, &code, c, cases[i].remark, "N tile");
+    }
+}
+
+/* Two program tiles along M a block (lower/wgpair.c): a 64-row tile whose
+ * `warps` hint asks for two warp groups runs pid(0) = 2i and 2i + 1, one
+ * a consumer warp group: A's box both tiles' 128 rows a stage, the
+ * block's 256 consumer threads and its producer warp group (384), each
+ * warp group's statements after the loop at pid(0) + tl_g with its own
+ * named barrier and staging, the second skipped past the program's grid,
+ * on a persistent grid over pairs along x (metadata 3). Before, the twin
+ * ran one warp group of 4 warps on a 64 x 256 tile, the `warps` hint's
+ * other 4 unused, loading 1.67 times the operand bytes a product of the
+ * reference's 128 x 256 (0.87x of cuBLAS at 4096, forms_s40.md). Where it
+ * does not apply, the remark says why. */
+Test(wgmma, two_m_tiles_a_block)
+{
+    static const struct {
+        const char *from, *to; /* one edit of MM_TILE_FMT at BM = 64, BN = 256, warps = 8 */
+        int mpair;
+        const char *remark;
+    } cases[] = {
+        {"BK = 64", "BK = 64", 1,
+         "two M tiles a block on a persistent grid (pid(0) 2i and 2i + 1, one a consumer warp group: the `warps` hint's 8 "
+         "warps; m64n256 wgmma, 4 stages)"},
+        /* the tile's row offset named and scaled another way: the same analysis */
+        {"let rm = pid(0) * BM + range(BM);", "let m0 = BM * cast(pid(0), i32);\n    let rm = range(BM) + m0;", 1,
+         "two M tiles a block"},
+        /* B's columns follow pid(0), A's rows pid(1) */
+        {"let rm = pid(0) * BM + range(BM);\n    let rn = pid(1) * BN + range(BN);",
+         "let rm = pid(1) * BM + range(BM);\n    let rn = pid(0) * BN + range(BN);", 0,
+         "one M tile a block (not two: A's M index is not pid(0) * 64 plus what does not read pid(0))"},
+        /* B's tile reads pid(0) too */
+        {"let rn = pid(1) * BN + range(BN);", "let rn = (pid(1) + pid(0)) * BN + range(BN);", 0,
+         "not two: B's tile, the K index or the batch reads pid(0)"},
+        {"for k in 0 .. K step BK", "for k in pid(0) * BK .. K step BK", 0, "not two: the loop's bounds read pid(0)"},
+        /* the hint's one warp group: nothing to say */
+        {"warps = 8", "warps = 4", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *edit[4] = {"BM = 128, BN = 128", "BM = 64, BN = 256", cases[i].from, cases[i].to};
+        tilec_module *m;
+        tilec_kernel_code code;
+        tilec_ctx *ctx = lower_mm(edit, 2, &m, &code);
+        const char *c = cases[i].to;
+        cr_assert_not_null(code.tma.name, "%s: a twin", c);
+        cr_expect_eq(code.tma.persistent, cases[i].mpair ? 3u : 1u, "%s: persistent %u", c, code.tma.persistent);
+        cr_expect_eq(code.tma.threads, cases[i].mpair ? 384u : 256u, "%s: %u threads", c, code.tma.threads);
+        cr_expect_eq(code.tma.maps[0].box_rows, cases[i].mpair ? 128u : 64u, "%s: A's box %u rows", c,
+                     code.tma.maps[0].box_rows);
+        cr_expect_eq(code.tma.maps[2].box_rows, 64u, "%s: C's box one tile's rows", c);
+        cr_expect_leq(code.tma.smem_bytes, 227 * 1024);
+        cr_expect_eq(!!strstr(code.source, "tl_bar_group(tl_g, 128);"), cases[i].mpair, "%s: a barrier a warp group", c);
+        if (cases[i].mpair) {
+            cr_expect(strstr(code.source, "__launch_bounds__(384, 1) mm_v0_tma("), "%s: 384 threads", c);
+            cr_expect(strstr(code.source, "const int tl_units = ((tl_grid0 + 1) / 2) * tl_grid1 * tl_grid2;"),
+                      "%s: the block walks pairs along x", c);
+            cr_expect(strstr(code.source, "const int tl_pid0 = (tl_first + tl_r % tl_gs) * 2, "), "%s: pid(0) 2i", c);
+            cr_expect(strstr(code.source, "const int tl_g = tl_tid >> 7, tl_pidm = tl_pid0 + tl_g;") &&
+                          strstr(code.source, "if (tl_pidm < tl_grid0) {"),
+                      "%s: each warp group's tile, none stored past the grid", c);
+            cr_expect(strstr(code.source, "tl_mbar_init(tl_empty0 + tl_s * 8, 8);"), "%s: 8 consumer warps free a stage", c);
+            cr_expect(strstr(code.source, " + tl_g * 16384;"), "%s: a staging each", c);
+            cr_expect(strstr(code.source, "tl_mbar_expect(tl_full + tl_s * 8, 49152);"), "%s: (128 + 256) x 64 a stage", c);
+            cr_expect(strstr(code.source, "tl_wgmma_f16_n256(v_acc, "), "%s: m64n256 a warp group", c);
+        }
+        remark_and_free(ctx, m, &code, c, cases[i].remark, "M tile");
+    }
+}
+
+/* Two M tiles a block with A MN-major (dW = G^T @ X: two boxes of 64
+ * along M a stage), and not where the statements after the loop take
+ * shared memory of their own (a tile read back through it, as llm.tile's
+ * gemm_dw adds to dW): both warp groups would use it at once, so the
+ * twin of one M tile a block runs and the remark says why. (B's tiles
+ * here do not pair: the loop's start reads pid(1).) */
+Test(wgmma, two_m_tiles_leave_shared_memory_alone)
+{
+    static const char *const stores[] = {"store(at, cast(acc, bf16), m);",
+                                         "store(at, cast(acc + cast(load(at, m && add != 0, 0.0), f32), bf16), m);"};
+    for (int i = 0; i < 2; i++) {
+        char src[2048];
+        snprintf(src, sizeof src,
+                 "kernel mm(a: *bf16, b: *bf16, dw: *bf16, M: i32, N: i32, K: i32, add: i32)\n"
+                 "    grid (cdiv(M, BM), cdiv(N, BN))\n"
+                 "    hints { BM = 64, BN = 128, BK = 64, warps = 8 }\n"
+                 "{\n"
+                 "    let rm = pid(0) * BM + range(BM);\n"
+                 "    let rn = pid(1) * BN + range(BN);\n"
+                 "    let acc = zeros(f32, BM, BN);\n"
+                 "    for k in (pid(1) %% 1) * BK .. K step BK {\n"
+                 "        let rk = k + range(BK);\n"
+                 "        let ta = load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0);\n"
+                 "        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);\n"
+                 "        acc = acc + dot(trans(ta), tb);\n"
+                 "    }\n"
+                 "    let m = rm[:, None] < M && rn[None, :] < N;\n"
+                 "    let at = dw + rm[:, None] * N + rn[None, :];\n"
+                 "    %s\n"
+                 "}\n",
+                 stores[i]);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m;
+        tilec_kernel_code code;
+        lower_src(ctx, &m, "mm", src, &code);
+        cr_assert_not_null(code.tma.name, "%s: a twin", stores[i]);
+        cr_expect_eq(code.tma.persistent, i ? 1u : 3u, "%s: persistent %u", stores[i], code.tma.persistent);
+        cr_expect_eq(!!strstr(code.source, "tl_bar_group(tl_g, 128);"), !i, "%s: a barrier a warp group", stores[i]);
+        cr_expect(strstr(code.remarks, "A MN-major") && strstr(code.remarks, "two M tiles a block on a persistent grid"),
+                  "%s\n%s", stores[i], code.remarks);
+        char *tw = first_twin(code.source);
+        cr_expect_eq(count_of(tw, "&tl_tm0, "), i ? 1 : 2, "%s: A's boxes along M a stage", stores[i]);
+        free(tw);
+        if (i)
+            cr_expect(strstr(code.remarks, "but one M tile a block runs: the statements after the loop take shared "
+                                           "memory, which the two warp groups would share"),
+                      "%s", code.remarks);
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
         tilec_ctx_free(ctx);

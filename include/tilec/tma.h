@@ -55,7 +55,9 @@ typedef struct tilec_tma_meta {
      * are many tiles a multiprocessor (runtime/tma.c). 2: the same, each
      * block's unit a pair of tiles along y (y, y + 1 for even y; the
      * kernel skips the store of a y past the grid), x * ceil(y / 2) * z
-     * units (lower/wgpair.c). */
+     * units (lower/wgpair.c). 3: a pair of tiles along x (x, x + 1 for
+     * even x, one a consumer warp group; the store of an x past the grid
+     * skipped), ceil(x / 2) * y * z units (lower/wgpair.c). */
     uint32_t persistent;
     tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
 } tilec_tma_meta;
