@@ -87,13 +87,13 @@ int c_line_assert_list(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-/* MAKE_LIST: a sub-list from[a:b] of a tensor list parameter, a
+/* MAKE_LIST: a sub-list from[a:b] of a tensor list of the graph, a
  * tilec_rt_list of NAME_run's own (declared at its top, so that graph mode,
  * which runs the plan at the end of the call, still reads it there)
- * pointing into the caller's arrays, checked 0 <= a <= b <= from->n where
- * the line stands. In a for loop kept as a loop every iteration makes it
- * anew, so graph mode, which queues a step's slot values (the list's
- * address) until the end of the call, is off for such a graph. */
+ * pointing into the arrays of `from` (the caller's, or a list NAME_run
+ * made), checked 0 <= a <= b <= from->n where the line stands. In a for
+ * loop kept as a loop every iteration makes it anew: graph mode queues a
+ * copy of the list with each step (c_graph_seq.c, tl_q_list). */
 int c_line_make_list(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
@@ -129,13 +129,51 @@ int c_line_make_list(void *u, const tilec_wir_line *l)
               l->name, l->from, l->args[0].text, l->nargs > 1 ? l->args[1].text : "", l->loc.line, sb_str(&v[0]),
               sb_str(&v[1]), Fn, s->g->name, l->loc.line, l->from, l->args[0].text,
               l->nargs > 1 ? l->args[1].text : "", l->from, Fn, Ln, Ln, Fn, Fn, Ln, Fn, Fn);
-    if (s->sz.nloops)
-        cg_unsupported(s, "it makes a sub-list in a for loop that stays a loop (graph mode queues each step's "
-                          "list by its address until the end of the call)");
     s->failed |= L.failed | F.failed | v[0].failed | v[1].failed;
     sb_free(&L);
     sb_free(&F);
     sb_free(&v[0]);
     sb_free(&v[1]);
+    return 0;
+}
+
+/* LIST_OF: a list [a, b, c] of the graph's tensors, a tilec_rt_list of
+ * NAME_run's own with its arrays (declared at its top, as a sub-list's),
+ * filled where the line stands from the tensors' addresses and element
+ * counts (each tensor of the graph is contiguous, its sizes checked when it
+ * was taken or made, so the product fits). */
+int c_line_list_of(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    if (!l->nargs)
+        return 1;
+    strbuf L, t;
+    sb_init(&L);
+    sb_init(&t);
+    mg_c(&L, MG_C_LIST, l->name, strlen(l->name));
+    const char *Ln = sb_str(&L);
+    for (uint32_t i = 0; i < l->nargs; i++)
+        sb_printf(&t, "%s%s", i ? ", " : "", l->args[i].text);
+    sb_printf(&s->decls, "    uint64_t %s_p[%u] = {0}; /* list %s = [%s] */\n"
+                         "    int64_t %s_n[%u] = {0};\n"
+                         "    const tilec_rt_list %s_v = {%u, %s_p, %s_n};\n"
+                         "    const tilec_rt_list *%s = &%s_v;\n",
+              Ln, l->nargs, l->name, sb_str(&t), Ln, l->nargs, Ln, l->nargs, Ln, Ln, Ln, Ln);
+    sb_printf(&s->body, "    { /* list %s = [%s], line %u */\n        const tilec_tensor *tl_t[%u] = {", l->name,
+              sb_str(&t), l->loc.line, l->nargs);
+    for (uint32_t i = 0; i < l->nargs; i++)
+        sb_printf(&s->body, "%s&%s", i ? ", " : "", B(l->args[i].text));
+    sb_printf(&s->body, "};\n"
+                        "        for (uint32_t tl_i = 0; tl_i < %u; tl_i++) {\n"
+                        "            int64_t tl_e = 1;\n"
+                        "            for (uint32_t tl_d = 0; tl_d < tl_t[tl_i]->rank; tl_d++)\n"
+                        "                tl_e *= tl_t[tl_i]->sizes[tl_d];\n"
+                        "            %s_p[tl_i] = tl_t[tl_i]->data;\n"
+                        "            %s_n[tl_i] = tl_e;\n"
+                        "        }\n    }\n",
+              l->nargs, Ln, Ln);
+    s->failed |= L.failed | t.failed;
+    sb_free(&L);
+    sb_free(&t);
     return 0;
 }

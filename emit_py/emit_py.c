@@ -476,13 +476,68 @@ static int h_assert_list(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-/* A sub-list from[a:b] (MAKE_LIST): a TensorList sharing the parameter's
- * arrays (TensorList.sub, which checks 0 <= a <= b <= len(from) with the C
- * wrapper's words), made among call()'s checks; its slot ("$NAME", "list")
- * is made by the kernel step that takes it (py_arg). In a for loop kept as
- * a loop it is made in the loop's body, every iteration, its slot set there
- * and the TensorList kept for the call (the parts of a graph-mode call run
- * at its end). */
+/* Is `name` a list made after the allocations (a LIST_OF's, or a sub-list
+ * of one: s->late)? */
+static int late_list(pystate *s, const char *name)
+{
+    const char *t = sb_str(&s->late);
+    size_t n = strlen(name);
+    for (const char *p = t; (p = strstr(p, name)); p += n)
+        if ((p == t || p[-1] == '\n') && p[n] == '\n')
+            return 1;
+    return 0;
+}
+
+/* The statement `t` that makes list l where it must run: among call()'s
+ * checks when it needs only the parameters; else (in a for loop kept as a
+ * loop, or when it reads the graph's own tensors: s->late) after the
+ * allocations, in the code of call() (py_code): in a graph with for loops
+ * with a slot of its own, 0 until that code sets it, and the TensorList
+ * kept for the call (the parts of a graph-mode call run at its end). */
+static void list_stmt(pystate *s, const tilec_wir_line *l, strbuf *t, const char *h, int late)
+{
+    if (!s->depth && !late) {
+        sb_add(&s->checks, sb_str(t), t->n);
+        return;
+    }
+    if (late)
+        sb_printf(&s->late, "%s\n", l->name);
+    if (!s->loops) { /* straight-line: after the allocations, before the run */
+        py_code(s, sb_str(t));
+        return;
+    }
+    strbuf key;
+    sb_init(&key);
+    sb_printf(&key, "$%s", l->name);
+    char **k = s->nslotkeys == s->capslotkeys
+                   ? realloc(s->slotkeys, (s->capslotkeys = s->capslotkeys ? 2 * s->capslotkeys : 16) * sizeof *k)
+                   : s->slotkeys;
+    char *kc = strdup(sb_str(&key));
+    if (!k || !kc || !strset_add(&s->slots, sb_str(&key))) {
+        free(kc);
+        s->failed = 1;
+    } else {
+        s->slotkeys = k;
+        sb_puts(&s->scalars, "    (");
+        py_str(&s->scalars, l->name);
+        sb_puts(&s->scalars, ", \"list\"),\n");
+        sb_puts(&s->values, ", 0");
+        sb_printf(t, "    _vals[%zu] = %s.address\n    _kept.append(%s)\n", s->nslotkeys, h, h);
+        s->slotkeys[s->nslotkeys++] = kc;
+    }
+    if (!s->kept) {
+        sb_puts(&s->checks, "    _kept = []  # the lists made after the checks, alive until the call's end\n");
+        s->kept = 1;
+    }
+    py_code(s, sb_str(t));
+    s->failed |= key.failed;
+    sb_free(&key);
+}
+
+/* A sub-list from[a:b] (MAKE_LIST): a TensorList sharing the arrays of
+ * `from` (TensorList.sub, which checks 0 <= a <= b <= len(from) with the C
+ * wrapper's words); its slot ("$NAME", "list") is made by the kernel step
+ * that takes it (py_arg), or by list_stmt. */
 static int h_make_list(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
@@ -502,40 +557,49 @@ static int h_make_list(void *u, const tilec_wir_line *l)
         py_size(&t, s->g, l->args[1].expr);
     }
     sb_puts(&t, ")\n");
-    if (!s->depth) {
-        sb_add(&s->checks, sb_str(&t), t.n);
-    } else { /* a slot of its own, 0 until the body sets it */
-        strbuf key;
-        sb_init(&key);
-        sb_printf(&key, "$%s", l->name);
-        char **k = s->nslotkeys == s->capslotkeys
-                       ? realloc(s->slotkeys, (s->capslotkeys = s->capslotkeys ? 2 * s->capslotkeys : 16) * sizeof *k)
-                       : s->slotkeys;
-        char *kc = strdup(sb_str(&key));
-        if (!k || !kc || !strset_add(&s->slots, sb_str(&key))) {
-            free(kc);
-            s->failed = 1;
-        } else {
-            s->slotkeys = k;
-            sb_puts(&s->scalars, "    (");
-            py_str(&s->scalars, l->name);
-            sb_puts(&s->scalars, ", \"list\"),\n");
-            sb_puts(&s->values, ", 0");
-            sb_printf(&t, "    _vals[%zu] = %s.address\n    _kept.append(%s)\n", s->nslotkeys, sb_str(&h), sb_str(&h));
-            s->slotkeys[s->nslotkeys++] = kc;
-        }
-        if (!s->kept) {
-            sb_puts(&s->checks, "    _kept = []  # the sub-lists made in loops, alive until the call's end\n");
-            s->kept = 1;
-        }
-        py_code(s, sb_str(&t));
-        s->failed |= key.failed;
-        sb_free(&key);
-    }
+    list_stmt(s, l, &t, sb_str(&h), late_list(s, l->from));
     s->failed |= t.failed | h.failed | f.failed;
     sb_free(&t);
     sb_free(&h);
     sb_free(&f);
+    return 0;
+}
+
+/* A list [a, b] of the graph's tensors (LIST_OF): a TensorList of their
+ * addresses and element counts (TensorList.of_buffers), made after the
+ * allocations (list_stmt), where the line stands. */
+static int h_list_of(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    if (!l->nargs)
+        return 1;
+    strbuf t, h;
+    sb_init(&t);
+    sb_init(&h);
+    mg_py_helper(&h, l->name, strlen(l->name), "list");
+    sb_printf(&t, "    %s = tilec.TensorList.of_buffers(\"%s\", _g.device_index, (", sb_str(&h),
+              tilec_dtype_name(l->dtype));
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        int bi = buf_find(s, l->args[i].text);
+        if (bi < 0) {
+            s->failed = 1;
+            break;
+        }
+        const tilec_wir_line *b = s->bufs[bi].l;
+        sb_puts(&t, "(");
+        py_buf_ptr(s, (size_t)bi, &t);
+        sb_puts(&t, ", ");
+        for (uint32_t d = 0; d < b->rank; d++) {
+            sb_puts(&t, d ? " * " : "");
+            py_size(&t, s->g, b->size_exprs[d]);
+        }
+        sb_printf(&t, "%s), ", b->rank ? "" : "1");
+    }
+    sb_puts(&t, "))\n");
+    list_stmt(s, l, &t, sb_str(&h), 1);
+    s->failed |= t.failed | h.failed;
+    sb_free(&t);
+    sb_free(&h);
     return 0;
 }
 
@@ -554,6 +618,7 @@ static int py_begin(tilec_emit *e, void **state)
     sb_init(&s->scalars);
     sb_init(&s->values);
     sb_init(&s->code);
+    sb_init(&s->late);
     sb_init(&s->lists);
     for (size_t i = 0; i < tilec_wir_line_count(s->w); i++)
         s->loops |= tilec_wir_line_at(s->w, i)->kind == TILEC_WIR_LOOP;
@@ -829,7 +894,7 @@ static int py_end(tilec_emit *e, void *state)
         sb_puts(&c, "\n\n_call = call  # the checked call(); load() puts tilec.fast_entry's Entry in front of it\n");
     py_bench_main(&c, s);
     int bad = s->failed || c.failed || mod.failed || s->steps.failed || s->checks.failed || s->scalars.failed ||
-              s->values.failed || s->code.failed ||
+              s->values.failed || s->code.failed || s->late.failed ||
               tilec_emit_write(e, pyname, sb_str(&c), c.n);
     sb_free(&c);
     sb_free(&mod);
@@ -837,6 +902,7 @@ static int py_end(tilec_emit *e, void *state)
     sb_free(&s->scalars);
     sb_free(&s->values);
     sb_free(&s->code);
+    sb_free(&s->late);
     sb_free(&s->lists);
     for (size_t i = 0; i < s->nslotkeys; i++)
         free(s->slotkeys[i]);
@@ -876,6 +942,7 @@ const tilec_emitter tilec_emit_py_emitter = {
                     .assert_shape = h_assert_shape,
                     .assert_list = h_assert_list,
                     .make_list = h_make_list,
+                    .list_of = h_list_of,
                     .collective = h_collective,
                     .loop = py_h_loop,
                     .end_loop = py_h_end_loop,

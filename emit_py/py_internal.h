@@ -55,6 +55,7 @@ typedef struct pystate {
     strbuf lists;            /* ("xs", _xs_list), per tensor list parameter: Graph.begin's lists */
     const char *first_list;  /* the first tensor list parameter: its device where no tensor has one */
     int kept;                /* call() has its _kept list (sub-lists made in loops) */
+    strbuf late;             /* the lists made after the allocations (LIST_OF, sub-lists of them), "NAME\n" each */
 } pystate;
 
 /* ---- py_spell.c ---- */

@@ -297,6 +297,7 @@ void py_call_body(strbuf *c, pystate *s)
     if (s->loops) { /* the plan in parts, from Python loops */
         py_loop_run(c, s);
     } else {
+        sb_add(c, sb_str(&s->code), s->code.n); /* the lists of the graph's tensors (h_list_of) */
         sb_puts(c, "    _g.run((");
         for (size_t i = 0; i < s->nbufs; i++) {
             sb_puts(c, i ? ", " : "");

@@ -59,14 +59,14 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
     case TILEC_ST_EXPR:
         break;
     }
-    if (chk_graph_gone(ck, *gone, s) || chk_graph_slice(ck, s))
+    if (chk_graph_gone(ck, *gone, s) || chk_graph_let_list(ck, s) || chk_graph_slice(ck, s))
         return;
     if (v->kind != TILEC_EX_CALL) {
         if (s->kind == TILEC_ST_EXPR)
             chk_err(ck, chk_start_of(v), "a graph statement is a call of a kernel or an extern");
         else
-            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...), a slice x[a:b], a collective or the "
-                "result of an extern call");
+            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...), a slice x[a:b], a collective, the "
+                "result of an extern call or a tensor list (a sub-list xs[a:b], a list [a, b] of tensors)");
         return;
     }
     item_name *it = NULL;

@@ -15,7 +15,7 @@
 #define uthash_nonfatal_oom(e) (ck->oom = 1)
 #include "util/hashtable.h"
 
-typedef enum { B_PARAM, B_HINT, B_LET, B_LOOP, B_TENSOR, B_SCALAR, B_LIST /* a graph's tensor list parameter */ } bkind;
+typedef enum { B_PARAM, B_HINT, B_LET, B_LOOP, B_TENSOR, B_SCALAR, B_LIST /* a graph's tensor list: a parameter or a let */ } bkind;
 
 typedef struct binding {
     const char *name;
@@ -165,6 +165,7 @@ tilec_type chk_list_index(checker *ck, tilec_expr *e, const binding *b);
 tilec_type chk_list_len(checker *ck, tilec_expr *e);
 tilec_type chk_list_numel(checker *ck, tilec_expr *e);
 int chk_list_header(checker *ck, const tilec_kernel *k);
+int chk_graph_let_list(checker *ck, tilec_stmt *s);
 const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i);
 void chk_list_graph_misuse(checker *ck, const tilec_expr *a, const binding *b, const char *what, const char *want);
 const char *chk_tyexpr_str(checker *ck, const tilec_tyexpr *t);

@@ -11,6 +11,7 @@
  *   assert_shape x: f32[R, C] binds R, C              ASSERT_SHAPE ("binds" lists the
  *                                                     symbols bound here; others are checked)
  *   make_list sublist0: [*f32] = ps[0:k]              MAKE_LIST (a sub-list, passed to the next call)
+ *   list_of ws: [*f32] = [a, b]                       LIST_OF (a list of the graph's tensors)
  *   assert_list ps: [*f32]                            ASSERT_LIST (a tensor list parameter; a call
  *                                                     names it as an argument, whole)
  *   # text                                            COMMENT (\\ and control bytes escaped)
@@ -274,12 +275,22 @@ static int p_make_list(void *u, const tilec_wir_line *l)
     return end(u, l);
 }
 
+static int p_list_of(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "list_of %s: [*%s] = [", l->name, tilec_dtype_name(l->dtype));
+    for (uint32_t i = 0; i < l->nargs; i++)
+        sb_printf(u, "%s%s", i ? ", " : "", l->args[i].text);
+    sb_putc(u, ']');
+    return end(u, l);
+}
+
 #define TEXT_HOOKS                                                                                       \
     .comment = p_comment, .kernel_def = p_kernel_def, .allocate = p_allocate, .reuse = p_reuse,          \
     .free_if_not_reused = p_free_if_not_reused, .free = p_free, .reinterpret = p_reinterpret,            \
     .kernel_call = p_kernel_call, .extern_call = p_extern_call, .extern_alloc = p_extern_alloc,          \
     .multi_output = p_multi_output, .assert_shape = p_assert_shape, .collective = p_collective,          \
-    .loop = p_loop, .end_loop = p_end_loop, .assert_list = p_assert_list, .make_list = p_make_list
+    .loop = p_loop, .end_loop = p_end_loop, .assert_list = p_assert_list, .make_list = p_make_list, \
+    .list_of = p_list_of
 
 const tilec_wir_hooks wir_text_hooks = {
     .comment = p_comment,
@@ -299,6 +310,7 @@ const tilec_wir_hooks wir_text_hooks = {
     .end_loop = p_end_loop,
     .assert_list = p_assert_list,
     .make_list = p_make_list,
+    .list_of = p_list_of,
 };
 
 void wir_text_header(strbuf *b, const tilec_wir *w)

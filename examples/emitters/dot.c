@@ -354,6 +354,26 @@ static int dot_make_list(void *user, const tilec_wir_line *l)
     return b->failed;
 }
 
+/* LIST_OF: a list of the graph's tensors, with an edge from each. */
+static int dot_list_of(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    buf *b = &d->out;
+    buf_str(b, "  \"buf_");
+    buf_esc(b, l->name);
+    buf_str(b, "\" [label=\"");
+    buf_esc(b, l->name);
+    buf_fmt(b, "\\n[*%s]\\nlist of %u\", shape=box3d];\n", tilec_dtype_name(l->dtype), l->nargs);
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        buf_str(b, "  \"buf_");
+        buf_esc(b, l->args[i].text);
+        buf_str(b, "\" -> \"buf_");
+        buf_esc(b, l->name);
+        buf_str(b, "\" [style=dashed];\n");
+    }
+    return b->failed;
+}
+
 static int dot_allocate(void *user, const tilec_wir_line *l)
 {
     dot *d = user;
@@ -606,6 +626,7 @@ static const tilec_emitter dot_emitter = {
         .kernel_call = dot_kernel_call,
         .assert_list = dot_list,
         .make_list = dot_make_list,
+        .list_of = dot_list_of,
         .extern_call = dot_extern_call,
         .extern_alloc = dot_extern_alloc,
         .multi_output = dot_multi_output,

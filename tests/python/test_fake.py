@@ -16,6 +16,7 @@ NCCL too (build/tests/libfakenccl.so), world 1 and 2, and its errors.
     python3 tests/python/test_fake.py [-q]     (make test runs it)"""
 import array
 import ctypes
+import importlib
 import os
 import struct
 import subprocess
@@ -170,6 +171,21 @@ class _OnDevice1:
     def __init__(self, n):
         self.device = type("D", (), {"id": 1})()
         self.__cuda_array_interface__ = {"data": (4096, False), "shape": (n,), "typestr": "<f4", "version": 3}
+
+
+def graph_modules(prefix, src, *names):
+    """The generated Python wrappers of the graphs `names` of source `src`
+    (emitted into a new scratch directory named from `prefix`)."""
+    d = scratch_dir(prefix)
+    tile = os.path.join(d, names[0] + ".tile")
+    with open(tile, "w") as f:
+        f.write(src)
+    subprocess.run([TILEC, tile, "--emit", "py", "-o", d], check=True)
+    sys.path.insert(0, d)
+    try:
+        return [importlib.import_module(n) for n in names]
+    finally:
+        sys.path.remove(d)
 
 
 @unittest.skipUnless(os.path.exists(FAKE) and os.path.exists(TILEC), "build first: make")
@@ -467,17 +483,7 @@ graph lchunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {
     }
 }
 """
-        d = scratch_dir("tilec_fake_sublists_")
-        tile = os.path.join(d, "lpart.tile")
-        with open(tile, "w") as f:
-            f.write(src)
-        subprocess.run([TILEC, tile, "--emit", "py", "-o", d], check=True)
-        sys.path.insert(0, d)
-        try:
-            import lpart
-            import lchunks
-        finally:
-            sys.path.remove(d)
+        lpart, lchunks = graph_modules("tilec_fake_sublists_", src, "lpart", "lchunks")
         sizes = [t % 4 + 1 for t in range(10)]
         xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
               for t, n in enumerate(sizes)]
@@ -518,6 +524,66 @@ graph lchunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {
             lchunks.call(xs, ys, 4, 3)
         self.assertEqual(str(cm.exception), "lchunks: line 17: sub-list xs[c*i:c + c*i] is out of bounds: start 9, stop "
                                             "12, and 'xs' has 10 tensors")
+
+    def test_a_graph_makes_lists_of_its_tensors_and_binds_sub_lists(self):
+        # docs/language.md §9, "Tensor lists": let head = xs[:k] binds a
+        # sub-list, passed on whole and as a sub-list of its own; [a, b] and
+        # let outs = [c, d] are lists of the graph's tensors of mixed shapes
+        # (TensorList.of_buffers, made after the allocations); in a kept loop,
+        # a list of a tensor the body makes and a sub-list, every iteration,
+        # eagerly and in CUDA-graph mode (each part keeps its lists)
+        src = LSCALE_TILE + """
+graph lmix(xs: [*f32], ys: [*f32], a: f32[5], b: f32[2, 3], k: i64) -> (c: f32[5], d: f32[2, 3]) {
+    let head = xs[:k];
+    let yh = ys[:k];
+    lscale(head[1:], yh[1:], 2.0);
+    let c = zeros(f32, [5]);
+    let d = zeros(f32, [2, 3]);
+    let outs = [c, d];
+    lscale([a, b], outs, 3.0);
+    return c, d;
+}
+graph lloop(xs: [*f32], ys: [*f32], n: i64) {
+    for i in 0 .. n {
+        let t = zeros(f32, [5]);
+        lscale(xs[i:i + 1], [t], 2.0);
+        lscale([t], ys[i:i + 1], 3.0);
+    }
+}
+"""
+        lmix, lloop = graph_modules("tilec_fake_madelists_", src, "lmix", "lloop")
+        sizes = [t % 5 + 1 for t in range(5)]
+        xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
+              for t, n in enumerate(sizes)]
+        ys = [tilec.Buffer((n,), "f32") for n in sizes]
+        a = tilec.Buffer.from_bytes(array.array("f", [1, 2, 3, 4, 5]), (5,), "f32")
+        b = tilec.Buffer.from_bytes(array.array("f", [10, 20, 30, 40, 50, 60]), (2, 3), "f32")
+
+        def zero():
+            for y in ys:
+                y.fill_u32(0)
+
+        def want(scale, lo, hi):
+            return [[(scale if lo <= t < hi else 0.0) * (t + j) for j in range(n)] for t, n in enumerate(sizes)]
+
+        zero()
+        c, dd = lmix.call(xs, ys, a, b, 4)
+        self.assertEqual([y.tolist() for y in ys], want(2.0, 1, 4))
+        self.assertEqual((c.tolist(), dd.tolist(), dd.shape), ([3, 6, 9, 12, 15], [30, 60, 90, 120, 150, 180], (2, 3)))
+        for k, msg in ((9, "line 12: sub-list xs[0:k] is out of bounds: start 0, stop 9, and 'xs' has 5 tensors"),
+                       (0, "line 14: sub-list head[1:] is out of bounds: start 1, stop 0, and 'head' has 0 tensors")):
+            with self.assertRaises(ValueError) as cm:
+                lmix.call(xs, ys, a, b, k)
+            self.assertEqual(str(cm.exception), "lmix: " + msg)
+        for graph_mode in (False, True):
+            g = lloop.load(cuda_graph=graph_mode)
+            for _ in range(2):
+                zero()
+                lloop.call(xs, ys, 5)  # ys[i] = 3 * 2 * xs[i], through the body's t
+                self.assertEqual([y.tolist() for y in ys], want(6.0, 0, 5), f"graph mode {graph_mode}")
+            if graph_mode:
+                self.assertEqual(g.stats()["replayed"], 1, g.stats())
+                g.eager()
 
     def test_a_split_k_first_variant_takes_the_declared_arguments(self):
         # variant 0 split-K: its CUDA kernel has two more parameters (the
