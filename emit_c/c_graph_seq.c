@@ -17,13 +17,14 @@
 
 int cg_seq_mode(const cstate *s) { return s->loops && s->nsteps; }
 
-/* Does the graph pass tensor lists (its queue then copies them)? */
+/* Does a kernel call of the graph take a tensor list (its queue then copies them)? */
 static int seq_lists(const cstate *s)
 {
     for (size_t i = 0; i < tilec_wir_line_count(s->w); i++) {
-        tilec_wir_kind k = tilec_wir_line_at(s->w, i)->kind;
-        if (k == TILEC_WIR_ASSERT_LIST || k == TILEC_WIR_LIST_OF)
-            return 1;
+        const tilec_wir_line *l = tilec_wir_line_at(s->w, i);
+        for (uint32_t a = 0; l->kind == TILEC_WIR_KERNEL_CALL && a < l->nargs; a++)
+            if (l->args[a].kind == TILEC_WIR_ARG_LIST)
+                return 1;
     }
     return 0;
 }

@@ -177,3 +177,48 @@ int c_line_list_of(void *u, const tilec_wir_line *l)
     sb_free(&t);
     return 0;
 }
+
+void c_item_index(const tilec_wir_arg *a, strbuf *b)
+{
+    const char *br = a->text ? strchr(a->text, '[') : NULL;
+    size_t n = br ? strlen(br + 1) : 0;
+    if (n)
+        sb_add(b, br + 1, n - 1);
+}
+
+/* An ITEM argument xs[i] (argument `argno` of a kernel call at `line`):
+ * its address into tl_item<argno> after the check 0 <= i < xs->n, which
+ * fails the call before the launch with the index and the length. 0, or
+ * 1 when the argument is malformed. */
+int c_item_check(cstate *s, const tilec_wir_arg *a, uint32_t argno, unsigned line)
+{
+    const char *br = a->text ? strchr(a->text, '[') : NULL;
+    if (!br || !a->expr)
+        return 1;
+    strbuf L, v, what;
+    sb_init(&L);
+    sb_init(&v);
+    sb_init(&what);
+    mg_c(&L, MG_C_LIST, a->text, (size_t)(br - a->text));
+    sb_printf(&what, "the index of %s", a->text);
+    strbuf it;
+    sb_init(&it);
+    c_item_index(a, &it);
+    csz_use(&s->sz, &v, sb_str(&it), a->expr, sb_str(&what));
+    s->failed |= it.failed;
+    sb_free(&it);
+    sb_printf(&s->body,
+              "        const int64_t tl_i%u = %s;\n"
+              "        if (tl_i%u < 0 || tl_i%u >= (int64_t)%s->n) {\n"
+              "            tl_fail(err, errlen, \"%s: line %u: %s is out of bounds: index %%lld, and '%.*s' has %%u "
+              "tensors\", (long long)tl_i%u, %s->n);\n"
+              "            goto tl_out;\n        }\n"
+              "        const uint64_t tl_item%u = %s->ptrs[tl_i%u];\n",
+              argno, sb_str(&v), argno, argno, sb_str(&L), s->g->name, line, a->text, (int)(br - a->text), a->text,
+              argno, sb_str(&L), argno, sb_str(&L), argno);
+    s->failed |= L.failed | v.failed | what.failed;
+    sb_free(&L);
+    sb_free(&v);
+    sb_free(&what);
+    return 0;
+}

@@ -72,6 +72,10 @@ int c_line_assert_shape(void *u, const tilec_wir_line *l);
 int c_line_assert_list(void *u, const tilec_wir_line *l);
 int c_line_make_list(void *u, const tilec_wir_line *l);
 int c_line_list_of(void *u, const tilec_wir_line *l);
+/* A kernel call's ITEM argument xs[i]: its bounds check and address (tl_item<argno>). */
+int c_item_check(cstate *s, const tilec_wir_arg *a, uint32_t argno, unsigned line);
+/* The canonical text of an ITEM argument's index ("i + 1" of "xs[i + 1]"), into b. */
+void c_item_index(const tilec_wir_arg *a, strbuf *b);
 
 /* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
 

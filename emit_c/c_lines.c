@@ -142,11 +142,18 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
     for (uint32_t i = 0; i < l->nargs; i++)
         if (k->params[i].type.kind != TILEC_TE_POINTER && l->args[i].kind == TILEC_WIR_ARG_SIZE)
             csz_fits(&s->sz, l->args[i].text, l->args[i].expr, k->params[i].type.dtype, k->params[i].name, k->name);
+    for (uint32_t i = 0; i < l->nargs; i++) /* xs[i]: checked 0 <= i < len(xs) before the launch */
+        if (l->args[i].kind == TILEC_WIR_ARG_ITEM && c_item_check(s, &l->args[i], i, l->loc.line))
+            return -1;
     sb_printf(&s->body, "        tilec_rt_arg a[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++) {
         const tilec_param *p = &k->params[i];
         const tilec_wir_arg *a = &l->args[i];
         sb_puts(&s->body, i ? ", " : "");
+        if (p->type.kind == TILEC_TE_POINTER && a->kind == TILEC_WIR_ARG_ITEM) { /* its address, checked above */
+            sb_printf(&s->body, "{.ptr = tl_item%u}", i);
+            continue;
+        }
         if (p->type.kind == TILEC_TE_POINTER) {
             sb_printf(&s->body, "{.ptr = %s.data}", B(a->text));
             continue;
@@ -180,14 +187,14 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
     sb_puts(&s->body, "};\n");
     /* the debug printer: one branch when off */
     uint32_t nt = 0;
-    for (uint32_t i = 0; i < l->nargs; i++)
-        nt += k->params[i].type.kind == TILEC_TE_POINTER;
+    for (uint32_t i = 0; i < l->nargs; i++) /* the buffers the call names (a list's tensor, xs[i], is the caller's) */
+        nt += k->params[i].type.kind == TILEC_TE_POINTER && l->args[i].kind == TILEC_WIR_ARG_BUFFER;
     sb_puts(&s->body, "        tilec_rt_status st;\n");
     cg_kernel(s, k, l->nargs, l->nvariants > 1);
     sb_puts(&s->body, "if (M->dbg.level) {\n");
     sb_printf(&s->body, "            const tl_dbg_arg da[%u] = {", nt ? nt : 1);
     for (uint32_t i = 0, j = 0; i < l->nargs; i++) {
-        if (k->params[i].type.kind != TILEC_TE_POINTER)
+        if (k->params[i].type.kind != TILEC_TE_POINTER || l->args[i].kind != TILEC_WIR_ARG_BUFFER)
             continue;
         sb_puts(&s->body, j++ ? ", {" : "{");
         esc_c_string(&s->body, k->params[i].name, strlen(k->params[i].name));

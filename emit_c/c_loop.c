@@ -62,6 +62,16 @@ static void top_sizes(cstate *s, const tilec_wir_line *from)
         }
         for (uint32_t a = 0; a < l->nargs; a++) {
             const tilec_wir_arg *x = &l->args[a];
+            if (x->kind == TILEC_WIR_ARG_ITEM) { /* xs[i]: its index */
+                strbuf t;
+                sb_init(&t);
+                c_item_index(x, &t);
+                snprintf(what, sizeof what, "the index of %.250s", x->text);
+                top_size(s, inner, ninner, sb_str(&t), x->expr, what, TILEC_DT_COUNT, NULL, NULL);
+                s->failed |= t.failed;
+                sb_free(&t);
+                continue;
+            }
             if (x->kind != TILEC_WIR_ARG_SIZE)
                 continue;
             const tilec_param *p = l->kind == TILEC_WIR_KERNEL_CALL && l->kernel && a < l->kernel->nparams

@@ -239,6 +239,57 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+static int late_list(pystate *s, const char *name);
+static long code_slot(pystate *s, const char *name, const char *kind);
+
+/* xs[i] (an ITEM argument of the kernel call at `line`): a "ptr" slot, the
+ * address TensorList.item gives after its bounds check; its value among
+ * run()'s in a straight-line graph (after the lists, s->code), else set by
+ * call()'s code where the call stands (a graph with for loops). */
+static void py_item(pystate *s, const tilec_wir_arg *a, unsigned line)
+{
+    const char *br = a->text ? strchr(a->text, '[') : NULL;
+    if (!br || !a->expr) {
+        s->failed = 1;
+        return;
+    }
+    strbuf key, h, v, list;
+    sb_init(&key);
+    sb_init(&h);
+    sb_init(&v);
+    sb_init(&list);
+    sb_add(&list, a->text, (size_t)(br - a->text));
+    sb_printf(&key, "$%s", a->text);
+    py_str(&s->steps, sb_str(&key));
+    mg_py_helper(&h, sb_str(&list), list.n, "list");
+    sb_printf(&v, "%s.item(\"%s\", \"line %u: %s\", \"%s\", ", sb_str(&h), s->g->name, line, a->text, sb_str(&list));
+    py_size(&v, s->g, a->expr);
+    sb_puts(&v, ")");
+    if (!s->loops) {
+        if (strset_add(&s->slots, sb_str(&key))) {
+            sb_puts(&s->scalars, "    (");
+            py_str(&s->scalars, a->text);
+            sb_puts(&s->scalars, ", \"ptr\"),\n");
+            sb_printf(&s->values, ", %s", sb_str(&v));
+        }
+    } else {
+        long j = code_slot(s, a->text, "ptr");
+        if (j >= 0) {
+            strbuf t;
+            sb_init(&t);
+            sb_printf(&t, "    _vals[%ld] = %s\n", j, sb_str(&v));
+            py_code(s, sb_str(&t));
+            s->failed |= t.failed;
+            sb_free(&t);
+        }
+    }
+    s->failed |= key.failed | h.failed | v.failed | list.failed;
+    sb_free(&key);
+    sb_free(&h);
+    sb_free(&v);
+    sb_free(&list);
+}
+
 /* A constant or slot argument of a kernel step. */
 static void py_arg(pystate *s, const tilec_wir_arg *a)
 {
@@ -312,7 +363,10 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
     sb_printf(&s->steps, ", %d, (", l->nvariants > 1 ? -1 : 0);
     for (uint32_t i = 0; i < l->nargs; i++) {
         sb_puts(&s->steps, i ? ", " : "");
-        py_arg(s, &l->args[i]);
+        if (l->args[i].kind == TILEC_WIR_ARG_ITEM)
+            py_item(s, &l->args[i], l->loc.line);
+        else
+            py_arg(s, &l->args[i]);
     }
     sb_puts(&s->steps, l->nargs == 1 ? ",)),\n" : ")),\n");
     return 0;
@@ -506,32 +560,50 @@ static void list_stmt(pystate *s, const tilec_wir_line *l, strbuf *t, const char
         py_code(s, sb_str(t));
         return;
     }
-    strbuf key;
-    sb_init(&key);
-    sb_printf(&key, "$%s", l->name);
-    char **k = s->nslotkeys == s->capslotkeys
-                   ? realloc(s->slotkeys, (s->capslotkeys = s->capslotkeys ? 2 * s->capslotkeys : 16) * sizeof *k)
-                   : s->slotkeys;
-    char *kc = strdup(sb_str(&key));
-    if (!k || !kc || !strset_add(&s->slots, sb_str(&key))) {
-        free(kc);
+    long j = code_slot(s, l->name, "list");
+    if (j < 0)
         s->failed = 1;
-    } else {
-        s->slotkeys = k;
-        sb_puts(&s->scalars, "    (");
-        py_str(&s->scalars, l->name);
-        sb_puts(&s->scalars, ", \"list\"),\n");
-        sb_puts(&s->values, ", 0");
-        sb_printf(t, "    _vals[%zu] = %s.address\n    _kept.append(%s)\n", s->nslotkeys, h, h);
-        s->slotkeys[s->nslotkeys++] = kc;
-    }
+    else
+        sb_printf(t, "    _vals[%ld] = %s.address\n    _kept.append(%s)\n", j, h, h);
     if (!s->kept) {
         sb_puts(&s->checks, "    _kept = []  # the lists made after the checks, alive until the call's end\n");
         s->kept = 1;
     }
     py_code(s, sb_str(t));
+}
+
+/* A slot ("$NAME", kind) of a graph with for loops that call()'s code sets
+ * (its value 0 among _vals until then): its index among the sizes and
+ * scalars; the index it has when made already; -1 when out of memory. */
+static long code_slot(pystate *s, const char *name, const char *kind)
+{
+    strbuf key;
+    sb_init(&key);
+    sb_printf(&key, "$%s", name);
+    long j = -1;
+    for (size_t i = 0; i < s->nslotkeys && j < 0; i++)
+        if (!strcmp(s->slotkeys[i], sb_str(&key)))
+            j = (long)i;
+    char **k = j >= 0 || s->nslotkeys < s->capslotkeys
+                   ? s->slotkeys
+                   : realloc(s->slotkeys, (s->capslotkeys = s->capslotkeys ? 2 * s->capslotkeys : 16) * sizeof *k);
+    char *kc = j >= 0 ? NULL : strdup(sb_str(&key));
+    if (j < 0 && (!k || !kc || !strset_add(&s->slots, sb_str(&key)))) {
+        free(kc);
+        s->slotkeys = k ? k : s->slotkeys;
+        s->failed = 1;
+    } else if (j < 0) {
+        s->slotkeys = k;
+        sb_puts(&s->scalars, "    (");
+        py_str(&s->scalars, name);
+        sb_printf(&s->scalars, ", \"%s\"),\n", kind);
+        sb_puts(&s->values, ", 0");
+        j = (long)s->nslotkeys;
+        s->slotkeys[s->nslotkeys++] = kc;
+    }
     s->failed |= key.failed;
     sb_free(&key);
+    return j;
 }
 
 /* A sub-list from[a:b] (MAKE_LIST): a TensorList sharing the arrays of

@@ -166,6 +166,7 @@ tilec_type chk_list_len(checker *ck, tilec_expr *e);
 tilec_type chk_list_numel(checker *ck, tilec_expr *e);
 int chk_list_header(checker *ck, const tilec_kernel *k);
 int chk_graph_let_list(checker *ck, tilec_stmt *s);
+const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item);
 const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i);
 void chk_list_graph_misuse(checker *ck, const tilec_expr *a, const binding *b, const char *what, const char *want);
 const char *chk_tyexpr_str(checker *ck, const tilec_tyexpr *t);

@@ -277,6 +277,38 @@ const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tile
     return NULL;
 }
 
+/* xs[i], one tensor of a tensor list of the graph (a parameter or a let),
+ * as a kernel's pointer argument: one index, a size expression (a
+ * constant, a loop variable, an integer parameter) not negative where the
+ * sizes decide it (the wrappers check 0 <= i < len(xs) at run time). The
+ * list's binding, else NULL (reported); 0 in *is_item when a is no such
+ * index (nothing reported). */
+const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item)
+{
+    *is_item = 0;
+    if (a->kind != TILEC_EX_INDEX || a->nargs < 1 || a->args[0]->kind != TILEC_EX_NAME)
+        return NULL;
+    binding *b = chk_lookup(ck, a->args[0]->name);
+    if (!b || b->kind != B_LIST)
+        return NULL;
+    *is_item = 1;
+    const tilec_expr *i = a->nargs == 2 ? a->args[1] : NULL;
+    if (!i || i->kind == TILEC_EX_SLICE || i->kind == TILEC_EX_NONE) {
+        chk_err(ck, chk_start_of(a), "one tensor of tensor list '%s' takes one index, %s[i] (the tensor i of the list)",
+            b->name, b->name);
+        return NULL;
+    }
+    const poly *p = chk_size_expr(ck, i, "the index of a tensor list");
+    int64_t c = 0;
+    if (!p)
+        return NULL;
+    if (chk_known_negative(ck, p, NULL, &c)) {
+        chk_err(ck, chk_start_of(i), "index %lld of tensor list '%s' is negative", (long long)c, b->name);
+        return NULL;
+    }
+    return b;
+}
+
 /* A graph's tensor list `b` named by `a` where `what` needs something
  * else ("argument 2 of 'k'", "the first argument of view"). */
 void chk_list_graph_misuse(checker *ck, const tilec_expr *a, const binding *b, const char *what, const char *want)

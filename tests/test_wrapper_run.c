@@ -1830,6 +1830,94 @@ Test(wrapper_run, a_graph_makes_lists_of_its_tensors_and_binds_sub_lists, .timeo
     rm_dir(dir);
 }
 
+/* One tensor of a list, xs[i], as a kernel's pointer argument (docs/language.md
+ * §9, "Tensor lists"): litem passes xs[k] and ys[k] (three elements), tensor 0
+ * of a list [w, t] of its tensors to write tensor 1, and xs[i], ys[i + 1] in a
+ * kept loop; main(driver, k, n, graphs) over five tensors x[t][j] = t + j
+ * (t % 5 + 1 elements) prints "rc=R ys=S t=T err=E" (S the sum of every ys
+ * element, T of the result), after "replays=P " in graph mode (two calls) */
+static const char item_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                "    let i = pid(0) * 256 + range(256);\n"
+                                "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                "}\n"
+                                "graph litem(xs: [*f32], ys: [*f32], k: i64, n: i64, w: f32[N]) -> f32[N] {\n"
+                                "    scale2(xs[k], ys[k], 3);\n"
+                                "    let t = zeros(f32, [N]);\n"
+                                "    let ws = [w, t];\n"
+                                "    scale2(ws[0], ws[1], N);\n"
+                                "    for i in 0 .. n {\n"
+                                "        scale2(xs[i], ys[i + 1], 1);\n"
+                                "    }\n"
+                                "    return t;\n"
+                                "}\n";
+
+static const char item_runner[] =
+    FAKE_RUNNER_MAIN("litem.h", "5")
+    "    int64_t k = atoll(argv[2]), n = atoll(argv[3]);\n    int graphs = atoi(argv[4]);\n"
+    "    char err[512] = \"\";\n"
+    "    litem_module *m = NULL;\n"
+    "    if (litem_load(rt, &m, err, sizeof err) || (graphs && litem_set_cuda_graph(m, 4, err, sizeof err))) {\n"
+    "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"
+    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
+    "    }\n"
+    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+    "    float wv[4] = {1, 2, 3, 4};\n"
+    "    tilec_tensor w = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {4}, .strides = {1}}, out = {0};\n"
+    "    if (tilec_rt_malloc(rt, 16, &w.data) || tilec_rt_memcpy_htod(rt, w.data, wv, 16))\n        return 5;\n"
+    "    int rc = 0;\n    double ts = 0;\n"
+    "    for (int r = 0; r <= graphs; r++) {\n"
+    "        for (int t = 0; t < 5; t++)\n"
+    "            if (tilec_rt_memset_d32(rt, yp[t], 0, 5))\n                return 6;\n"
+    "        rc = litem_run(m, &xs, &ys, k, n, &w, &out, err, sizeof err);\n"
+    "        ts = 0;\n"
+    "        if (!rc) {\n            float o[4];\n"
+    "            if (tilec_rt_memcpy_dtoh(rt, o, out.data, 16))\n                return 6;\n"
+    "            ts = o[0] + o[1] + o[2] + o[3];\n            litem_release(m, &out);\n        }\n"
+    "    }\n"
+    "    double sum = 0;\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, v, yp[t], 20))\n            return 6;\n"
+    "        for (int j = 0; j < t % 5 + 1; j++)\n            sum += v[j];\n"
+    "    }\n"
+    "    if (graphs)\n        printf(\"replays=%d \", f->graph_launches);\n"
+    "    printf(\"rc=%d ys=%g t=%g err=%s\\n\", rc, sum, ts, err);\n"
+    "    for (int t = 0; t < 5; t++) {\n        tilec_rt_free(rt, xp[t]);\n        tilec_rt_free(rt, yp[t]);\n    }\n"
+    "    tilec_rt_free(rt, w.data);\n"
+    "    litem_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, a_graph_passes_one_tensor_of_a_list_to_a_kernel, .timeout = 180)
+{
+    char dir[64], *out = NULL;
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, item_tile, "litem", item_runner);
+    /* k = 2, n = 3: ys[2] = 2 x[2] = {4, 6, 8}; then ys[i + 1][0] = 2 x[i][0] = 2i for i < 3
+       (ys[2][0] becomes 2): 0 + (2 + 6 + 8) + 4 = 20; t = 2 w = 20 */
+    const char *argv[][3] = {{"2", "3", "0"}, {"2", "3", "1"}, {"5", "0", "0"}, {"-1", "0", "0"}, {"0", "5", "0"}};
+    const char *want[] = {
+        "rc=0 ys=20 t=20 err=\n",
+        "replays=1 rc=0 ys=20 t=20 err=\n",
+        "rc=1 ys=0 t=0 err=litem: line 6: xs[k] is out of bounds: index 5, and 'xs' has 5 tensors\n",
+        "rc=1 ys=0 t=0 err=litem: line 6: xs[k] is out of bounds: index -1, and 'xs' has 5 tensors\n",
+        /* the loop's fifth iteration: the four before it ran (eager), ys[1..4][0] = 0, 2, 4, 6, and
+           ys[0] = 2 x[0] = 0 */
+        "rc=1 ys=12 t=0 err=litem: line 11: ys[i + 1] is out of bounds: index 5, and 'ys' has 5 tensors\n",
+    };
+    for (int c = 0; c < 5; c++) {
+        int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s %s %s 2>&1", dir,
+                    TILEC_BUILD, dir, FAKECUDA, argv[c][0], argv[c][1], argv[c][2]);
+        cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+        cr_expect_str_eq(out, want[c], "case %d", c);
+        free(out);
+    }
+    rm_dir(dir);
+}
+
 static char *run_mode(const char *dir, int n, int mode)
 {
     char *out = NULL;

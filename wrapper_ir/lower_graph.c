@@ -815,9 +815,10 @@ static void first_walk(lw *L)
             const tilec_kernel *k = tilec_module_find_kernel(L->m, v->name);
             for (uint32_t a = 0; a < v->nargs && a < k->nparams; a++) {
                 int from;
-                if (k->params[a].type.kind == TILEC_TE_POINTER)
+                int item = v->args[a]->kind == TILEC_EX_INDEX; /* xs[i]: tensor i of a list (the checker saw to it) */
+                if (k->params[a].type.kind == TILEC_TE_POINTER && !item)
                     use(L, v->args[a], (int)i);
-                else if (k->params[a].type.kind == TILEC_TE_LIST && use_list(L, v->args[a], (int)i, &from))
+                else if ((k->params[a].type.kind == TILEC_TE_LIST || item) && use_list(L, v->args[a], (int)i, &from))
                     return;
             }
         } else if (tilec_module_find_extern(L->m, v->name)) {
@@ -1084,6 +1085,14 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
         if (p && p->type.kind == TILEC_TE_LIST) { /* a list parameter of the graph, whole (the checker saw to it) */
             args[a].kind = TILEC_WIR_ARG_LIST;
             args[a].text = lists && lists[a] ? lists[a] : e->kind == TILEC_EX_NAME ? rname(L, e->name) : "?";
+            continue;
+        }
+        if (p && p->type.kind == TILEC_TE_POINTER && e->kind == TILEC_EX_INDEX) { /* xs[i]: tensor i of a list */
+            const poly *q = poly_from_expr(&L->w->ar, e->args[1], lookup_sym, L, NULL);
+            args[a].kind = TILEC_WIR_ARG_ITEM;
+            args[a].text = q ? ar_printf(&L->w->ar, "%s[%s]", rname(L, e->args[0]->name), pstr(L, q)) : NULL;
+            args[a].expr = q ? pexpr(L, q) : NULL;
+            L->oom |= !args[a].text;
             continue;
         }
         if (!p || p->type.kind == TILEC_TE_POINTER) {

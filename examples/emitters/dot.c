@@ -446,6 +446,18 @@ static int dot_kernel_call(void *user, const tilec_wir_line *l)
             edge(d, l->args[i].text, id, 1, pname, NULL);
             edge(d, l->args[i].text, id, 0, pname, NULL);
         }
+        if (l->args[i].kind == TILEC_WIR_ARG_ITEM) { /* xs[i]: one of the list's tensors, edges labelled xs[i] */
+            const char *t = l->args[i].text, *br = strchr(t, '[');
+            char *name = br ? strndup(t, (size_t)(br - t)) : NULL;
+            if (!name) {
+                free(use);
+                return -1;
+            }
+            edge(d, name, id, 1, t, "style=dashed");
+            edge(d, name, id, 0, t, "style=dashed");
+            free(name);
+            continue;
+        }
         if (l->args[i].kind != TILEC_WIR_ARG_BUFFER)
             continue;
         /* no kernel to look at: connected both ways */

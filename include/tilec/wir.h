@@ -57,12 +57,15 @@ typedef enum tilec_wir_arg_kind {
     TILEC_WIR_ARG_SCALAR, /* text: a literal ("0.5", "-inf", "true") or a scalar parameter name */
     TILEC_WIR_ARG_LIST,   /* text: a tensor list parameter of the graph, a MAKE_LIST's or a LIST_OF's list, for
                              a kernel's [*T] (KERNEL_CALL only) */
+    TILEC_WIR_ARG_ITEM,   /* text: "xs[i]", tensor i of the graph's list xs (the name up to the first '['),
+                             expr: i; for a kernel's *T (KERNEL_CALL only): the address of that tensor,
+                             which the wrappers check 0 <= i < len(xs) before the call */
 } tilec_wir_arg_kind;
 
 typedef struct tilec_wir_arg {
     tilec_wir_arg_kind kind;
     const char *text;
-    const tilec_ix *expr; /* SIZE: the size as an integer expression (text is its canonical text) */
+    const tilec_ix *expr; /* SIZE: the size as an integer expression (text is its canonical text); ITEM: the index */
 } tilec_wir_arg;
 
 /* One line. Which fields are set depends on the kind:

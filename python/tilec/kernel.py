@@ -216,6 +216,15 @@ class TensorList:
         out._arrays = (ptrs, numels, self)
         return out
 
+    def item(self, graph: str, where: str, name: str, i: int) -> int:
+        """The device address of tensor i: a graph's xs[i] (docs/language.md
+        §9, "Tensor lists"), used where `where` says ("line 12: xs[i]");
+        ValueError naming graph `graph` unless 0 <= i < len(self)."""
+        n = len(self.tensors)
+        if i < 0 or i >= n:
+            raise ValueError(f"{graph}: {where} is out of bounds: index {i}, and '{name}' has {n} tensors")
+        return int(self._rl.ptrs[i])
+
     @property
     def address(self) -> int:
         """The address of its tilec_rt_list (a launch plan's list slot)."""

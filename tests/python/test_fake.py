@@ -585,6 +585,67 @@ graph lloop(xs: [*f32], ys: [*f32], n: i64) {
                 self.assertEqual(g.stats()["replayed"], 1, g.stats())
                 g.eager()
 
+    def test_a_graph_passes_one_tensor_of_a_list_to_a_kernel(self):
+        # docs/language.md §9, "Tensor lists": xs[i] as a kernel's *T is the
+        # address of tensor i (TensorList.item, checked 0 <= i < len(xs) with
+        # the C wrapper's words), of a list parameter or of a list [w, t] of
+        # the graph's tensors; in a kept loop, each iteration's, eagerly and
+        # in CUDA-graph mode
+        src = """
+kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {
+    let i = pid(0) * 256 + range(256);
+    store(y + i, 2.0 * load(x + i, i < n), i < n);
+}
+graph litem(xs: [*f32], ys: [*f32], k: i64, n: i64, w: f32[N]) -> f32[N] {
+    scale2(xs[k], ys[k], 3);
+    let t = zeros(f32, [N]);
+    let ws = [w, t];
+    scale2(ws[0], ws[1], N);
+    for i in 0 .. n {
+        scale2(xs[i], ys[i + 1], 1);
+    }
+    return t;
+}
+graph lfirst(xs: [*f32], ys: [*f32]) {
+    scale2(xs[0], ys[0], 1);
+}
+"""
+        litem, lfirst = graph_modules("tilec_fake_items_", src, "litem", "lfirst")
+        sizes = [t % 5 + 1 for t in range(5)]
+        xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
+              for t, n in enumerate(sizes)]
+        ys = [tilec.Buffer((n,), "f32") for n in sizes]
+        w = tilec.Buffer.from_bytes(array.array("f", [1, 2, 3, 4]), (4,), "f32")
+
+        def zero():
+            for y in ys:
+                y.fill_u32(0)
+
+        # ys[2] = 2 x[2] = [4, 6, 8]; then ys[i + 1][0] = 2 x[i][0] = 2i (ys[2][0] becomes 2); t = 2 w
+        want = [[0.0], [0.0, 0.0], [2.0, 6.0, 8.0], [4.0, 0.0, 0.0, 0.0], [0.0] * 5]
+        for graph_mode in (False, True):
+            g = litem.load(cuda_graph=graph_mode)
+            for _ in range(2):
+                zero()
+                t = litem.call(xs, ys, 2, 3, w)
+                self.assertEqual(([y.tolist() for y in ys], t.tolist()), (want, [2, 4, 6, 8]), f"mode {graph_mode}")
+                litem.release(t)  # its memory serves the next call: the same addresses replay
+            if graph_mode:
+                self.assertEqual(g.stats()["replayed"], 1, g.stats())
+                g.eager()
+        zero()
+        lfirst.call(xs, tilec.TensorList(ys))  # a straight-line graph: the address among run()'s values
+        self.assertEqual(ys[0].tolist(), [0.0])
+        for k, n, msg in ((5, 0, "line 7: xs[k] is out of bounds: index 5, and 'xs' has 5 tensors"),
+                          (-1, 0, "line 7: xs[k] is out of bounds: index -1, and 'xs' has 5 tensors"),
+                          (0, 5, "line 12: ys[i + 1] is out of bounds: index 5, and 'ys' has 5 tensors")):
+            with self.assertRaises(ValueError) as cm:
+                litem.call(xs, ys, k, n, w)
+            self.assertEqual(str(cm.exception), "litem: " + msg)
+        with self.assertRaises(ValueError) as cm:
+            lfirst.call([], ys)
+        self.assertEqual(str(cm.exception), "lfirst: line 17: xs[0] is out of bounds: index 0, and 'xs' has 0 tensors")
+
     def test_a_split_k_first_variant_takes_the_declared_arguments(self):
         # variant 0 split-K: its CUDA kernel has two more parameters (the
         # slices' workspace and counters, which the program's launch appends);

@@ -16,8 +16,10 @@ decay, the rest without) against torch's fused AdamW with those two
 parameter groups; sub-lists bound with let: graph adamw_unfrozen (the first
 k frozen, two groups after them); lists of a graph's tensors: graph
 adamw_layer (a weight and a bias: their gradients' squared norms and one
-AdamW launch) against torch. Every list graph in CUDA-graph mode against its
-eager calls (CudaGraphMode, one parametrised test).
+AdamW launch) against torch; one tensor of a list as a kernel's pointer:
+graph layers (ws[i] in a kept loop, ws[k]) against torch. Every list graph
+in CUDA-graph mode against its eager calls (CudaGraphMode, one parametrised
+test).
 
     python3 tests/python/test_gpu_lists.py"""
 import importlib
@@ -71,11 +73,17 @@ def ref_step(p, g, m, v, t):
     return p - (LR / (1 - b1 ** t)) * m / denom, m, v
 
 
-def graph_module(name):
-    """The generated Python wrapper of graph `name` of examples/adamw_multi.tile."""
+def graph_module(name, source=None):
+    """The generated Python wrapper of graph `name` of examples/adamw_multi.tile
+    (or of `source`, a .tile text)."""
     d = tempfile.mkdtemp(prefix="tilec_gpu_lists_")
     tilec_bin = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec"))
-    subprocess.run([tilec_bin, os.path.join(ROOT, "examples", "adamw_multi.tile"), "--emit", "py", "-o", d], check=True)
+    tile = os.path.join(ROOT, "examples", "adamw_multi.tile")
+    if source is not None:
+        tile = os.path.join(d, name + ".tile")
+        with open(tile, "w") as f:
+            f.write(source)
+    subprocess.run([tilec_bin, tile, "--emit", "py", "-o", d], check=True)
     sys.path.insert(0, d)
     try:
         return importlib.import_module(name)
@@ -335,6 +343,68 @@ class AdamWLayerGraph(unittest.TestCase):
             e = rel(a, c)
             print(f"adamw_layer {name}: vs torch fused {e:.2e}")
             self.assertLess(e, 5e-5, name)
+
+
+# one tensor of a list, ws[i], as a kernel's pointer argument (docs/language.md §9, "Tensor
+# lists"): every layer's weight scaled in a loop kept as a loop, then layer k's again
+LAYERS_TILE = """
+kernel scale_into(x: *f32, y: *f32, n: i64, s: f32) grid (cdiv(n, BLOCK)) hints { BLOCK = 1024 } {
+    let j = cast(pid(0), i64) * BLOCK + range(BLOCK);
+    store(y + j, load(x + j, j < n) * s, j < n);
+}
+graph layers(ws: [*f32], outs: [*f32], nl: i64, n: i64, k: i64) {
+    for i in 0 .. nl {
+        scale_into(ws[i], outs[i], n, 0.5);
+    }
+    scale_into(ws[k], outs[k], n, 3.0);
+}
+"""
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class ListItemGraph(unittest.TestCase):
+    """ws[i] as a kernel's *T: a loop over 12 layers' weights of one shape, then
+    layer k's, against torch; its index checked (the loop's iterations before
+    a bad one run, as a slice's); CUDA-graph mode against eager."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.graph = graph_module("layers", LAYERS_TILE)
+
+    def test_each_layer_matches_torch(self):
+        g = torch.Generator(device="cuda").manual_seed(29)
+        ws = [torch.randn(768, 768, device="cuda", generator=g) for _ in range(12)]
+        outs = [torch.zeros_like(w) for w in ws]
+        self.graph.call(ws, outs, 12, 768 * 768, 5)
+        torch.cuda.synchronize()
+        for i, (w, o) in enumerate(zip(ws, outs)):
+            self.assertTrue(torch.equal(o, w * (3.0 if i == 5 else 0.5)), f"layer {i}")
+        with self.assertRaises(ValueError) as cm:
+            self.graph.call(ws, outs, 12, 768 * 768, 12)
+        self.assertEqual(str(cm.exception), "layers: line 10: ws[k] is out of bounds: index 12, and 'ws' has 12 "
+                                            "tensors")
+        with self.assertRaises(ValueError) as cm:
+            self.graph.call(ws, outs[:11], 12, 768 * 768, 0)
+        self.assertEqual(str(cm.exception), "layers: line 8: outs[i] is out of bounds: index 11, and 'outs' has 11 "
+                                            "tensors")
+
+    def test_cuda_graph_mode_matches_eager(self):
+        g = torch.Generator(device="cuda").manual_seed(31)
+        ws = [torch.randn(512, 512, device="cuda", generator=g) for _ in range(12)]
+        eager, graphed = [torch.zeros_like(w) for w in ws], [torch.zeros_like(w) for w in ws]
+        for k in (3, 3, 7):
+            self.graph.call(ws, eager, 12, 512 * 512, k)
+        h = self.graph.load(cuda_graph=True)
+        try:
+            for k in (3, 3, 7):
+                self.graph.call(list(ws), graphed, 12, 512 * 512, k)
+            torch.cuda.synchronize()
+            st = h.stats()
+        finally:
+            h.eager()
+        self.assertEqual((st["recorded"], st["replayed"]), (2, 1), st)
+        for i, (x, y) in enumerate(zip(graphed, eager)):
+            self.assertTrue(torch.equal(x, y), f"layer {i}")
 
 
 @unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")

@@ -326,7 +326,13 @@ static const char tl_source[] =
     "sts of tensors the body of a kept loop makes, every iteration\ngraph with_temps(x"
     ": f32[T, H], n: i64, out sq: f32[T]) {\n    for i in 0 .. n {\n        let r = x[i"
     ":i + 1];\n        let t = zeros(f32, [H]);\n        axpy([r], [t], 1.0);\n        l"
-    "et s = sq[i:i + 1];\n        norms([t], s);\n    }\n}\n";
+    "et s = sq[i:i + 1];\n        norms([t], s);\n    }\n}\n/// one tensor of a list, xs["
+    "i], as a kernel's pointer argument: of a list\n/// parameter (a constant, a param"
+    "eter, a loop variable as the index) and of\n/// a list of the graph's tensors; th"
+    "e wrappers check 0 <= i < len(xs)\ngraph with_xs(xs: [*f32], a: f32[N], k: i64, n"
+    ": i64) {\n    scale(xs[0], N, 2.0);\n    scale(xs[k], N, 3.0);\n    let ws = [a, a]"
+    ";\n    scale(ws[1], N, 4.0);\n    for i in 0 .. n {\n        scale(xs[i + 1], N, 5."
+    "0);\n    }\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */

@@ -96,6 +96,18 @@ TILE_SOURCE = (
     b"        norms([t], s);\n"
     b"    }\n"
     b"}\n"
+    b"/// one tensor of a list, xs[i], as a kernel's pointer argument: of a list\n"
+    b"/// parameter (a constant, a parameter, a loop variable as the index) and of\n"
+    b"/// a list of the graph's tensors; the wrappers check 0 <= i < len(xs)\n"
+    b"graph with_xs(xs: [*f32], a: f32[N], k: i64, n: i64) {\n"
+    b"    scale(xs[0], N, 2.0);\n"
+    b"    scale(xs[k], N, 3.0);\n"
+    b"    let ws = [a, a];\n"
+    b"    scale(ws[1], N, 4.0);\n"
+    b"    for i in 0 .. n {\n"
+    b"        scale(xs[i + 1], N, 5.0);\n"
+    b"    }\n"
+    b"}\n"
 )
 
 # The launch plan, made once by load() (tilec.Graph): tensor slots (name,
