@@ -77,6 +77,7 @@ int c_item_check(cstate *s, const tilec_wir_arg *a, uint32_t argno, unsigned lin
 /* The canonical text of an ITEM argument's index ("i + 1" of "xs[i + 1]"), into b. */
 void c_item_index(const tilec_wir_arg *a, strbuf *b);
 
+
 /* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
 
 

@@ -107,9 +107,80 @@ static void c_slice_check(cstate *s, const tilec_wir_line *l)
     }
 }
 
+/* A view of one tensor of a list, view(xs[i], T[...]) (a REINTERPRET whose
+ * one ITEM arg is xs[i]): checked 0 <= i < xs->n and that tensor i has the
+ * view's bytes (its elements times its list's element size), then a tensor
+ * at its address. */
+static int c_item_view(cstate *s, const tilec_wir_line *l)
+{
+    const tilec_wir_arg *a = &l->args[0];
+    const char *br = a->text ? strchr(a->text, '[') : NULL;
+    if (!br || !l->bytes_expr || !l->from)
+        return 1;
+    strbuf L, n, ty;
+    sb_init(&L);
+    sb_init(&n);
+    sb_init(&ty);
+    sb_printf(&ty, "%s[", tilec_dtype_name(l->dtype));
+    for (uint32_t d = 0; d < l->rank; d++)
+        sb_printf(&ty, "%s%s", d ? ", " : "", l->sizes[d]);
+    sb_putc(&ty, ']');
+    mg_c(&L, MG_C_LIST, a->text, (size_t)(br - a->text));
+    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
+    sb_printf(&s->body, "    { /* view: %s of %s */\n", l->name, a->text);
+    if (c_item_check(s, a, 0, l->loc.line)) {
+        sb_free(&L);
+        sb_free(&n);
+        sb_free(&ty);
+        return 1;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "the bytes of view %.250s", l->name);
+    csz_use(&s->sz, &n, l->bytes, l->bytes_expr, what);
+    unsigned es = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(s->w) && !es; i++) { /* the list's element size */
+        const tilec_wir_line *x = tilec_wir_line_at(s->w, i);
+        if ((x->kind == TILEC_WIR_ASSERT_LIST || x->kind == TILEC_WIR_MAKE_LIST || x->kind == TILEC_WIR_LIST_OF) &&
+            x->name && strlen(x->name) == (size_t)(br - a->text) && !strncmp(x->name, a->text, (size_t)(br - a->text)))
+            es = tilec_dtype_size(x->dtype);
+    }
+    if (!es) {
+        sb_free(&L);
+        sb_free(&n);
+        sb_free(&ty);
+        return 1;
+    }
+    sb_printf(&s->body,
+              "        if (%s->numels[tl_i0] > INT64_MAX / %u || %s->numels[tl_i0] * %u != %s) {\n"
+              "            tl_fail(err, errlen, \"%s: line %u: view %s of %s (%%lld elements, %%lld bytes) as %s (%%lld "
+              "bytes) changes its size\", (long long)%s->numels[tl_i0], (long long)(%s->numels[tl_i0] * %u), "
+              "(long long)%s);\n"
+              "            goto tl_out;\n        }\n",
+              sb_str(&L), es, sb_str(&L), es, sb_str(&n), s->g->name, l->loc.line, l->name, a->text,
+              sb_str(&ty), sb_str(&L), sb_str(&L), es, sb_str(&n));
+    if (tilec_dtype_size(l->dtype) > es) /* a wider element than the list's */
+        sb_printf(&s->body,
+                  "        if (tl_item0 %% %u) {\n"
+                  "            tl_fail(err, errlen, \"%s: line %u: view %s of %s at address 0x%%llx is not aligned to %u bytes "
+                  "(%s)\", (unsigned long long)tl_item0);\n"
+                  "            goto tl_out;\n        }\n",
+                  tilec_dtype_size(l->dtype), s->g->name, l->loc.line, l->name, a->text, tilec_dtype_size(l->dtype),
+                  sb_str(&ty));
+    sb_printf(&s->body, "        tl_shape(&%s, tl_item0, %s, %u, (const int64_t[])", B(l->name), dt_enum(l->dtype), l->rank);
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ");\n    }\n");
+    s->failed |= L.failed | n.failed | ty.failed;
+    sb_free(&L);
+    sb_free(&n);
+    sb_free(&ty);
+    return 0;
+}
+
 int c_line_reinterpret(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
+    if (l->nargs == 1 && l->args[0].kind == TILEC_WIR_ARG_ITEM) /* view(xs[i], ...) */
+        return c_item_view(s, l);
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
     c_slice_check(s, l);

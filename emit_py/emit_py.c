@@ -89,7 +89,7 @@ static void py_check_tensor(pystate *s, const tilec_wir_line *l, const char *nam
 
 /* Record buffer l (root: -1 for a root of its own, else the buffer whose
  * memory it takes, `off` bytes in). */
-static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *from, int at_offset)
+static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *from, int at_offset, int given)
 {
     if (s->nbufs == s->capbufs) {
         size_t cap = s->capbufs ? 2 * s->capbufs : 16;
@@ -105,6 +105,7 @@ static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *
     memset(b, 0, sizeof *b);
     b->l = l;
     b->input = input;
+    b->given = given;
     b->root = (int)s->nbufs;
     int f = from ? buf_find(s, from) : -1;
     strbuf o;
@@ -169,7 +170,7 @@ static int h_allocate(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
     py_check_tensor(s, l, l->name);
-    buf_add(s, l, 0, NULL, 0);
+    buf_add(s, l, 0, NULL, 0, 0);
     py_fill(s, l);
     return 0;
 }
@@ -178,7 +179,7 @@ static int h_reuse(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
     py_check_tensor(s, l, l->name);
-    buf_add(s, l, 0, l->from, 0);
+    buf_add(s, l, 0, l->from, 0, 0);
     py_fill(s, l);
     return 0;
 }
@@ -193,6 +194,39 @@ static int h_free(void *u, const tilec_wir_line *l)
 static int h_reinterpret(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
+    if (l->nargs == 1 && l->args[0].kind == TILEC_WIR_ARG_ITEM) { /* view(xs[i], ...): the caller's tensor */
+        const char *t = l->args[0].text, *br = t ? strchr(t, '[') : NULL;
+        if (!br || !l->bytes_expr)
+            return 1;
+        py_check_tensor(s, l, l->name);
+        strbuf c, h, ty;
+        sb_init(&c);
+        sb_init(&h);
+        sb_init(&ty);
+        mg_py_helper(&h, t, (size_t)(br - t), "list");
+        sb_printf(&ty, "%s[", tilec_dtype_name(l->dtype));
+        for (uint32_t d = 0; d < l->rank; d++)
+            sb_printf(&ty, "%s%s", d ? ", " : "", l->sizes[d]);
+        sb_putc(&ty, ']');
+        sb_puts(&c, "    ");
+        mg_py_helper(&c, l->name, strlen(l->name), "p");
+        sb_printf(&c, " = %s.view_item(\"%s\", \"line %u: %s\", \"line %u: view %s of %s\", \"%.*s\", ", sb_str(&h),
+                  s->g->name, l->loc.line, t, l->loc.line, l->name, t, (int)(br - t), t);
+        py_size(&c, s->g, l->args[0].expr);
+        sb_puts(&c, ", ");
+        py_size(&c, s->g, l->bytes_expr);
+        sb_printf(&c, ", \"%s\", %u)\n", sb_str(&ty), tilec_dtype_size(l->dtype));
+        if (s->depth)
+            py_code(s, sb_str(&c));
+        else
+            sb_add(&s->checks, sb_str(&c), c.n);
+        s->failed |= c.failed | h.failed | ty.failed;
+        sb_free(&c);
+        sb_free(&h);
+        sb_free(&ty);
+        buf_add(s, l, 0, NULL, 0, 1);
+        return 0;
+    }
     if (l->nargs != 3) {
         py_check_tensor(s, l, l->name);
     } else { /* a slice: 0 <= start <= stop <= rows, checked before anything runs (it says what a
@@ -235,7 +269,7 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
         sb_free(&c);
         sb_free(&off);
     }
-    buf_add(s, l, 0, l->from, 1);
+    buf_add(s, l, 0, l->from, 1, 0);
     return 0;
 }
 
@@ -408,7 +442,7 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
         return -1;
     for (size_t i = 0; i < n; i++) {
         py_check_tensor(s, res[i], res[i]->name);
-        buf_add(s, res[i], 0, NULL, 0);
+        buf_add(s, res[i], 0, NULL, 0, 0);
         outs[i] = res[i]->name;
     }
     py_extern(s, l, outs, (uint32_t)n);
@@ -436,7 +470,7 @@ static int h_collective(void *u, const tilec_wir_line *l)
     }
     sb_puts(&s->colls, ")\n");
     py_check_tensor(s, l, l->name);
-    buf_add(s, l, 0, NULL, 0);
+    buf_add(s, l, 0, NULL, 0, 0);
     tilec_wir_arg in = {.kind = TILEC_WIR_ARG_BUFFER, .text = l->from};
     tilec_wir_line x = *l;
     x.nargs = 1;
@@ -503,7 +537,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
               s->g->name, l->name);
     sb_printf(b, "    if not %s.on_device:\n        raise ValueError(\"%s: %s must be in device memory\")\n", I,
               s->g->name, l->name);
-    buf_add(s, l, 1, NULL, 0);
+    buf_add(s, l, 1, NULL, 0, 0);
     s->failed |= i.failed;
     sb_free(&i);
     return 0;

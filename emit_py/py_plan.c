@@ -60,7 +60,7 @@ static void py_workspace(strbuf *c, pystate *s)
     sb_init(&lines);
     for (size_t i = 0; i < s->nbufs; i++) {
         const pybuf *b = &s->bufs[i];
-        if (b->input || b->root != (int)i || b->standalone || b->inloop)
+        if (b->input || b->root != (int)i || b->standalone || b->inloop || b->given)
             continue; /* a loop's body takes its own per iteration (py_loop.c) */
         const char *bytes = b->l->bytes ? b->l->bytes : "0";
         size_t k = 0;

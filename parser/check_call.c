@@ -84,9 +84,9 @@ binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, cons
     const binding *l = a->kind == TILEC_EX_INDEX && a->nargs && a->args[0]->kind == TILEC_EX_NAME
                            ? chk_lookup(ck, a->args[0]->name) : NULL;
     if (l && l->kind == B_LIST) {
-        chk_err(ck, chk_start_of(a), "%s must be a tensor%s: one tensor of tensor list '%s' (%s[i]) is a kernel's "
-            "pointer argument only (not yet a view's, a slice's, an extern's or a result)", what, paren ? paren : "",
-            l->name, l->name);
+        chk_err(ck, chk_start_of(a), "%s must be a tensor%s: one tensor of tensor list '%s' (%s[i]) has no shape "
+            "but where a kernel takes a pointer; view it as a tensor first, let w = view(%s[i], %s[M, K])", what,
+            paren ? paren : "", l->name, l->name, l->name, tilec_dtype_name(l->dtype));
         return NULL;
     }
     if (a->kind != TILEC_EX_NAME) {

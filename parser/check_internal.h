@@ -29,6 +29,7 @@ typedef struct binding {
     uint32_t rank;
     const poly **dims;
     const char *text; /* "f32[R, C]" */
+    int listed; /* B_LIST: a list of the graph's tensors (or part of one); B_TENSOR: a view of a list's tensor */
     UT_hash_handle hh;
 } binding;
 

@@ -233,6 +233,7 @@ int chk_graph_let_list(checker *ck, tilec_stmt *s)
         b->type = from->type;
         b->dtype = from->dtype;
         b->text = from->text;
+        b->listed = v->kind == TILEC_EX_LIST || from->listed;
     }
     s->types = ar_array(ck->ar, 1, sizeof *s->types);
     if (s->types)

@@ -1590,6 +1590,17 @@ static const char lists_runner[] =
     "    tilec_rt_free(rt, w.data);\n"
     "    lsc_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
 
+/* A runner's five tensors a list: xs (x[t][j] = t + j) and ys (unset), tensor t of t % 5 + 1 elements */
+#define RUNNER_LISTS5                                                                                                  \
+    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"                                                                \
+    "    for (int t = 0; t < 5; t++) {\n"                                                                              \
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"                                                               \
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"                                        \
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"                              \
+    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"                                     \
+    "    }\n"                                                                                                          \
+    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+
 /* Sub-lists (docs/language.md §9, "Tensor lists"): lsub passes xs[a:b]
  * and ys[a:b] of five tensors x[t][j] = t + j (t % 5 + 1 elements) to
  * lscale; main(driver, a, b, graphs) prints "rc=R launches=L n=N sum=S
@@ -1612,14 +1623,7 @@ static const char sub_runner[] =
     "    lsub_module *m = NULL;\n"
     "    if (lsub_load(rt, &m, err, sizeof err) || (graphs && lsub_set_cuda_graph(m, 4, err, sizeof err))) {\n"
     "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
-    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"
-    "    for (int t = 0; t < 5; t++) {\n"
-    "        float v[5];\n        num[t] = t % 5 + 1;\n"
-    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
-    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"
-    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
-    "    }\n"
-    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+    RUNNER_LISTS5
     "    int rc = 0, launches = f->launches, lists = f->list_launches;\n"
     "    for (int r = 0; r <= graphs; r++) {\n"
     "        for (int t = 0; t < 5; t++)\n"
@@ -1731,14 +1735,7 @@ static const char made_runner[] =
     "    if (loop ? (lloop_load(rt, &l, err, sizeof err) || (graphs && lloop_set_cuda_graph(l, 4, err, sizeof err)))\n"
     "             : (lmix_load(rt, &m, err, sizeof err) || (graphs && lmix_set_cuda_graph(m, 4, err, sizeof err)))) {\n"
     "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
-    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"
-    "    for (int t = 0; t < 5; t++) {\n"
-    "        float v[5];\n        num[t] = t % 5 + 1;\n"
-    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
-    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"
-    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
-    "    }\n"
-    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+    RUNNER_LISTS5
     "    float av[5] = {1, 2, 3, 4, 5}, bv[6] = {10, 20, 30, 40, 50, 60};\n"
     "    tilec_tensor a = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {5}, .strides = {1}};\n"
     "    tilec_tensor b = {.dtype = TILEC_DT_F32, .rank = 2, .sizes = {2, 3}, .strides = {3, 1}};\n"
@@ -1830,6 +1827,20 @@ Test(wrapper_run, a_graph_makes_lists_of_its_tensors_and_binds_sub_lists, .timeo
     rm_dir(dir);
 }
 
+/* dir/run on the fake driver once per case, its arguments cases[c] ("2 3 0"),
+ * its output want[c]. */
+static void expect_runs(const char *dir, const char *const *cases, const char *const *want, int n)
+{
+    for (int c = 0; c < n; c++) {
+        char *out = NULL;
+        int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s 2>&1", dir,
+                    TILEC_BUILD, dir, FAKECUDA, cases[c]);
+        cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+        cr_expect_str_eq(out, want[c], "case %d", c);
+        free(out);
+    }
+}
+
 /* One tensor of a list, xs[i], as a kernel's pointer argument (docs/language.md
  * §9, "Tensor lists"): litem passes xs[k] and ys[k] (three elements), tensor 0
  * of a list [w, t] of its tensors to write tensor 1, and xs[i], ys[i + 1] in a
@@ -1858,14 +1869,7 @@ static const char item_runner[] =
     "    litem_module *m = NULL;\n"
     "    if (litem_load(rt, &m, err, sizeof err) || (graphs && litem_set_cuda_graph(m, 4, err, sizeof err))) {\n"
     "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
-    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"
-    "    for (int t = 0; t < 5; t++) {\n"
-    "        float v[5];\n        num[t] = t % 5 + 1;\n"
-    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
-    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"
-    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
-    "    }\n"
-    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+    RUNNER_LISTS5
     "    float wv[4] = {1, 2, 3, 4};\n"
     "    tilec_tensor w = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {4}, .strides = {1}}, out = {0};\n"
     "    if (tilec_rt_malloc(rt, 16, &w.data) || tilec_rt_memcpy_htod(rt, w.data, wv, 16))\n        return 5;\n"
@@ -1893,12 +1897,12 @@ static const char item_runner[] =
 
 Test(wrapper_run, a_graph_passes_one_tensor_of_a_list_to_a_kernel, .timeout = 180)
 {
-    char dir[64], *out = NULL;
+    char dir[64];
     make_tmpdir(dir, sizeof dir);
     build_runner(dir, item_tile, "litem", item_runner);
     /* k = 2, n = 3: ys[2] = 2 x[2] = {4, 6, 8}; then ys[i + 1][0] = 2 x[i][0] = 2i for i < 3
        (ys[2][0] becomes 2): 0 + (2 + 6 + 8) + 4 = 20; t = 2 w = 20 */
-    const char *argv[][3] = {{"2", "3", "0"}, {"2", "3", "1"}, {"5", "0", "0"}, {"-1", "0", "0"}, {"0", "5", "0"}};
+    const char *cases[] = {"2 3 0", "2 3 1", "5 0 0", "-1 0 0", "0 5 0"};
     const char *want[] = {
         "rc=0 ys=20 t=20 err=\n",
         "replays=1 rc=0 ys=20 t=20 err=\n",
@@ -1908,13 +1912,56 @@ Test(wrapper_run, a_graph_passes_one_tensor_of_a_list_to_a_kernel, .timeout = 18
            ys[0] = 2 x[0] = 0 */
         "rc=1 ys=12 t=0 err=litem: line 11: ys[i + 1] is out of bounds: index 5, and 'ys' has 5 tensors\n",
     };
-    for (int c = 0; c < 5; c++) {
-        int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s %s %s 2>&1", dir,
-                    TILEC_BUILD, dir, FAKECUDA, argv[c][0], argv[c][1], argv[c][2]);
-        cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
-        cr_expect_str_eq(out, want[c], "case %d", c);
-        free(out);
-    }
+    expect_runs(dir, cases, want, 5);
+    rm_dir(dir);
+}
+
+/* view(xs[k], f32[2, m]): tensor k of a list as a tensor of a shape, its
+ * second row (a slice) doubled; main(driver, k, m) over five tensors
+ * x[t][j] = t + j (t % 5 + 1 elements) prints "rc=R x3=A,B,C,D err=E" */
+static const char view_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                "    let i = pid(0) * 256 + range(256);\n"
+                                "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                "}\n"
+                                "graph lview(xs: [*f32], k: i64, m: i64) {\n"
+                                "    let w = view(xs[k], f32[2, m]);\n"
+                                "    let r = w[1:];\n"
+                                "    scale2(r, r, m);\n"
+                                "}\n";
+
+static const char view_runner[] =
+    FAKE_RUNNER_MAIN("lview.h", "4")
+    "    int64_t k = atoll(argv[2]), m = atoll(argv[3]);\n"
+    "    char err[512] = \"\";\n"
+    "    lview_module *mod = NULL;\n"
+    "    if (lview_load(rt, &mod, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    uint64_t xp[5];\n    int64_t num[5];\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
+    "    }\n"
+    "    tilec_rt_list xs = {5, xp, num};\n"
+    "    (void)f;\n    int rc = lview_run(mod, &xs, k, m, err, sizeof err);\n"
+    "    float x3[4];\n"
+    "    if (tilec_rt_memcpy_dtoh(rt, x3, xp[3], 16))\n        return 6;\n"
+    "    printf(\"rc=%d x3=%g,%g,%g,%g err=%s\\n\", rc, x3[0], x3[1], x3[2], x3[3], err);\n"
+    "    for (int t = 0; t < 5; t++)\n        tilec_rt_free(rt, xp[t]);\n"
+    "    lview_unload(mod);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, a_graph_views_one_tensor_of_a_list, .timeout = 180)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, view_tile, "lview", view_runner);
+    const char *cases[] = {"3 2", "9 2", "2 2"};
+    const char *want[] = {
+        "rc=0 x3=3,4,10,12 err=\n", /* tensor 3, [3, 4, 5, 6] as f32[2, 2]: its second row doubled */
+        "rc=1 x3=3,4,5,6 err=lview: line 6: xs[k] is out of bounds: index 9, and 'xs' has 5 tensors\n",
+        "rc=1 x3=3,4,5,6 err=lview: line 6: view w of xs[k] (3 elements, 12 bytes) as f32[2, m] (16 bytes) changes its "
+        "size\n",
+    };
+    expect_runs(dir, cases, want, 3);
     rm_dir(dir);
 }
 

@@ -805,12 +805,15 @@ static void first_walk(lw *L)
             if (x)
                 x->owned = x->pooled = 1;
         } else if (!strcmp(v->name, "view")) {
-            int base = use(L, v->args[0], (int)i);
+            int item = v->args[0]->kind == TILEC_EX_INDEX, from = -1; /* view(xs[i], ...): the caller's tensor */
+            int base = item ? (use_list(L, v->args[0], (int)i, &from) ? -1 : -2) : use(L, v->args[0], (int)i);
             const tilec_expr *ty = v->args[1];
             const poly **dims = dims_of(L, ty->args + 1, ty->nargs - 1);
             entry *x = define(L, s->names[0], E_BUFFER, ty->args[0]->dtype, ty->nargs - 1, dims, (int)i);
             if (x && base >= 0)
                 x->root = L->e[base].root;
+            if (x && item) /* a root of its own, never freed: its uses keep the list's */
+                x->from = from;
         } else if (tilec_module_find_kernel(L->m, v->name)) {
             const tilec_kernel *k = tilec_module_find_kernel(L->m, v->name);
             for (uint32_t a = 0; a < v->nargs && a < k->nparams; a++) {
@@ -1242,7 +1245,22 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         l->name = x->name;
         shape_into(L, x, l);
         l->align = WIR_ALIGN;
-        if (view) {
+        const tilec_expr *it = v->args[0]->kind == TILEC_EX_INDEX ? v->args[0] : NULL; /* view(xs[i], ...) */
+        if (view && it) { /* from the list, one ITEM arg; its bytes kept for the wrappers' check of xs[i]'s */
+            const poly *q = poly_from_expr(&L->w->ar, it->args[1], lookup_sym, L, NULL);
+            l->from = rname(L, it->args[0]->name);
+            l->offset = "0";
+            l->offset_expr = ix_int(&L->w->ar, 0);
+            l->args = ar_array(&L->w->ar, 1, sizeof *l->args);
+            if (!q || !l->args || !l->offset_expr) {
+                L->oom = 1;
+                return;
+            }
+            l->args[0] = (tilec_wir_arg){.kind = TILEC_WIR_ARG_ITEM, .text = ar_printf(&L->w->ar, "%s[%s]", l->from,
+                                                                                       pstr(L, q)), .expr = pexpr(L, q)};
+            l->nargs = 1;
+            L->oom |= !l->args[0].text;
+        } else if (view) {
             l->from = rname(L, v->args[0]->name);
             l->offset = "0";
             l->offset_expr = ix_int(&L->w->ar, 0);

@@ -24,6 +24,7 @@
  *   free t                                            FREE
  *   view v = y as f32[R*C] strides [1] offset 0       REINTERPRET
  *   view c = x[C*i:C*i+C] as f32[C, H] strides [H, 1] offset C*H*i     REINTERPRET of a slice
+ *   view w = xs[i] as f32[O, I] strides [I, 1] offset 0   REINTERPRET of one tensor of a list
  *                                                     (checked 0 <= start <= stop <= the axis' size)
  *   for i in 0 .. n step 1                            LOOP (the lines up to its end_for repeat)
  *   end_for i                                         END_LOOP
@@ -156,7 +157,10 @@ static int p_free(void *u, const tilec_wir_line *l)
 
 static int p_reinterpret(void *u, const tilec_wir_line *l)
 {
-    sb_printf(u, "view %s = %s", l->name, l->from);
+    if (l->nargs == 1 && l->args[0].kind == TILEC_WIR_ARG_ITEM) /* one tensor of a list: view w = xs[i] */
+        sb_printf(u, "view %s = %s", l->name, l->args[0].text);
+    else
+        sb_printf(u, "view %s = %s", l->name, l->from);
     if (l->nargs == 3) { /* a slice: start, stop, the axis' size */
         sb_putc(u, '[');
         for (uint32_t d = 0; d < l->index; d++)

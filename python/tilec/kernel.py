@@ -12,7 +12,7 @@ from ._library import F32, F64, I32, I64, LIST, PTR, U32, U64, RtList, TilecErro
 from .buffer import Buffer, tensor_info
 from .checks import check_float, check_int
 from .device import Device, stream_handle, torch_module
-from .dtypes import DT_ENUM, DTYPES, TORCH_NAMES
+from .dtypes import DT_ENUM, DTYPES, TORCH_NAMES, itemsize
 
 
 class ModuleView(Protocol):
@@ -224,6 +224,22 @@ class TensorList:
         if i < 0 or i >= n:
             raise ValueError(f"{graph}: {where} is out of bounds: index {i}, and '{name}' has {n} tensors")
         return int(self._rl.ptrs[i])
+
+    def view_item(self, graph: str, where: str, view: str, name: str, i: int, nbytes: int, vtype: str,
+                  align: int) -> int:
+        """The device address of tensor i, checked as a graph's view(xs[i],
+        T[...]) (`view`: "line 12: view w of xs[i]") of `nbytes` bytes
+        (vtype "f32[M, K]", its elements aligned to `align` bytes):
+        ValueError naming graph `graph` when out of bounds, of another byte
+        size, or misaligned."""
+        p = self.item(graph, where, name, i)
+        n = int(self._rl.numels[i])
+        have = n * itemsize(self.dtype or "f32")
+        if have != nbytes:
+            raise ValueError(f"{graph}: {view} ({n} elements, {have} bytes) as {vtype} ({nbytes} bytes) changes its size")
+        if p % align:
+            raise ValueError(f"{graph}: {view} at address {p:#x} is not aligned to {align} bytes ({vtype})")
+        return p
 
     @property
     def address(self) -> int:

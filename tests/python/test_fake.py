@@ -646,6 +646,60 @@ graph lfirst(xs: [*f32], ys: [*f32]) {
             lfirst.call([], ys)
         self.assertEqual(str(cm.exception), "lfirst: line 17: xs[0] is out of bounds: index 0, and 'xs' has 0 tensors")
 
+    def test_a_graph_views_one_tensor_of_a_list(self):
+        # docs/language.md §9, "Tensor lists": view(xs[i], T[...]) gives tensor i
+        # of a list a shape (TensorList.view_item: its bounds and its bytes checked
+        # with the C wrapper's words), then used as any tensor (a slice of it, a
+        # kernel's argument); in a kept loop, each iteration's, eagerly and in
+        # CUDA-graph mode
+        src = """
+kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {
+    let i = pid(0) * 256 + range(256);
+    store(y + i, 2.0 * load(x + i, i < n), i < n);
+}
+graph lview(xs: [*f32], k: i64, m: i64) {
+    let w = view(xs[k], f32[2, m]);
+    let r = w[1:];
+    scale2(r, r, m);
+}
+graph lviews(xs: [*f32], n: i64) {
+    for i in 0 .. n {
+        let v = view(xs[i], f32[i + 1]);
+        scale2(v, v, i + 1);
+    }
+}
+"""
+        lview, lviews = graph_modules("tilec_fake_views_", src, "lview", "lviews")
+        sizes = [t % 5 + 1 for t in range(5)]
+
+        def make():
+            return [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
+                    for t, n in enumerate(sizes)]
+
+        xs = make()
+        lview.call(xs, 3, 2)  # tensor 3, [3, 4, 5, 6], as f32[2, 2]: its second row doubled
+        self.assertEqual(xs[3].tolist(), [3, 4, 10, 12])
+        for k, m, msg in ((9, 2, "line 7: xs[k] is out of bounds: index 9, and 'xs' has 5 tensors"),
+                          (2, 2, "line 7: view w of xs[k] (3 elements, 12 bytes) as f32[2, m] (16 bytes) changes "
+                                 "its size")):
+            with self.assertRaises(ValueError) as cm:
+                lview.call(xs, k, m)
+            self.assertEqual(str(cm.exception), "lview: " + msg)
+        for graph_mode in (False, True):
+            g = lviews.load(cuda_graph=graph_mode)
+            xs = make()
+            for _ in range(2):
+                lviews.call(xs, 5)  # tensor i, i + 1 elements, doubled
+            self.assertEqual([x.tolist() for x in xs], [[4.0 * (t + j) for j in range(n)] for t, n in enumerate(sizes)],
+                             f"graph mode {graph_mode}")
+            if graph_mode:
+                self.assertEqual(g.stats()["replayed"], 1, g.stats())
+                g.eager()
+        with self.assertRaises(ValueError) as cm:  # tensor 5 has 1 element, not 6 (the five before it ran)
+            lviews.call(make() + [tilec.Buffer((1,), "f32")], 6)
+        self.assertEqual(str(cm.exception), "lviews: line 13: view v of xs[i] (1 elements, 4 bytes) as f32[i + 1] (24 "
+                                            "bytes) changes its size")
+
     def test_a_split_k_first_variant_takes_the_declared_arguments(self):
         # variant 0 split-K: its CUDA kernel has two more parameters (the
         # slices' workspace and counters, which the program's launch appends);

@@ -17,7 +17,8 @@ parameter groups; sub-lists bound with let: graph adamw_unfrozen (the first
 k frozen, two groups after them); lists of a graph's tensors: graph
 adamw_layer (a weight and a bias: their gradients' squared norms and one
 AdamW launch) against torch; one tensor of a list as a kernel's pointer:
-graph layers (ws[i] in a kept loop, ws[k]) against torch. Every list graph
+graph layers (ws[i] in a kept loop, ws[k]) against torch; view(ws[k], f32[H, H])
+as cuBLAS's argument (graph layer_gemm) against torch. Every list graph
 in CUDA-graph mode against its eager calls (CudaGraphMode, one parametrised
 test).
 
@@ -346,7 +347,8 @@ class AdamWLayerGraph(unittest.TestCase):
 
 
 # one tensor of a list, ws[i], as a kernel's pointer argument (docs/language.md §9, "Tensor
-# lists"): every layer's weight scaled in a loop kept as a loop, then layer k's again
+# lists"): every layer's weight scaled in a loop kept as a loop, then layer k's again; and
+# viewed as a tensor of a shape, an extern's argument
 LAYERS_TILE = """
 kernel scale_into(x: *f32, y: *f32, n: i64, s: f32) grid (cdiv(n, BLOCK)) hints { BLOCK = 1024 } {
     let j = cast(pid(0), i64) * BLOCK + range(BLOCK);
@@ -357,6 +359,12 @@ graph layers(ws: [*f32], outs: [*f32], nl: i64, n: i64, k: i64) {
         scale_into(ws[i], outs[i], n, 0.5);
     }
     scale_into(ws[k], outs[k], n, 3.0);
+}
+extern gemm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] = "cublas.sgemm";
+graph layer_gemm(x: f32[T, H], ws: [*f32], k: i64) -> f32[T, H] {
+    let w = view(ws[k], f32[H, H]);
+    let y = gemm(x, w);
+    return y;
 }
 """
 
@@ -387,6 +395,20 @@ class ListItemGraph(unittest.TestCase):
             self.graph.call(ws, outs[:11], 12, 768 * 768, 0)
         self.assertEqual(str(cm.exception), "layers: line 8: outs[i] is out of bounds: index 11, and 'outs' has 11 "
                                             "tensors")
+
+    def test_a_view_of_one_layer_goes_to_cublas(self):
+        # view(ws[k], f32[H, H]) gives layer k's weight its shape: an extern's argument (cuBLAS)
+        gemm = graph_module("layer_gemm", LAYERS_TILE)
+        g = torch.Generator(device="cuda").manual_seed(37)
+        ws = [torch.randn(256, 256, device="cuda", generator=g) for _ in range(4)] + [torch.randn(7, device="cuda")]
+        x = torch.randn(64, 256, device="cuda", generator=g)
+        y = gemm.call(x, ws, 2)
+        want = (x.double() @ ws[2].double()).float()
+        self.assertLess(float((y - want).norm() / want.norm()), 1e-5)
+        with self.assertRaises(ValueError) as cm:
+            gemm.call(x, ws, 4)
+        self.assertEqual(str(cm.exception), "layer_gemm: line 14: view w of ws[k] (7 elements, 28 bytes) as f32[H, H] "
+                                            "(262144 bytes) changes its size")
 
     def test_cuda_graph_mode_matches_eager(self):
         g = torch.Generator(device="cuda").manual_seed(31)

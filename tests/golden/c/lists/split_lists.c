@@ -328,11 +328,13 @@ static const char tl_source[] =
     ":i + 1];\n        let t = zeros(f32, [H]);\n        axpy([r], [t], 1.0);\n        l"
     "et s = sq[i:i + 1];\n        norms([t], s);\n    }\n}\n/// one tensor of a list, xs["
     "i], as a kernel's pointer argument: of a list\n/// parameter (a constant, a param"
-    "eter, a loop variable as the index) and of\n/// a list of the graph's tensors; th"
-    "e wrappers check 0 <= i < len(xs)\ngraph with_xs(xs: [*f32], a: f32[N], k: i64, n"
-    ": i64) {\n    scale(xs[0], N, 2.0);\n    scale(xs[k], N, 3.0);\n    let ws = [a, a]"
-    ";\n    scale(ws[1], N, 4.0);\n    for i in 0 .. n {\n        scale(xs[i + 1], N, 5."
-    "0);\n    }\n}\n";
+    "eter, a loop variable as the index) and of\n/// a list of the graph's tensors; vi"
+    "ewed as a tensor of a shape,\n/// view(xs[k], f32[2, N]); the wrappers check 0 <="
+    " i < len(xs) and a view's\n/// bytes\ngraph with_xs(xs: [*f32], a: f32[N], k: i64,"
+    " n: i64) {\n    scale(xs[0], N, 2.0);\n    scale(xs[k], N, 3.0);\n    let ws = [a, "
+    "a];\n    scale(ws[1], N, 4.0);\n    let w = view(xs[k], f32[2, N]);\n    scale(w, 2"
+    " * N, 6.0);\n    for i in 0 .. n {\n        scale(xs[i + 1], N, 5.0);\n        let "
+    "v = view(xs[i], f32[N]);\n        scale(v, N, 7.0);\n    }\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */

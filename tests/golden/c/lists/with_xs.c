@@ -328,11 +328,13 @@ static const char tl_source[] =
     ":i + 1];\n        let t = zeros(f32, [H]);\n        axpy([r], [t], 1.0);\n        l"
     "et s = sq[i:i + 1];\n        norms([t], s);\n    }\n}\n/// one tensor of a list, xs["
     "i], as a kernel's pointer argument: of a list\n/// parameter (a constant, a param"
-    "eter, a loop variable as the index) and of\n/// a list of the graph's tensors; th"
-    "e wrappers check 0 <= i < len(xs)\ngraph with_xs(xs: [*f32], a: f32[N], k: i64, n"
-    ": i64) {\n    scale(xs[0], N, 2.0);\n    scale(xs[k], N, 3.0);\n    let ws = [a, a]"
-    ";\n    scale(ws[1], N, 4.0);\n    for i in 0 .. n {\n        scale(xs[i + 1], N, 5."
-    "0);\n    }\n}\n";
+    "eter, a loop variable as the index) and of\n/// a list of the graph's tensors; vi"
+    "ewed as a tensor of a shape,\n/// view(xs[k], f32[2, N]); the wrappers check 0 <="
+    " i < len(xs) and a view's\n/// bytes\ngraph with_xs(xs: [*f32], a: f32[N], k: i64,"
+    " n: i64) {\n    scale(xs[0], N, 2.0);\n    scale(xs[k], N, 3.0);\n    let ws = [a, "
+    "a];\n    scale(ws[1], N, 4.0);\n    let w = view(xs[k], f32[2, N]);\n    scale(w, 2"
+    " * N, 6.0);\n    for i in 0 .. n {\n        scale(xs[i + 1], N, 5.0);\n        let "
+    "v = view(xs[i], f32[N]);\n        scale(v, N, 7.0);\n    }\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -479,12 +481,20 @@ void with_xs_release(with_xs_module *M, tilec_tensor *t)
 
 /* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
    and size), a step per launch or fill */
-static const tilec_plan_slot_type tl_gtypes[12] = {
+static const tilec_plan_slot_type tl_gtypes[18] = {
     TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_FLOAT, TILEC_PLAN_PTR,
     TILEC_PLAN_INT, TILEC_PLAN_FLOAT, TILEC_PLAN_PTR, TILEC_PLAN_INT,
-    TILEC_PLAN_FLOAT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_FLOAT
+    TILEC_PLAN_FLOAT, TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_FLOAT,
+    TILEC_PLAN_PTR, TILEC_PLAN_INT, TILEC_PLAN_FLOAT, TILEC_PLAN_PTR,
+    TILEC_PLAN_INT, TILEC_PLAN_FLOAT
 };
-static const char *const tl_gnames[12] = {
+static const char *const tl_gnames[18] = {
+    "scale x",
+    "scale n",
+    "scale s",
+    "scale x",
+    "scale n",
+    "scale s",
     "scale x",
     "scale n",
     "scale s",
@@ -505,11 +515,13 @@ static const struct {
     int variant;
     uint32_t first, nargs;
     uint64_t bits;
-} tl_gsteps[4] = {
+} tl_gsteps[6] = {
     {"scale", NULL, 0, 0, 3, 0},
     {"scale", NULL, 0, 3, 3, 0},
     {"scale", NULL, 0, 6, 3, 0},
-    {"scale", NULL, 0, 9, 3, 0}
+    {"scale", NULL, 0, 9, 3, 0},
+    {"scale", NULL, 0, 12, 3, 0},
+    {"scale", NULL, 0, 15, 3, 0}
 };
 
 /* graph mode with for loops: the steps a call reached, in order, and their slot values */
@@ -550,8 +562,8 @@ static int tl_q_push(tl_q *q, uint32_t step, const tilec_rt_arg *v, uint32_t n)
 }
 
 /* each step's first slot in the tables above and its number of slots */
-static const uint32_t tl_grange[4][2] = {
-    {0, 3}, {3, 3}, {6, 3}, {9, 3}
+static const uint32_t tl_grange[6][2] = {
+    {0, 3}, {3, 3}, {6, 3}, {9, 3}, {12, 3}, {15, 3}
 };
 
 /* a plan for the steps q ran, in order: run k of step i takes the slots after those of
@@ -668,13 +680,15 @@ int with_xs_run(with_xs_module *M, const tilec_rt_list *l_xs, const tilec_tensor
     int tl_rc = 1;
     tl_mem tl_live = {.n = 0};
     const int tl_g = M->graphs && !M->dbg.level; /* graph mode (the debug printer runs eagerly) */
-    tilec_rt_arg tl_sl[12] __attribute__((unused)); /* its slots */
+    tilec_rt_arg tl_sl[18] __attribute__((unused)); /* its slots */
     tl_q tl_qu = {0}; /* graph mode with for loops: the steps run, in order */
     tilec_tensor b_a __attribute__((unused)) = {0};
     uint64_t l_ws_p[2] = {0}; /* list ws = [a, a] */
     int64_t l_ws_n[2] = {0};
     const tilec_rt_list l_ws_v = {2, l_ws_p, l_ws_n};
     const tilec_rt_list *l_ws = &l_ws_v;
+    tilec_tensor b_w = {0};
+    tilec_tensor b_v = {0};
     (void)l_xs;
     (void)p_k;
     (void)p_n;
@@ -697,10 +711,25 @@ int with_xs_run(with_xs_module *M, const tilec_rt_list *l_xs, const tilec_tensor
     int tl_o __attribute__((unused)) = 0;
     if (s_N < INT32_MIN || s_N > INT32_MAX)
         return tl_fail(err, errlen, "with_xs: argument 'n' of scale (N) is %lld, which does not fit i32", (long long)s_N);
-    { /* scale, line 86 */
+    const int64_t tl_z0 = tl_mul(&tl_o, 8, s_N);
+    if (tl_o)
+        return tl_fail(err, errlen, "with_xs: the size 8*N (the bytes of view w) %s, with N=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_N);
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 2, (const int64_t[]){2, s_N}, NULL)) != 0)
+        return tl_fail(err, errlen, "with_xs: tensor w (f32[2, N]) %s, with N=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_N);
+    const int64_t tl_z1 = tl_mul(&tl_o, 2, s_N);
+    if (tl_o)
+        return tl_fail(err, errlen, "with_xs: the size 2*N (argument 'n' of scale) %s, with N=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_N);
+    if (tl_z1 < INT32_MIN || tl_z1 > INT32_MAX)
+        return tl_fail(err, errlen, "with_xs: argument 'n' of scale (2*N) is %lld, which does not fit i32", (long long)tl_z1);
+    const int64_t tl_z3 = tl_mul(&tl_o, 4, s_N);
+    if (tl_o)
+        return tl_fail(err, errlen, "with_xs: the size 4*N (the bytes of view v) %s, with N=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_N);
+    if ((tl_o = tl_bytes(TILEC_DT_F32, 1, (const int64_t[]){s_N}, NULL)) != 0)
+        return tl_fail(err, errlen, "with_xs: tensor v (f32[N]) %s, with N=%lld", tl_o == 1 ? "has a negative dimension" : "needs more than 2^63 - 1 bytes", (long long)s_N);
+    { /* scale, line 88 */
         const int64_t tl_i0 = 0;
         if (tl_i0 < 0 || tl_i0 >= (int64_t)l_xs->n) {
-            tl_fail(err, errlen, "with_xs: line 86: xs[0] is out of bounds: index %lld, and 'xs' has %u tensors", (long long)tl_i0, l_xs->n);
+            tl_fail(err, errlen, "with_xs: line 88: xs[0] is out of bounds: index %lld, and 'xs' has %u tensors", (long long)tl_i0, l_xs->n);
             goto tl_out;
         }
         const uint64_t tl_item0 = l_xs->ptrs[tl_i0];
@@ -725,10 +754,10 @@ int with_xs_run(with_xs_module *M, const tilec_rt_list *l_xs, const tilec_tensor
             goto tl_out;
         }
     }
-    { /* scale, line 87 */
+    { /* scale, line 89 */
         const int64_t tl_i0 = p_k;
         if (tl_i0 < 0 || tl_i0 >= (int64_t)l_xs->n) {
-            tl_fail(err, errlen, "with_xs: line 87: xs[k] is out of bounds: index %lld, and 'xs' has %u tensors", (long long)tl_i0, l_xs->n);
+            tl_fail(err, errlen, "with_xs: line 89: xs[k] is out of bounds: index %lld, and 'xs' has %u tensors", (long long)tl_i0, l_xs->n);
             goto tl_out;
         }
         const uint64_t tl_item0 = l_xs->ptrs[tl_i0];
@@ -753,7 +782,7 @@ int with_xs_run(with_xs_module *M, const tilec_rt_list *l_xs, const tilec_tensor
             goto tl_out;
         }
     }
-    { /* list ws = [a, a], line 88 */
+    { /* list ws = [a, a], line 90 */
         const tilec_tensor *tl_t[2] = {&b_a, &b_a};
         for (uint32_t tl_i = 0; tl_i < 2; tl_i++) {
             int64_t tl_e = 1;
@@ -763,10 +792,10 @@ int with_xs_run(with_xs_module *M, const tilec_rt_list *l_xs, const tilec_tensor
             l_ws_n[tl_i] = tl_e;
         }
     }
-    { /* scale, line 89 */
+    { /* scale, line 91 */
         const int64_t tl_i0 = 1;
         if (tl_i0 < 0 || tl_i0 >= (int64_t)l_ws->n) {
-            tl_fail(err, errlen, "with_xs: line 89: ws[1] is out of bounds: index %lld, and 'ws' has %u tensors", (long long)tl_i0, l_ws->n);
+            tl_fail(err, errlen, "with_xs: line 91: ws[1] is out of bounds: index %lld, and 'ws' has %u tensors", (long long)tl_i0, l_ws->n);
             goto tl_out;
         }
         const uint64_t tl_item0 = l_ws->ptrs[tl_i0];
@@ -791,27 +820,62 @@ int with_xs_run(with_xs_module *M, const tilec_rt_list *l_xs, const tilec_tensor
             goto tl_out;
         }
     }
-    /* for i in 0 .. n step 1, line 90 */
+    { /* view: w of xs[k] */
+        const int64_t tl_i0 = p_k;
+        if (tl_i0 < 0 || tl_i0 >= (int64_t)l_xs->n) {
+            tl_fail(err, errlen, "with_xs: line 92: xs[k] is out of bounds: index %lld, and 'xs' has %u tensors", (long long)tl_i0, l_xs->n);
+            goto tl_out;
+        }
+        const uint64_t tl_item0 = l_xs->ptrs[tl_i0];
+        if (l_xs->numels[tl_i0] > INT64_MAX / 4 || l_xs->numels[tl_i0] * 4 != tl_z0) {
+            tl_fail(err, errlen, "with_xs: line 92: view w of xs[k] (%lld elements, %lld bytes) as f32[2, N] (%lld bytes) changes its size", (long long)l_xs->numels[tl_i0], (long long)(l_xs->numels[tl_i0] * 4), (long long)tl_z0);
+            goto tl_out;
+        }
+        tl_shape(&b_w, tl_item0, TILEC_DT_F32, 2, (const int64_t[]){2, s_N});
+    }
+    { /* scale, line 93 */
+        tilec_rt_arg a[3] = {{.ptr = b_w.data}, {.i32 = (int32_t)(tl_z1)}, {.f32 = (float)(6.0)}};
+        tilec_rt_status st;
+        if (tl_g) { /* graph mode: the arguments go to the plan's slots */
+            tl_sl[9].ptr = a[0].ptr;
+            tl_sl[10].i64 = (int64_t)a[1].i32;
+            tl_sl[11].f64 = a[2].f32;
+            if (tl_q_push(&tl_qu, 3, tl_sl + 9, 3)) {
+                tl_fail(err, errlen, "with_xs: graph mode: out of memory queueing the steps");
+                goto tl_out;
+            }
+            st = TILEC_RT_OK;
+        } else if (M->dbg.level) {
+            const tl_dbg_arg da[1] = {{"x", "w", &b_w}};
+            st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "with_xs", "scale", "cdiv(n, 256)", 0, a, 3, da, 1);
+        } else
+            st = tilec_program_launch(M->prog, "scale", 0, a, 3, NULL);
+        if (st != TILEC_RT_OK) {
+            tl_fail(err, errlen, "with_xs: launch of scale failed: %s", tilec_rt_last_error(M->rt));
+            goto tl_out;
+        }
+    }
+    /* for i in 0 .. n step 1, line 94 */
     for (int64_t s_i = 0; s_i < p_n; s_i += 1) {
-        const int64_t tl_z0 = tl_add(&tl_o, s_i, 1);
+        const int64_t tl_z2 = tl_add(&tl_o, s_i, 1);
         if (tl_o) {
             tl_fail(err, errlen, "with_xs: the size i + 1 (the index of xs[i + 1]) %s, with i=%lld", tl_o == 1 ? "overflows 64 bits" : "divides by zero", (long long)s_i);
             goto tl_out;
         }
-        { /* scale, line 91 */
-            const int64_t tl_i0 = tl_z0;
+        { /* scale, line 95 */
+            const int64_t tl_i0 = tl_z2;
             if (tl_i0 < 0 || tl_i0 >= (int64_t)l_xs->n) {
-                tl_fail(err, errlen, "with_xs: line 91: xs[i + 1] is out of bounds: index %lld, and 'xs' has %u tensors", (long long)tl_i0, l_xs->n);
+                tl_fail(err, errlen, "with_xs: line 95: xs[i + 1] is out of bounds: index %lld, and 'xs' has %u tensors", (long long)tl_i0, l_xs->n);
                 goto tl_out;
             }
             const uint64_t tl_item0 = l_xs->ptrs[tl_i0];
             tilec_rt_arg a[3] = {{.ptr = tl_item0}, {.i32 = (int32_t)(s_N)}, {.f32 = (float)(5.0)}};
             tilec_rt_status st;
             if (tl_g) { /* graph mode: the arguments go to the plan's slots */
-                tl_sl[9].ptr = a[0].ptr;
-                tl_sl[10].i64 = (int64_t)a[1].i32;
-                tl_sl[11].f64 = a[2].f32;
-                if (tl_q_push(&tl_qu, 3, tl_sl + 9, 3)) {
+                tl_sl[12].ptr = a[0].ptr;
+                tl_sl[13].i64 = (int64_t)a[1].i32;
+                tl_sl[14].f64 = a[2].f32;
+                if (tl_q_push(&tl_qu, 4, tl_sl + 12, 3)) {
                     tl_fail(err, errlen, "with_xs: graph mode: out of memory queueing the steps");
                     goto tl_out;
                 }
@@ -819,6 +883,41 @@ int with_xs_run(with_xs_module *M, const tilec_rt_list *l_xs, const tilec_tensor
             } else if (M->dbg.level) {
                 const tl_dbg_arg da[1] = {{0}};
                 st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "with_xs", "scale", "cdiv(n, 256)", 0, a, 3, da, 0);
+            } else
+                st = tilec_program_launch(M->prog, "scale", 0, a, 3, NULL);
+            if (st != TILEC_RT_OK) {
+                tl_fail(err, errlen, "with_xs: launch of scale failed: %s", tilec_rt_last_error(M->rt));
+                goto tl_out;
+            }
+        }
+        { /* view: v of xs[i] */
+            const int64_t tl_i0 = s_i;
+            if (tl_i0 < 0 || tl_i0 >= (int64_t)l_xs->n) {
+                tl_fail(err, errlen, "with_xs: line 96: xs[i] is out of bounds: index %lld, and 'xs' has %u tensors", (long long)tl_i0, l_xs->n);
+                goto tl_out;
+            }
+            const uint64_t tl_item0 = l_xs->ptrs[tl_i0];
+            if (l_xs->numels[tl_i0] > INT64_MAX / 4 || l_xs->numels[tl_i0] * 4 != tl_z3) {
+                tl_fail(err, errlen, "with_xs: line 96: view v of xs[i] (%lld elements, %lld bytes) as f32[N] (%lld bytes) changes its size", (long long)l_xs->numels[tl_i0], (long long)(l_xs->numels[tl_i0] * 4), (long long)tl_z3);
+                goto tl_out;
+            }
+            tl_shape(&b_v, tl_item0, TILEC_DT_F32, 1, (const int64_t[]){s_N});
+        }
+        { /* scale, line 97 */
+            tilec_rt_arg a[3] = {{.ptr = b_v.data}, {.i32 = (int32_t)(s_N)}, {.f32 = (float)(7.0)}};
+            tilec_rt_status st;
+            if (tl_g) { /* graph mode: the arguments go to the plan's slots */
+                tl_sl[15].ptr = a[0].ptr;
+                tl_sl[16].i64 = (int64_t)a[1].i32;
+                tl_sl[17].f64 = a[2].f32;
+                if (tl_q_push(&tl_qu, 5, tl_sl + 15, 3)) {
+                    tl_fail(err, errlen, "with_xs: graph mode: out of memory queueing the steps");
+                    goto tl_out;
+                }
+                st = TILEC_RT_OK;
+            } else if (M->dbg.level) {
+                const tl_dbg_arg da[1] = {{"x", "v", &b_v}};
+                st = tl_dbg_launch(&M->dbg, M->rt, M->prog, "with_xs", "scale", "cdiv(n, 256)", 0, a, 3, da, 1);
             } else
                 st = tilec_program_launch(M->prog, "scale", 0, a, 3, NULL);
             if (st != TILEC_RT_OK) {

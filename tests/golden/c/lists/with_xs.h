@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* one tensor of a list, xs[i], as a kernel's pointer argument: of a list parameter (a constant, a parameter, a loop variable as the index) and of a list of the graph's tensors; the wrappers check 0 <= i < len(xs) */
+/* one tensor of a list, xs[i], as a kernel's pointer argument: of a list parameter (a constant, a parameter, a loop variable as the index) and of a list of the graph's tensors; viewed as a tensor of a shape, view(xs[k], f32[2, N]); the wrappers check 0 <= i < len(xs) and a view's bytes */
 typedef struct with_xs_module with_xs_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
