@@ -402,7 +402,7 @@ class ListItemGraph(unittest.TestCase):
         g = torch.Generator(device="cuda").manual_seed(37)
         ws = [torch.randn(256, 256, device="cuda", generator=g) for _ in range(4)] + [torch.randn(7, device="cuda")]
         x = torch.randn(64, 256, device="cuda", generator=g)
-        y = gemm.call(x, ws, 2)
+        y = torch.from_dlpack(gemm.call(x, ws, 2))
         want = (x.double() @ ws[2].double()).float()
         self.assertLess(float((y - want).norm() / want.norm()), 1e-5)
         with self.assertRaises(ValueError) as cm:
