@@ -101,6 +101,9 @@ void cg_kernel(cstate *s, const tilec_kernel *k, uint32_t nargs, int best)
         sb_free(&name);
     }
     cg_seq_push(s, "            ", s->nsteps, s->nslots, nargs);
+    for (uint32_t i = 0; i < nargs; i++) /* a list queued by value (c_graph_seq.c) */
+        if (k->params[i].type.kind == TILEC_TE_LIST)
+            cg_seq_list(s, "            ", nargs - i);
     sb_puts(&s->body, "            st = TILEC_RT_OK;\n        } else ");
     sb_puts(&s->gsteps, s->nsteps ? ",\n    {" : "    {");
     esc_c_string(&s->gsteps, k->name, strlen(k->name));

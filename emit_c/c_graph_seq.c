@@ -4,7 +4,8 @@
  * (docs/python.md, "Graphs with for loops"). The tables of c_graph.c
  * hold each step of the graph's text once; in graph mode NAME_run queues
  * every step it reaches, in order, with a copy of its slot values (a step
- * in a loop's body once per iteration), and at its end runs the queue
+ * in a loop's body once per iteration; a tensor list slot with a copy of
+ * its list, which the next iteration may make anew), and at its end runs the queue
  * through a launch plan made for that order of steps: step after step,
  * each with its own slots, so an iteration never overwrites the one
  * before it. The order is the trip counts: the plan is made the first
@@ -16,6 +17,18 @@
 
 int cg_seq_mode(const cstate *s) { return s->loops && s->nsteps; }
 
+/* Does a kernel call of the graph take a tensor list (its queue then copies them)? */
+static int seq_lists(const cstate *s)
+{
+    for (size_t i = 0; i < tilec_wir_line_count(s->w); i++) {
+        const tilec_wir_line *l = tilec_wir_line_at(s->w, i);
+        for (uint32_t a = 0; l->kind == TILEC_WIR_KERNEL_CALL && a < l->nargs; a++)
+            if (l->args[a].kind == TILEC_WIR_ARG_LIST)
+                return 1;
+    }
+    return 0;
+}
+
 void cg_seq_push(cstate *s, const char *indent, uint32_t step, uint32_t first, uint32_t n)
 {
     if (!s->loops)
@@ -26,6 +39,17 @@ void cg_seq_push(cstate *s, const char *indent, uint32_t step, uint32_t first, u
               "%s    goto tl_out;\n%s}\n",
               indent, step, first, n, indent, s->g->name, indent, indent);
     sb_printf(&s->granges, "%s{%u, %u}", step ? (step % 6 ? ", " : ",\n    ") : "    ", first, n);
+}
+
+void cg_seq_list(cstate *s, const char *indent, uint32_t back)
+{
+    if (!s->loops)
+        return;
+    sb_printf(&s->body,
+              "%sif (tl_q_list(&tl_qu, tl_qu.nsl - %u)) {\n"
+              "%s    tl_fail(err, errlen, \"%s: graph mode: out of memory queueing the steps\");\n"
+              "%s    goto tl_out;\n%s}\n",
+              indent, back, indent, s->g->name, indent, indent);
 }
 
 void cg_add_step(strbuf *c, const cstate *s, int seq)
@@ -66,11 +90,15 @@ void cg_add_step(strbuf *c, const cstate *s, int seq)
 }
 
 /* tl_q and tl_q_push: what NAME_run's graph mode queues. */
-static void seq_queue(strbuf *c)
+static void seq_queue(strbuf *c, int lists)
 {
-    sb_puts(c, "/* graph mode with for loops: the steps a call reached, in order, and their slot values */\n"
-               "typedef struct tl_q {\n    uint32_t *seq, n, cap;\n    tilec_rt_arg *sl;\n    uint32_t nsl, capsl;\n} tl_q;\n\n"
-               "static int tl_q_push(tl_q *q, uint32_t step, const tilec_rt_arg *v, uint32_t n)\n{\n"
+    sb_puts(c, "/* graph mode with for loops: the steps a call reached, in order, and their slot values */\n");
+    if (lists)
+        sb_puts(c, "typedef struct tl_ql { /* a queued list slot's list, copied */\n"
+                   "    struct tl_ql *next;\n    tilec_rt_list l;\n} tl_ql;\n\n");
+    sb_printf(c, "typedef struct tl_q {\n    uint32_t *seq, n, cap;\n    tilec_rt_arg *sl;\n    uint32_t nsl, capsl;\n"
+               "%s} tl_q;\n\n", lists ? "    tl_ql *lists;\n" : "");
+    sb_puts(c, "static int tl_q_push(tl_q *q, uint32_t step, const tilec_rt_arg *v, uint32_t n)\n{\n"
                "    if (q->n == q->cap) {\n"
                "        uint32_t cap = q->cap ? 2 * q->cap : 64;\n"
                "        uint32_t *p = cap > q->cap ? realloc(q->seq, (size_t)cap * sizeof *p) : NULL;\n"
@@ -87,13 +115,29 @@ static void seq_queue(strbuf *c)
                "    q->seq[q->n++] = step;\n"
                "    if (n)\n        memcpy(q->sl + q->nsl, v, (size_t)n * sizeof *v);\n"
                "    q->nsl += n;\n    return 0;\n}\n\n");
+    if (lists)
+        sb_puts(c, "/* queued slot `at`, a tensor list: pointed at a copy of its list (count, addresses, element\n"
+                   "   counts) as it is now, which the plan reads at the end of the call (a list made in a loop's\n"
+               "   body is made anew by the next iteration) */\n"
+               "static int tl_q_list(tl_q *q, uint32_t at)\n{\n"
+               "    const tilec_rt_list *l = q->sl[at].list;\n"
+               "    if (!l)\n        return 0;\n"
+               "    size_t n = l->n;\n"
+               "    tl_ql *c = malloc(sizeof *c + n * (sizeof(uint64_t) + sizeof(int64_t)));\n"
+               "    if (!c)\n        return 1;\n"
+               "    uint64_t *p = (uint64_t *)(c + 1);\n"
+               "    int64_t *e = (int64_t *)(p + n);\n"
+               "    if (n) {\n        memcpy(p, l->ptrs, n * sizeof *p);\n        memcpy(e, l->numels, n * sizeof *e);\n    }\n"
+               "    c->l = (tilec_rt_list){l->n, p, e};\n"
+               "    c->next = q->lists;\n    q->lists = c;\n"
+               "    q->sl[at].list = &c->l;\n    return 0;\n}\n\n");
 }
 
 void cg_seq_funcs(cstate *s, strbuf *c)
 {
     if (!cg_seq_mode(s))
         return;
-    seq_queue(c);
+    seq_queue(c, seq_lists(s));
     if (s->no_graph)
         return;
     const char *n = sb_str(&s->graph), *G = s->g->name;
@@ -173,4 +217,7 @@ void cg_seq_out(cstate *s, strbuf *c)
 {
     if (cg_seq_mode(s))
         sb_puts(c, "    free(tl_qu.seq);\n    free(tl_qu.sl);\n");
+    if (cg_seq_mode(s) && seq_lists(s))
+        sb_puts(c, "    while (tl_qu.lists) {\n        tl_ql *tl_nx = tl_qu.lists->next;\n"
+                   "        free(tl_qu.lists);\n        tl_qu.lists = tl_nx;\n    }\n");
 }

@@ -87,13 +87,13 @@ int c_line_assert_list(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-/* MAKE_LIST: a sub-list from[a:b] of a tensor list parameter, a
+/* MAKE_LIST: a sub-list from[a:b] of a tensor list of the graph, a
  * tilec_rt_list of NAME_run's own (declared at its top, so that graph mode,
  * which runs the plan at the end of the call, still reads it there)
- * pointing into the caller's arrays, checked 0 <= a <= b <= from->n where
- * the line stands. In a for loop kept as a loop every iteration makes it
- * anew, so graph mode, which queues a step's slot values (the list's
- * address) until the end of the call, is off for such a graph. */
+ * pointing into the arrays of `from` (the caller's, or a list NAME_run
+ * made), checked 0 <= a <= b <= from->n where the line stands. In a for
+ * loop kept as a loop every iteration makes it anew: graph mode queues a
+ * copy of the list with each step (c_graph_seq.c, tl_q_list). */
 int c_line_make_list(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
@@ -129,13 +129,96 @@ int c_line_make_list(void *u, const tilec_wir_line *l)
               l->name, l->from, l->args[0].text, l->nargs > 1 ? l->args[1].text : "", l->loc.line, sb_str(&v[0]),
               sb_str(&v[1]), Fn, s->g->name, l->loc.line, l->from, l->args[0].text,
               l->nargs > 1 ? l->args[1].text : "", l->from, Fn, Ln, Ln, Fn, Fn, Ln, Fn, Fn);
-    if (s->sz.nloops)
-        cg_unsupported(s, "it makes a sub-list in a for loop that stays a loop (graph mode queues each step's "
-                          "list by its address until the end of the call)");
     s->failed |= L.failed | F.failed | v[0].failed | v[1].failed;
     sb_free(&L);
     sb_free(&F);
     sb_free(&v[0]);
     sb_free(&v[1]);
+    return 0;
+}
+
+/* LIST_OF: a list [a, b, c] of the graph's tensors, a tilec_rt_list of
+ * NAME_run's own with its arrays (declared at its top, as a sub-list's),
+ * filled where the line stands from the tensors' addresses and element
+ * counts (each tensor of the graph is contiguous, its sizes checked when it
+ * was taken or made, so the product fits). */
+int c_line_list_of(void *u, const tilec_wir_line *l)
+{
+    cstate *s = u;
+    if (!l->nargs)
+        return 1;
+    strbuf L, t;
+    sb_init(&L);
+    sb_init(&t);
+    mg_c(&L, MG_C_LIST, l->name, strlen(l->name));
+    const char *Ln = sb_str(&L);
+    for (uint32_t i = 0; i < l->nargs; i++)
+        sb_printf(&t, "%s%s", i ? ", " : "", l->args[i].text);
+    sb_printf(&s->decls, "    uint64_t %s_p[%u] = {0}; /* list %s = [%s] */\n"
+                         "    int64_t %s_n[%u] = {0};\n"
+                         "    const tilec_rt_list %s_v = {%u, %s_p, %s_n};\n"
+                         "    const tilec_rt_list *%s = &%s_v;\n",
+              Ln, l->nargs, l->name, sb_str(&t), Ln, l->nargs, Ln, l->nargs, Ln, Ln, Ln, Ln);
+    sb_printf(&s->body, "    { /* list %s = [%s], line %u */\n        const tilec_tensor *tl_t[%u] = {", l->name,
+              sb_str(&t), l->loc.line, l->nargs);
+    for (uint32_t i = 0; i < l->nargs; i++)
+        sb_printf(&s->body, "%s&%s", i ? ", " : "", B(l->args[i].text));
+    sb_printf(&s->body, "};\n"
+                        "        for (uint32_t tl_i = 0; tl_i < %u; tl_i++) {\n"
+                        "            int64_t tl_e = 1;\n"
+                        "            for (uint32_t tl_d = 0; tl_d < tl_t[tl_i]->rank; tl_d++)\n"
+                        "                tl_e *= tl_t[tl_i]->sizes[tl_d];\n"
+                        "            %s_p[tl_i] = tl_t[tl_i]->data;\n"
+                        "            %s_n[tl_i] = tl_e;\n"
+                        "        }\n    }\n",
+              l->nargs, Ln, Ln);
+    s->failed |= L.failed | t.failed;
+    sb_free(&L);
+    sb_free(&t);
+    return 0;
+}
+
+void c_item_index(const tilec_wir_arg *a, strbuf *b)
+{
+    const char *br = a->text ? strchr(a->text, '[') : NULL;
+    size_t n = br ? strlen(br + 1) : 0;
+    if (n)
+        sb_add(b, br + 1, n - 1);
+}
+
+/* An ITEM argument xs[i] (argument `argno` of a kernel call at `line`):
+ * its address into tl_item<argno> after the check 0 <= i < xs->n, which
+ * fails the call before the launch with the index and the length. 0, or
+ * 1 when the argument is malformed. */
+int c_item_check(cstate *s, const tilec_wir_arg *a, uint32_t argno, unsigned line)
+{
+    const char *br = a->text ? strchr(a->text, '[') : NULL;
+    if (!br || !a->expr)
+        return 1;
+    strbuf L, v, what;
+    sb_init(&L);
+    sb_init(&v);
+    sb_init(&what);
+    mg_c(&L, MG_C_LIST, a->text, (size_t)(br - a->text));
+    sb_printf(&what, "the index of %s", a->text);
+    strbuf it;
+    sb_init(&it);
+    c_item_index(a, &it);
+    csz_use(&s->sz, &v, sb_str(&it), a->expr, sb_str(&what));
+    s->failed |= it.failed;
+    sb_free(&it);
+    sb_printf(&s->body,
+              "        const int64_t tl_i%u = %s;\n"
+              "        if (tl_i%u < 0 || tl_i%u >= (int64_t)%s->n) {\n"
+              "            tl_fail(err, errlen, \"%s: line %u: %s is out of bounds: index %%lld, and '%.*s' has %%u "
+              "tensors\", (long long)tl_i%u, %s->n);\n"
+              "            goto tl_out;\n        }\n"
+              "        const uint64_t tl_item%u = %s->ptrs[tl_i%u];\n",
+              argno, sb_str(&v), argno, argno, sb_str(&L), s->g->name, line, a->text, (int)(br - a->text), a->text,
+              argno, sb_str(&L), argno, sb_str(&L), argno);
+    s->failed |= L.failed | v.failed | what.failed;
+    sb_free(&L);
+    sb_free(&v);
+    sb_free(&what);
     return 0;
 }

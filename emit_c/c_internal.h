@@ -71,6 +71,12 @@ int c_line_assert_shape(void *u, const tilec_wir_line *l);
 /* ASSERT_LIST: a tensor list parameter (const tilec_rt_list *l_NAME) checked. */
 int c_line_assert_list(void *u, const tilec_wir_line *l);
 int c_line_make_list(void *u, const tilec_wir_line *l);
+int c_line_list_of(void *u, const tilec_wir_line *l);
+/* A kernel call's ITEM argument xs[i]: its bounds check and address (tl_item<argno>). */
+int c_item_check(cstate *s, const tilec_wir_arg *a, uint32_t argno, unsigned line);
+/* The canonical text of an ITEM argument's index ("i + 1" of "xs[i + 1]"), into b. */
+void c_item_index(const tilec_wir_arg *a, strbuf *b);
+
 
 /* ---- c_lines.c: the statements of NAME_run, one handler per IR line kind ---- */
 
@@ -135,6 +141,9 @@ int cg_seq_mode(const cstate *s);
 /* In a graph-mode branch: the step `step` just filled slots first ..
  * first + n - 1, queued with their values (a graph with loops only). */
 void cg_seq_push(cstate *s, const char *indent, uint32_t step, uint32_t first, uint32_t n);
+/* After cg_seq_push: the queued slot `back` slots from the end, a tensor
+ * list, pointed at a copy of its list (tl_q_list). */
+void cg_seq_list(cstate *s, const char *indent, uint32_t back);
 /* tl_q, tl_q_push, tl_plan_seq (a plan for the steps a call ran, in
  * order) and tl_seq_run (the call's queue run through the plan cached for
  * its order, made and recorded the first time), and NAME_set_cuda_graph. */

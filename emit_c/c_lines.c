@@ -107,9 +107,80 @@ static void c_slice_check(cstate *s, const tilec_wir_line *l)
     }
 }
 
+/* A view of one tensor of a list, view(xs[i], T[...]) (a REINTERPRET whose
+ * one ITEM arg is xs[i]): checked 0 <= i < xs->n and that tensor i has the
+ * view's bytes (its elements times its list's element size), then a tensor
+ * at its address. */
+static int c_item_view(cstate *s, const tilec_wir_line *l)
+{
+    const tilec_wir_arg *a = &l->args[0];
+    const char *br = a->text ? strchr(a->text, '[') : NULL;
+    if (!br || !l->bytes_expr || !l->from)
+        return 1;
+    strbuf L, n, ty;
+    sb_init(&L);
+    sb_init(&n);
+    sb_init(&ty);
+    sb_printf(&ty, "%s[", tilec_dtype_name(l->dtype));
+    for (uint32_t d = 0; d < l->rank; d++)
+        sb_printf(&ty, "%s%s", d ? ", " : "", l->sizes[d]);
+    sb_putc(&ty, ']');
+    mg_c(&L, MG_C_LIST, a->text, (size_t)(br - a->text));
+    sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
+    sb_printf(&s->body, "    { /* view: %s of %s */\n", l->name, a->text);
+    if (c_item_check(s, a, 0, l->loc.line)) {
+        sb_free(&L);
+        sb_free(&n);
+        sb_free(&ty);
+        return 1;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "the bytes of view %.250s", l->name);
+    csz_use(&s->sz, &n, l->bytes, l->bytes_expr, what);
+    unsigned es = 0;
+    for (size_t i = 0; i < tilec_wir_line_count(s->w) && !es; i++) { /* the list's element size */
+        const tilec_wir_line *x = tilec_wir_line_at(s->w, i);
+        if ((x->kind == TILEC_WIR_ASSERT_LIST || x->kind == TILEC_WIR_MAKE_LIST || x->kind == TILEC_WIR_LIST_OF) &&
+            x->name && strlen(x->name) == (size_t)(br - a->text) && !strncmp(x->name, a->text, (size_t)(br - a->text)))
+            es = tilec_dtype_size(x->dtype);
+    }
+    if (!es) {
+        sb_free(&L);
+        sb_free(&n);
+        sb_free(&ty);
+        return 1;
+    }
+    sb_printf(&s->body,
+              "        if (%s->numels[tl_i0] > INT64_MAX / %u || %s->numels[tl_i0] * %u != %s) {\n"
+              "            tl_fail(err, errlen, \"%s: line %u: view %s of %s (%%lld elements, %%lld bytes) as %s (%%lld "
+              "bytes) changes its size\", (long long)%s->numels[tl_i0], (long long)(%s->numels[tl_i0] * %u), "
+              "(long long)%s);\n"
+              "            goto tl_out;\n        }\n",
+              sb_str(&L), es, sb_str(&L), es, sb_str(&n), s->g->name, l->loc.line, l->name, a->text,
+              sb_str(&ty), sb_str(&L), sb_str(&L), es, sb_str(&n));
+    if (tilec_dtype_size(l->dtype) > es) /* a wider element than the list's */
+        sb_printf(&s->body,
+                  "        if (tl_item0 %% %u) {\n"
+                  "            tl_fail(err, errlen, \"%s: line %u: view %s of %s at address 0x%%llx is not aligned to %u bytes "
+                  "(%s)\", (unsigned long long)tl_item0);\n"
+                  "            goto tl_out;\n        }\n",
+                  tilec_dtype_size(l->dtype), s->g->name, l->loc.line, l->name, a->text, tilec_dtype_size(l->dtype),
+                  sb_str(&ty));
+    sb_printf(&s->body, "        tl_shape(&%s, tl_item0, %s, %u, (const int64_t[])", B(l->name), dt_enum(l->dtype), l->rank);
+    c_dims(s, &s->body, l);
+    sb_puts(&s->body, ");\n    }\n");
+    s->failed |= L.failed | n.failed | ty.failed;
+    sb_free(&L);
+    sb_free(&n);
+    sb_free(&ty);
+    return 0;
+}
+
 int c_line_reinterpret(void *u, const tilec_wir_line *l)
 {
     cstate *s = u;
+    if (l->nargs == 1 && l->args[0].kind == TILEC_WIR_ARG_ITEM) /* view(xs[i], ...) */
+        return c_item_view(s, l);
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    /* view: %s of %s */\n", l->name, l->from);
     c_slice_check(s, l);
@@ -142,11 +213,18 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
     for (uint32_t i = 0; i < l->nargs; i++)
         if (k->params[i].type.kind != TILEC_TE_POINTER && l->args[i].kind == TILEC_WIR_ARG_SIZE)
             csz_fits(&s->sz, l->args[i].text, l->args[i].expr, k->params[i].type.dtype, k->params[i].name, k->name);
+    for (uint32_t i = 0; i < l->nargs; i++) /* xs[i]: checked 0 <= i < len(xs) before the launch */
+        if (l->args[i].kind == TILEC_WIR_ARG_ITEM && c_item_check(s, &l->args[i], i, l->loc.line))
+            return -1;
     sb_printf(&s->body, "        tilec_rt_arg a[%u] = {", l->nargs ? l->nargs : 1);
     for (uint32_t i = 0; i < l->nargs; i++) {
         const tilec_param *p = &k->params[i];
         const tilec_wir_arg *a = &l->args[i];
         sb_puts(&s->body, i ? ", " : "");
+        if (p->type.kind == TILEC_TE_POINTER && a->kind == TILEC_WIR_ARG_ITEM) { /* its address, checked above */
+            sb_printf(&s->body, "{.ptr = tl_item%u}", i);
+            continue;
+        }
         if (p->type.kind == TILEC_TE_POINTER) {
             sb_printf(&s->body, "{.ptr = %s.data}", B(a->text));
             continue;
@@ -180,14 +258,14 @@ int c_line_kernel_call(void *u, const tilec_wir_line *l)
     sb_puts(&s->body, "};\n");
     /* the debug printer: one branch when off */
     uint32_t nt = 0;
-    for (uint32_t i = 0; i < l->nargs; i++)
-        nt += k->params[i].type.kind == TILEC_TE_POINTER;
+    for (uint32_t i = 0; i < l->nargs; i++) /* the buffers the call names (a list's tensor, xs[i], is the caller's) */
+        nt += k->params[i].type.kind == TILEC_TE_POINTER && l->args[i].kind == TILEC_WIR_ARG_BUFFER;
     sb_puts(&s->body, "        tilec_rt_status st;\n");
     cg_kernel(s, k, l->nargs, l->nvariants > 1);
     sb_puts(&s->body, "if (M->dbg.level) {\n");
     sb_printf(&s->body, "            const tl_dbg_arg da[%u] = {", nt ? nt : 1);
     for (uint32_t i = 0, j = 0; i < l->nargs; i++) {
-        if (k->params[i].type.kind != TILEC_TE_POINTER)
+        if (k->params[i].type.kind != TILEC_TE_POINTER || l->args[i].kind != TILEC_WIR_ARG_BUFFER)
             continue;
         sb_puts(&s->body, j++ ? ", {" : "{");
         esc_c_string(&s->body, k->params[i].name, strlen(k->params[i].name));

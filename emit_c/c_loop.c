@@ -48,6 +48,11 @@ static void top_sizes(cstate *s, const tilec_wir_line *from)
             snprintf(what, sizeof what, "dimension %u of %.250s", d, l->name);
             top_size(s, inner, ninner, l->sizes[d], l->size_exprs[d], what, TILEC_DT_COUNT, NULL, NULL);
         }
+        if (l->kind == TILEC_WIR_REINTERPRET && l->nargs == 1 && l->args[0].kind == TILEC_WIR_ARG_ITEM &&
+            l->bytes_expr) { /* view(xs[i], ...): its bytes, checked against tensor i's */
+            snprintf(what, sizeof what, "the bytes of view %.250s", l->name);
+            top_size(s, inner, ninner, l->bytes, l->bytes_expr, what, TILEC_DT_COUNT, NULL, NULL);
+        }
         if (l->kind == TILEC_WIR_REINTERPRET && l->offset_expr) {
             strbuf t;
             sb_init(&t);
@@ -62,6 +67,16 @@ static void top_sizes(cstate *s, const tilec_wir_line *from)
         }
         for (uint32_t a = 0; a < l->nargs; a++) {
             const tilec_wir_arg *x = &l->args[a];
+            if (x->kind == TILEC_WIR_ARG_ITEM) { /* xs[i]: its index */
+                strbuf t;
+                sb_init(&t);
+                c_item_index(x, &t);
+                snprintf(what, sizeof what, "the index of %.250s", x->text);
+                top_size(s, inner, ninner, sb_str(&t), x->expr, what, TILEC_DT_COUNT, NULL, NULL);
+                s->failed |= t.failed;
+                sb_free(&t);
+                continue;
+            }
             if (x->kind != TILEC_WIR_ARG_SIZE)
                 continue;
             const tilec_param *p = l->kind == TILEC_WIR_KERNEL_CALL && l->kernel && a < l->kernel->nparams

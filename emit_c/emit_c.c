@@ -203,6 +203,7 @@ const tilec_emitter tilec_emit_c_emitter = {
                     .assert_shape = c_line_assert_shape,
                     .assert_list = c_line_assert_list,
                     .make_list = c_line_make_list,
+                    .list_of = c_line_list_of,
                     .collective = c_line_collective,
                     .loop = c_line_loop,
                     .end_loop = c_line_end_loop,

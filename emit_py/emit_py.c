@@ -89,7 +89,7 @@ static void py_check_tensor(pystate *s, const tilec_wir_line *l, const char *nam
 
 /* Record buffer l (root: -1 for a root of its own, else the buffer whose
  * memory it takes, `off` bytes in). */
-static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *from, int at_offset)
+static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *from, int at_offset, int given)
 {
     if (s->nbufs == s->capbufs) {
         size_t cap = s->capbufs ? 2 * s->capbufs : 16;
@@ -105,6 +105,7 @@ static void buf_add(pystate *s, const tilec_wir_line *l, int input, const char *
     memset(b, 0, sizeof *b);
     b->l = l;
     b->input = input;
+    b->given = given;
     b->root = (int)s->nbufs;
     int f = from ? buf_find(s, from) : -1;
     strbuf o;
@@ -169,7 +170,7 @@ static int h_allocate(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
     py_check_tensor(s, l, l->name);
-    buf_add(s, l, 0, NULL, 0);
+    buf_add(s, l, 0, NULL, 0, 0);
     py_fill(s, l);
     return 0;
 }
@@ -178,7 +179,7 @@ static int h_reuse(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
     py_check_tensor(s, l, l->name);
-    buf_add(s, l, 0, l->from, 0);
+    buf_add(s, l, 0, l->from, 0, 0);
     py_fill(s, l);
     return 0;
 }
@@ -193,6 +194,39 @@ static int h_free(void *u, const tilec_wir_line *l)
 static int h_reinterpret(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
+    if (l->nargs == 1 && l->args[0].kind == TILEC_WIR_ARG_ITEM) { /* view(xs[i], ...): the caller's tensor */
+        const char *t = l->args[0].text, *br = t ? strchr(t, '[') : NULL;
+        if (!br || !l->bytes_expr)
+            return 1;
+        py_check_tensor(s, l, l->name);
+        strbuf c, h, ty;
+        sb_init(&c);
+        sb_init(&h);
+        sb_init(&ty);
+        mg_py_helper(&h, t, (size_t)(br - t), "list");
+        sb_printf(&ty, "%s[", tilec_dtype_name(l->dtype));
+        for (uint32_t d = 0; d < l->rank; d++)
+            sb_printf(&ty, "%s%s", d ? ", " : "", l->sizes[d]);
+        sb_putc(&ty, ']');
+        sb_puts(&c, "    ");
+        mg_py_helper(&c, l->name, strlen(l->name), "p");
+        sb_printf(&c, " = %s.view_item(\"%s\", \"line %u: %s\", \"line %u: view %s of %s\", \"%.*s\", ", sb_str(&h),
+                  s->g->name, l->loc.line, t, l->loc.line, l->name, t, (int)(br - t), t);
+        py_size(&c, s->g, l->args[0].expr);
+        sb_puts(&c, ", ");
+        py_size(&c, s->g, l->bytes_expr);
+        sb_printf(&c, ", \"%s\", %u)\n", sb_str(&ty), tilec_dtype_size(l->dtype));
+        if (s->depth)
+            py_code(s, sb_str(&c));
+        else
+            sb_add(&s->checks, sb_str(&c), c.n);
+        s->failed |= c.failed | h.failed | ty.failed;
+        sb_free(&c);
+        sb_free(&h);
+        sb_free(&ty);
+        buf_add(s, l, 0, NULL, 0, 1);
+        return 0;
+    }
     if (l->nargs != 3) {
         py_check_tensor(s, l, l->name);
     } else { /* a slice: 0 <= start <= stop <= rows, checked before anything runs (it says what a
@@ -235,8 +269,59 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
         sb_free(&c);
         sb_free(&off);
     }
-    buf_add(s, l, 0, l->from, 1);
+    buf_add(s, l, 0, l->from, 1, 0);
     return 0;
+}
+
+static int late_list(pystate *s, const char *name);
+static long code_slot(pystate *s, const char *name, const char *kind);
+
+/* xs[i] (an ITEM argument of the kernel call at `line`): a "ptr" slot, the
+ * address TensorList.item gives after its bounds check; its value among
+ * run()'s in a straight-line graph (after the lists, s->code), else set by
+ * call()'s code where the call stands (a graph with for loops). */
+static void py_item(pystate *s, const tilec_wir_arg *a, unsigned line)
+{
+    const char *br = a->text ? strchr(a->text, '[') : NULL;
+    if (!br || !a->expr) {
+        s->failed = 1;
+        return;
+    }
+    strbuf key, h, v, list;
+    sb_init(&key);
+    sb_init(&h);
+    sb_init(&v);
+    sb_init(&list);
+    sb_add(&list, a->text, (size_t)(br - a->text));
+    sb_printf(&key, "$%s", a->text);
+    py_str(&s->steps, sb_str(&key));
+    mg_py_helper(&h, sb_str(&list), list.n, "list");
+    sb_printf(&v, "%s.item(\"%s\", \"line %u: %s\", \"%s\", ", sb_str(&h), s->g->name, line, a->text, sb_str(&list));
+    py_size(&v, s->g, a->expr);
+    sb_puts(&v, ")");
+    if (!s->loops) {
+        if (strset_add(&s->slots, sb_str(&key))) {
+            sb_puts(&s->scalars, "    (");
+            py_str(&s->scalars, a->text);
+            sb_puts(&s->scalars, ", \"ptr\"),\n");
+            sb_printf(&s->values, ", %s", sb_str(&v));
+        }
+    } else {
+        long j = code_slot(s, a->text, "ptr");
+        if (j >= 0) {
+            strbuf t;
+            sb_init(&t);
+            sb_printf(&t, "    _vals[%ld] = %s\n", j, sb_str(&v));
+            py_code(s, sb_str(&t));
+            s->failed |= t.failed;
+            sb_free(&t);
+        }
+    }
+    s->failed |= key.failed | h.failed | v.failed | list.failed;
+    sb_free(&key);
+    sb_free(&h);
+    sb_free(&v);
+    sb_free(&list);
 }
 
 /* A constant or slot argument of a kernel step. */
@@ -312,7 +397,10 @@ static int h_kernel_call(void *u, const tilec_wir_line *l)
     sb_printf(&s->steps, ", %d, (", l->nvariants > 1 ? -1 : 0);
     for (uint32_t i = 0; i < l->nargs; i++) {
         sb_puts(&s->steps, i ? ", " : "");
-        py_arg(s, &l->args[i]);
+        if (l->args[i].kind == TILEC_WIR_ARG_ITEM)
+            py_item(s, &l->args[i], l->loc.line);
+        else
+            py_arg(s, &l->args[i]);
     }
     sb_puts(&s->steps, l->nargs == 1 ? ",)),\n" : ")),\n");
     return 0;
@@ -354,7 +442,7 @@ static int h_extern_alloc(void *u, const tilec_wir_line *l)
         return -1;
     for (size_t i = 0; i < n; i++) {
         py_check_tensor(s, res[i], res[i]->name);
-        buf_add(s, res[i], 0, NULL, 0);
+        buf_add(s, res[i], 0, NULL, 0, 0);
         outs[i] = res[i]->name;
     }
     py_extern(s, l, outs, (uint32_t)n);
@@ -382,7 +470,7 @@ static int h_collective(void *u, const tilec_wir_line *l)
     }
     sb_puts(&s->colls, ")\n");
     py_check_tensor(s, l, l->name);
-    buf_add(s, l, 0, NULL, 0);
+    buf_add(s, l, 0, NULL, 0, 0);
     tilec_wir_arg in = {.kind = TILEC_WIR_ARG_BUFFER, .text = l->from};
     tilec_wir_line x = *l;
     x.nargs = 1;
@@ -449,7 +537,7 @@ static int h_assert_shape(void *u, const tilec_wir_line *l)
               s->g->name, l->name);
     sb_printf(b, "    if not %s.on_device:\n        raise ValueError(\"%s: %s must be in device memory\")\n", I,
               s->g->name, l->name);
-    buf_add(s, l, 1, NULL, 0);
+    buf_add(s, l, 1, NULL, 0, 0);
     s->failed |= i.failed;
     sb_free(&i);
     return 0;
@@ -476,13 +564,86 @@ static int h_assert_list(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-/* A sub-list from[a:b] (MAKE_LIST): a TensorList sharing the parameter's
- * arrays (TensorList.sub, which checks 0 <= a <= b <= len(from) with the C
- * wrapper's words), made among call()'s checks; its slot ("$NAME", "list")
- * is made by the kernel step that takes it (py_arg). In a for loop kept as
- * a loop it is made in the loop's body, every iteration, its slot set there
- * and the TensorList kept for the call (the parts of a graph-mode call run
- * at its end). */
+/* Is `name` a list made after the allocations (a LIST_OF's, or a sub-list
+ * of one: s->late)? */
+static int late_list(pystate *s, const char *name)
+{
+    const char *t = sb_str(&s->late);
+    size_t n = strlen(name);
+    for (const char *p = t; (p = strstr(p, name)); p += n)
+        if ((p == t || p[-1] == '\n') && p[n] == '\n')
+            return 1;
+    return 0;
+}
+
+/* The statement `t` that makes list l where it must run: among call()'s
+ * checks when it needs only the parameters; else (in a for loop kept as a
+ * loop, or when it reads the graph's own tensors: s->late) after the
+ * allocations, in the code of call() (py_code): in a graph with for loops
+ * with a slot of its own, 0 until that code sets it, and the TensorList
+ * kept for the call (the parts of a graph-mode call run at its end). */
+static void list_stmt(pystate *s, const tilec_wir_line *l, strbuf *t, const char *h, int late)
+{
+    if (!s->depth && !late) {
+        sb_add(&s->checks, sb_str(t), t->n);
+        return;
+    }
+    if (late)
+        sb_printf(&s->late, "%s\n", l->name);
+    if (!s->loops) { /* straight-line: after the allocations, before the run */
+        py_code(s, sb_str(t));
+        return;
+    }
+    long j = code_slot(s, l->name, "list");
+    if (j < 0)
+        s->failed = 1;
+    else
+        sb_printf(t, "    _vals[%ld] = %s.address\n    _kept.append(%s)\n", j, h, h);
+    if (!s->kept) {
+        sb_puts(&s->checks, "    _kept = []  # the lists made after the checks, alive until the call's end\n");
+        s->kept = 1;
+    }
+    py_code(s, sb_str(t));
+}
+
+/* A slot ("$NAME", kind) of a graph with for loops that call()'s code sets
+ * (its value 0 among _vals until then): its index among the sizes and
+ * scalars; the index it has when made already; -1 when out of memory. */
+static long code_slot(pystate *s, const char *name, const char *kind)
+{
+    strbuf key;
+    sb_init(&key);
+    sb_printf(&key, "$%s", name);
+    long j = -1;
+    for (size_t i = 0; i < s->nslotkeys && j < 0; i++)
+        if (!strcmp(s->slotkeys[i], sb_str(&key)))
+            j = (long)i;
+    char **k = j >= 0 || s->nslotkeys < s->capslotkeys
+                   ? s->slotkeys
+                   : realloc(s->slotkeys, (s->capslotkeys = s->capslotkeys ? 2 * s->capslotkeys : 16) * sizeof *k);
+    char *kc = j >= 0 ? NULL : strdup(sb_str(&key));
+    if (j < 0 && (!k || !kc || !strset_add(&s->slots, sb_str(&key)))) {
+        free(kc);
+        s->slotkeys = k ? k : s->slotkeys;
+        s->failed = 1;
+    } else if (j < 0) {
+        s->slotkeys = k;
+        sb_puts(&s->scalars, "    (");
+        py_str(&s->scalars, name);
+        sb_printf(&s->scalars, ", \"%s\"),\n", kind);
+        sb_puts(&s->values, ", 0");
+        j = (long)s->nslotkeys;
+        s->slotkeys[s->nslotkeys++] = kc;
+    }
+    s->failed |= key.failed;
+    sb_free(&key);
+    return j;
+}
+
+/* A sub-list from[a:b] (MAKE_LIST): a TensorList sharing the arrays of
+ * `from` (TensorList.sub, which checks 0 <= a <= b <= len(from) with the C
+ * wrapper's words); its slot ("$NAME", "list") is made by the kernel step
+ * that takes it (py_arg), or by list_stmt. */
 static int h_make_list(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
@@ -502,40 +663,49 @@ static int h_make_list(void *u, const tilec_wir_line *l)
         py_size(&t, s->g, l->args[1].expr);
     }
     sb_puts(&t, ")\n");
-    if (!s->depth) {
-        sb_add(&s->checks, sb_str(&t), t.n);
-    } else { /* a slot of its own, 0 until the body sets it */
-        strbuf key;
-        sb_init(&key);
-        sb_printf(&key, "$%s", l->name);
-        char **k = s->nslotkeys == s->capslotkeys
-                       ? realloc(s->slotkeys, (s->capslotkeys = s->capslotkeys ? 2 * s->capslotkeys : 16) * sizeof *k)
-                       : s->slotkeys;
-        char *kc = strdup(sb_str(&key));
-        if (!k || !kc || !strset_add(&s->slots, sb_str(&key))) {
-            free(kc);
-            s->failed = 1;
-        } else {
-            s->slotkeys = k;
-            sb_puts(&s->scalars, "    (");
-            py_str(&s->scalars, l->name);
-            sb_puts(&s->scalars, ", \"list\"),\n");
-            sb_puts(&s->values, ", 0");
-            sb_printf(&t, "    _vals[%zu] = %s.address\n    _kept.append(%s)\n", s->nslotkeys, sb_str(&h), sb_str(&h));
-            s->slotkeys[s->nslotkeys++] = kc;
-        }
-        if (!s->kept) {
-            sb_puts(&s->checks, "    _kept = []  # the sub-lists made in loops, alive until the call's end\n");
-            s->kept = 1;
-        }
-        py_code(s, sb_str(&t));
-        s->failed |= key.failed;
-        sb_free(&key);
-    }
+    list_stmt(s, l, &t, sb_str(&h), late_list(s, l->from));
     s->failed |= t.failed | h.failed | f.failed;
     sb_free(&t);
     sb_free(&h);
     sb_free(&f);
+    return 0;
+}
+
+/* A list [a, b] of the graph's tensors (LIST_OF): a TensorList of their
+ * addresses and element counts (TensorList.of_buffers), made after the
+ * allocations (list_stmt), where the line stands. */
+static int h_list_of(void *u, const tilec_wir_line *l)
+{
+    pystate *s = u;
+    if (!l->nargs)
+        return 1;
+    strbuf t, h;
+    sb_init(&t);
+    sb_init(&h);
+    mg_py_helper(&h, l->name, strlen(l->name), "list");
+    sb_printf(&t, "    %s = tilec.TensorList.of_buffers(\"%s\", _g.device_index, (", sb_str(&h),
+              tilec_dtype_name(l->dtype));
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        int bi = buf_find(s, l->args[i].text);
+        if (bi < 0) {
+            s->failed = 1;
+            break;
+        }
+        const tilec_wir_line *b = s->bufs[bi].l;
+        sb_puts(&t, "(");
+        py_buf_ptr(s, (size_t)bi, &t);
+        sb_puts(&t, ", ");
+        for (uint32_t d = 0; d < b->rank; d++) {
+            sb_puts(&t, d ? " * " : "");
+            py_size(&t, s->g, b->size_exprs[d]);
+        }
+        sb_printf(&t, "%s), ", b->rank ? "" : "1");
+    }
+    sb_puts(&t, "))\n");
+    list_stmt(s, l, &t, sb_str(&h), 1);
+    s->failed |= t.failed | h.failed;
+    sb_free(&t);
+    sb_free(&h);
     return 0;
 }
 
@@ -554,6 +724,7 @@ static int py_begin(tilec_emit *e, void **state)
     sb_init(&s->scalars);
     sb_init(&s->values);
     sb_init(&s->code);
+    sb_init(&s->late);
     sb_init(&s->lists);
     for (size_t i = 0; i < tilec_wir_line_count(s->w); i++)
         s->loops |= tilec_wir_line_at(s->w, i)->kind == TILEC_WIR_LOOP;
@@ -829,7 +1000,7 @@ static int py_end(tilec_emit *e, void *state)
         sb_puts(&c, "\n\n_call = call  # the checked call(); load() puts tilec.fast_entry's Entry in front of it\n");
     py_bench_main(&c, s);
     int bad = s->failed || c.failed || mod.failed || s->steps.failed || s->checks.failed || s->scalars.failed ||
-              s->values.failed || s->code.failed ||
+              s->values.failed || s->code.failed || s->late.failed ||
               tilec_emit_write(e, pyname, sb_str(&c), c.n);
     sb_free(&c);
     sb_free(&mod);
@@ -837,6 +1008,7 @@ static int py_end(tilec_emit *e, void *state)
     sb_free(&s->scalars);
     sb_free(&s->values);
     sb_free(&s->code);
+    sb_free(&s->late);
     sb_free(&s->lists);
     for (size_t i = 0; i < s->nslotkeys; i++)
         free(s->slotkeys[i]);
@@ -876,6 +1048,7 @@ const tilec_emitter tilec_emit_py_emitter = {
                     .assert_shape = h_assert_shape,
                     .assert_list = h_assert_list,
                     .make_list = h_make_list,
+                    .list_of = h_list_of,
                     .collective = h_collective,
                     .loop = py_h_loop,
                     .end_loop = py_h_end_loop,

@@ -21,6 +21,8 @@ typedef struct pybuf {
     int standalone; /* a root that backs an output: allocated apart, not in the workspace */
     char *off;      /* Python byte offset from the root's address ("" for 0) */
     int inloop;     /* made in a for loop's body: its address is set per iteration (py_loop.c) */
+    int given;      /* a root that is a caller's tensor, one of a list (view(xs[i], ...)): its address
+                       _NAME_p is set by call(), nothing allocates or frees it */
 } pybuf;
 
 typedef struct pystate {
@@ -55,6 +57,7 @@ typedef struct pystate {
     strbuf lists;            /* ("xs", _xs_list), per tensor list parameter: Graph.begin's lists */
     const char *first_list;  /* the first tensor list parameter: its device where no tensor has one */
     int kept;                /* call() has its _kept list (sub-lists made in loops) */
+    strbuf late;             /* the lists made after the allocations (LIST_OF, sub-lists of them), "NAME\n" each */
 } pystate;
 
 /* ---- py_spell.c ---- */

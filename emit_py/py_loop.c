@@ -93,7 +93,7 @@ void py_loop_buf(pystate *s, size_t i)
     b->inloop = (int)s->depth;
     strbuf t;
     sb_init(&t);
-    if (b->root == (int)i) { /* memory of its own, this iteration's */
+    if (b->root == (int)i && !b->given) { /* memory of its own, this iteration's */
         sb_puts(&t, "    ");
         py_name(&t, b->l->name);
         sb_puts(&t, ", ");
@@ -176,6 +176,8 @@ int py_h_end_loop(void *u, const tilec_wir_line *l)
         if (b->inloop != (int)s->depth || b->root != (int)i)
             continue;
         b->inloop = -1;
+        if (b->given) /* a caller's tensor: nothing to give back */
+            continue;
         sb_puts(&names, names.n ? ", " : "");
         py_name(&names, b->l->name);
     }

@@ -60,7 +60,7 @@ static void py_workspace(strbuf *c, pystate *s)
     sb_init(&lines);
     for (size_t i = 0; i < s->nbufs; i++) {
         const pybuf *b = &s->bufs[i];
-        if (b->input || b->root != (int)i || b->standalone || b->inloop)
+        if (b->input || b->root != (int)i || b->standalone || b->inloop || b->given)
             continue; /* a loop's body takes its own per iteration (py_loop.c) */
         const char *bytes = b->l->bytes ? b->l->bytes : "0";
         size_t k = 0;
@@ -297,6 +297,7 @@ void py_call_body(strbuf *c, pystate *s)
     if (s->loops) { /* the plan in parts, from Python loops */
         py_loop_run(c, s);
     } else {
+        sb_add(c, sb_str(&s->code), s->code.n); /* the lists of the graph's tensors (h_list_of) */
         sb_puts(c, "    _g.run((");
         for (size_t i = 0; i < s->nbufs; i++) {
             sb_puts(c, i ? ", " : "");

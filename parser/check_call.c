@@ -81,6 +81,14 @@ binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, cons
     const char *paren = want ? ar_printf(&ck->scratch, " (%s)", want) : "";
     if (!what)
         what = "an argument"; /* out of memory */
+    const binding *l = a->kind == TILEC_EX_INDEX && a->nargs && a->args[0]->kind == TILEC_EX_NAME
+                           ? chk_lookup(ck, a->args[0]->name) : NULL;
+    if (l && l->kind == B_LIST) {
+        chk_err(ck, chk_start_of(a), "%s must be a tensor%s: one tensor of tensor list '%s' (%s[i]) has no shape "
+            "but where a kernel takes a pointer; view it as a tensor first, let w = view(%s[i], %s[M, K])", what,
+            paren ? paren : "", l->name, l->name, l->name, tilec_dtype_name(l->dtype));
+        return NULL;
+    }
     if (a->kind != TILEC_EX_NAME) {
         chk_err(ck, chk_start_of(a), "%s must be a tensor%s, got an expression", what, paren ? paren : "");
         return NULL;
@@ -220,6 +228,14 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
         if (p->type.kind == TILEC_TE_POINTER) {
             char want[32];
             snprintf(want, sizeof want, "*%s", tilec_dtype_name(p->type.dtype));
+            int item;
+            const binding *l = chk_list_item(ck, a, &item);
+            if (item) { /* xs[i]: tensor i of a list */
+                if (l && l->dtype != p->type.dtype)
+                    chk_err(ck, chk_start_of(a), "argument %u of '%s' ('%s') is *%s, but %s[...] is a tensor of %s", i + 1,
+                        k->name, p->name, tilec_dtype_name(p->type.dtype), l->name, l->text);
+                continue;
+            }
             binding *b = chk_tensor_arg(ck, a, ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, k->name), want);
             if (b && b->dtype != p->type.dtype)
                 chk_err(ck, &a->loc, "argument %u of '%s' ('%s') is *%s, but '%s' is %s", i + 1, k->name, p->name,
@@ -283,9 +299,10 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
             t++;
         char want[64];
         snprintf(want, sizeof want, list ? "[*%s]" : "*%s", p->type.tparam);
-        const binding *b = list ? chk_list_graph_arg(ck, g, call, i)
-                                : chk_tensor_arg(ck, call->args[i],
-                                      ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, g->name), want);
+        int item = 0;
+        const binding *b = list ? chk_list_graph_arg(ck, g, call, i) : chk_list_item(ck, call->args[i], &item);
+        if (!list && !item)
+            b = chk_tensor_arg(ck, call->args[i], ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, g->name), want);
         if (!b) {
             ok = 0;
             continue;

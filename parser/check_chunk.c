@@ -250,6 +250,8 @@ int chk_graph_slice(checker *ck, tilec_stmt *s)
         if (!dims[0] && chk_size_limit_err(ck, &sl->loc, &why, "the size of the slice"))
             return 1;
         binding *r = dims[0] ? chk_bind_tensor(ck, s->names[0], &s->name_locs[0], base->dtype, dims, base->rank) : NULL;
+        if (r)
+            r->listed = base->listed; /* a slice of a view of a list's tensor */
         s->types = ar_array(ck->ar, 1, sizeof *s->types);
         if (r && s->types)
             s->types[0] = r->text;

@@ -42,6 +42,11 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
             const poly **dims = ck->rdims ? ck->rdims[i] : NULL;
             binding *b = chk_tensor_arg(ck, a, ar_printf(&ck->scratch, "result %u of graph '%s'", i + 1, g->name),
                                     dims ? chk_tensor_text(ck, r->type.dtype, dims, r->type.ndims) : "a tensor");
+            if (b && b->listed) {
+                chk_err(ck, &a->loc, "result %u of graph '%s' is '%s', a view of one tensor of a tensor list: the caller "
+                    "has that tensor (not yet returned as a view)", i + 1, g->name, a->name);
+                continue;
+            }
             if (!b || !dims)
                 continue;
             int same = b->dtype == r->type.dtype && b->rank == r->type.ndims;
@@ -59,14 +64,14 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
     case TILEC_ST_EXPR:
         break;
     }
-    if (chk_graph_gone(ck, *gone, s) || chk_graph_slice(ck, s))
+    if (chk_graph_gone(ck, *gone, s) || chk_graph_let_list(ck, s) || chk_graph_slice(ck, s))
         return;
     if (v->kind != TILEC_EX_CALL) {
         if (s->kind == TILEC_ST_EXPR)
             chk_err(ck, chk_start_of(v), "a graph statement is a call of a kernel or an extern");
         else
-            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...), a slice x[a:b], a collective or the "
-                "result of an extern call");
+            chk_err(ck, chk_start_of(v), "a graph 'let' binds empty(...), view(...), a slice x[a:b], a collective, the "
+                "result of an extern call or a tensor list (a sub-list xs[a:b], a list [a, b] of tensors)");
         return;
     }
     item_name *it = NULL;
@@ -87,7 +92,14 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
             chk_err(ck, &v->loc, "%s takes 2 arguments, got %u", v->name, v->nargs);
             return;
         }
-        binding *base = chk_tensor_arg(ck, v->args[0], "the first argument of view", NULL);
+        int item;
+        const binding *list = chk_list_item(ck, v->args[0], &item); /* view(xs[i], T[...]): sizes checked at run time */
+        if (item && list && list->listed) {
+            chk_err(ck, chk_start_of(v->args[0]), "a view of one tensor of '%s', a list of the graph's tensors: view "
+                "the tensor itself", list->name);
+            return;
+        }
+        binding *base = item ? NULL : chk_tensor_arg(ck, v->args[0], "the first argument of view", NULL);
         const tilec_expr *shape = v->args[1];
         if (shape->kind != TILEC_EX_INDEX || shape->args[0]->kind != TILEC_EX_DTYPE) {
             chk_err(ck, &shape->loc, "the second argument of view is a tensor type such as f32[R * C]");
@@ -103,6 +115,14 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
         for (uint32_t d = 0; d < rank; d++)
             if (!(dims[d] = chk_size_expr(ck, shape->args[1 + d], "a tensor size")))
                 return;
+        if (item && list) {
+            binding *b = chk_bind_tensor(ck, s->names[0], &s->name_locs[0], dt, dims, rank);
+            if (b) {
+                s->types[0] = b->text;
+                b->listed = 1;
+            }
+            return;
+        }
         if (!base)
             return;
         /* a view keeps the bytes: numel * size must match */
@@ -122,8 +142,10 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
             return;
         }
         binding *b = chk_bind_tensor(ck, s->names[0], &s->name_locs[0], dt, dims, rank);
-        if (b)
+        if (b) {
             s->types[0] = b->text;
+            b->listed = base->listed;
+        }
         return;
     }
     if (!it) {

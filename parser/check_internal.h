@@ -15,7 +15,7 @@
 #define uthash_nonfatal_oom(e) (ck->oom = 1)
 #include "util/hashtable.h"
 
-typedef enum { B_PARAM, B_HINT, B_LET, B_LOOP, B_TENSOR, B_SCALAR, B_LIST /* a graph's tensor list parameter */ } bkind;
+typedef enum { B_PARAM, B_HINT, B_LET, B_LOOP, B_TENSOR, B_SCALAR, B_LIST /* a graph's tensor list: a parameter or a let */ } bkind;
 
 typedef struct binding {
     const char *name;
@@ -29,6 +29,7 @@ typedef struct binding {
     uint32_t rank;
     const poly **dims;
     const char *text; /* "f32[R, C]" */
+    int listed; /* B_LIST: a list of the graph's tensors (or part of one); B_TENSOR: a view of a list's tensor */
     UT_hash_handle hh;
 } binding;
 
@@ -165,6 +166,8 @@ tilec_type chk_list_index(checker *ck, tilec_expr *e, const binding *b);
 tilec_type chk_list_len(checker *ck, tilec_expr *e);
 tilec_type chk_list_numel(checker *ck, tilec_expr *e);
 int chk_list_header(checker *ck, const tilec_kernel *k);
+int chk_graph_let_list(checker *ck, tilec_stmt *s);
+const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item);
 const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i);
 void chk_list_graph_misuse(checker *ck, const tilec_expr *a, const binding *b, const char *what, const char *want);
 const char *chk_tyexpr_str(checker *ck, const tilec_tyexpr *t);

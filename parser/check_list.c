@@ -144,15 +144,115 @@ static int sublist(checker *ck, const binding *b, const tilec_expr *e)
     return 1;
 }
 
+/* The spelling of a list of named tensors, "[a, b, c]" (an element that
+ * is no name: "(expression)"). */
+static const char *literal_text(checker *ck, const tilec_expr *e)
+{
+    strbuf t;
+    sb_init(&t);
+    sb_putc(&t, '[');
+    for (uint32_t j = 0; j < e->nargs; j++)
+        sb_printf(&t, "%s%s", j ? ", " : "", e->args[j]->kind == TILEC_EX_NAME ? e->args[j]->name : "(expression)");
+    sb_putc(&t, ']');
+    const char *s = t.failed ? NULL : ar_strdup(&ck->scratch, sb_str(&t));
+    sb_free(&t);
+    ck->oom |= !s;
+    return s ? s : "[?]";
+}
+
+/* A list of named tensors [a, b, c] (a graph's list argument or let): at
+ * least one tensor, each a tensor of the graph (parameter or made), all of
+ * one element type; their shapes may differ. A binding of kind B_LIST for
+ * it (named by its spelling, in the scratch arena), else NULL (reported). */
+static binding *list_literal(checker *ck, const tilec_expr *e)
+{
+    const char *text = literal_text(ck, e);
+    if (!e->nargs) {
+        chk_err(ck, &e->loc, "an empty list [] passes no tensor: a graph's list of tensors names at least one, as [a, "
+            "b] (a sub-list xs[0:0] of a list parameter has none)");
+        return NULL;
+    }
+    const binding *first = NULL;
+    int ok = 1;
+    for (uint32_t j = 0; j < e->nargs; j++) {
+        const tilec_expr *x = e->args[j];
+        const binding *b = chk_tensor_arg(ck, x, ar_printf(&ck->scratch, "element %u of the list %s", j + 1, text),
+                                          NULL);
+        if (!b) {
+            ok = 0;
+            continue;
+        }
+        if (!first)
+            first = b;
+        else if (b->dtype != first->dtype && ok) {
+            chk_err(ck, &x->loc, "the tensors of a list have one element type: '%s' is %s, but '%s' is %s (element %u "
+                "of %s)", first->name, first->text, b->name, b->text, j + 1, text);
+            ok = 0;
+        }
+    }
+    binding *r = ok && first ? ar_alloc(&ck->scratch, sizeof *r) : NULL;
+    if (!r) {
+        ck->oom |= ok && first;
+        return NULL;
+    }
+    memset(r, 0, sizeof *r);
+    r->name = text;
+    r->kind = B_LIST;
+    r->loc = e->loc;
+    r->dtype = first->dtype;
+    r->type = chk_ty_scalar(first->dtype);
+    r->type.list = true;
+    r->text = chk_list_text(ck, first->dtype);
+    return r;
+}
+
+/* let ys = xs[a:b]; (a sub-list of a list of the graph) or let ys = [a, b];
+ * (a list of named tensors): ys is a tensor list of the graph from here
+ * on, passed on whole or as a sub-list as a list parameter is. 1 when the
+ * statement is such a let (checked, reported), else 0. */
+int chk_graph_let_list(checker *ck, tilec_stmt *s)
+{
+    const tilec_expr *v = s->value;
+    if (s->kind != TILEC_ST_LET || !v)
+        return 0;
+    const binding *from = NULL;
+    if (v->kind == TILEC_EX_INDEX && v->nargs >= 1 && v->args[0]->kind == TILEC_EX_NAME) {
+        binding *b = chk_lookup(ck, v->args[0]->name);
+        if (!b || b->kind != B_LIST)
+            return 0;
+        from = sublist(ck, b, v) ? b : NULL;
+    } else if (v->kind == TILEC_EX_LIST) {
+        from = list_literal(ck, v);
+    } else {
+        return 0;
+    }
+    if (!from)
+        return 1;
+    binding *b = chk_bind(ck, s->names[0], &s->name_locs[0], B_LIST, "tensor list");
+    if (b) {
+        b->type = from->type;
+        b->dtype = from->dtype;
+        b->text = from->text;
+        b->listed = v->kind == TILEC_EX_LIST || from->listed;
+    }
+    s->types = ar_array(ck->ar, 1, sizeof *s->types);
+    if (s->types)
+        s->types[0] = from->text;
+    ck->oom |= !s->types;
+    return 1;
+}
+
 /* A graph's call of kernel k passes argument i for the tensor list
- * parameter k->params[i]: it must name a tensor list parameter of the
- * graph, whole or as a sub-list xs[a:b]. Returns that list's binding (its
- * dtype unchecked: a generic kernel's type parameter takes it), else NULL
- * (reported). */
+ * parameter k->params[i]: it must name a tensor list of the graph (a
+ * parameter or a let), whole or as a sub-list xs[a:b], or be a list of
+ * named tensors [a, b]. Returns that list's binding (its dtype unchecked:
+ * a generic kernel's type parameter takes it), else NULL (reported). */
 const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i)
 {
     const tilec_param *p = &k->params[i];
     const tilec_expr *a = call->args[i];
+    if (a->kind == TILEC_EX_LIST)
+        return list_literal(ck, a);
     const char *want = p->type.tparam ? ar_printf(&ck->scratch, "[*%s]", p->type.tparam) : chk_list_text(ck, p->type.dtype);
     const tilec_expr *n = a->kind == TILEC_EX_INDEX && a->nargs >= 1 && a->args[0]->kind == TILEC_EX_NAME ? a->args[0] : a;
     binding *b = n->kind == TILEC_EX_NAME ? chk_lookup(ck, n->name) : NULL;
@@ -172,10 +272,42 @@ const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tile
                                             : ar_printf(&ck->scratch, "'%s', the scalar %s", b->name,
                                                         tilec_dtype_name(b->type.dtype));
     chk_err(ck, chk_start_of(a),
-        "argument %u of '%s' ('%s') is a tensor list %s: pass a tensor list parameter of the graph such as "
-        "'params: %s', or a sub-list of one such as params[0:k], got %s", i + 1, k->name, p->name,
+        "argument %u of '%s' ('%s') is a tensor list %s: pass a tensor list of the graph such as "
+        "'params: %s', a sub-list of one such as params[0:k] or a list of its tensors such as [a, b], got %s", i + 1, k->name, p->name,
         want ? want : "[*?]", want ? want : "[*?]", got ? got : "?");
     return NULL;
+}
+
+/* xs[i], one tensor of a tensor list of the graph (a parameter or a let),
+ * as a kernel's pointer argument: one index, a size expression (a
+ * constant, a loop variable, an integer parameter) not negative where the
+ * sizes decide it (the wrappers check 0 <= i < len(xs) at run time). The
+ * list's binding, else NULL (reported); 0 in *is_item when a is no such
+ * index (nothing reported). */
+const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item)
+{
+    *is_item = 0;
+    if (a->kind != TILEC_EX_INDEX || a->nargs < 1 || a->args[0]->kind != TILEC_EX_NAME)
+        return NULL;
+    binding *b = chk_lookup(ck, a->args[0]->name);
+    if (!b || b->kind != B_LIST)
+        return NULL;
+    *is_item = 1;
+    const tilec_expr *i = a->nargs == 2 ? a->args[1] : NULL;
+    if (!i || i->kind == TILEC_EX_SLICE || i->kind == TILEC_EX_NONE) {
+        chk_err(ck, chk_start_of(a), "one tensor of tensor list '%s' takes one index, %s[i] (the tensor i of the list)",
+            b->name, b->name);
+        return NULL;
+    }
+    const poly *p = chk_size_expr(ck, i, "the index of a tensor list");
+    int64_t c = 0;
+    if (!p)
+        return NULL;
+    if (chk_known_negative(ck, p, NULL, &c)) {
+        chk_err(ck, chk_start_of(i), "index %lld of tensor list '%s' is negative", (long long)c, b->name);
+        return NULL;
+    }
+    return b;
 }
 
 /* A graph's tensor list `b` named by `a` where `what` needs something

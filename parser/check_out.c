@@ -25,11 +25,20 @@ static int out_written_by(const tilec_stmt *s, const char *name)
     if (v && v->kind == TILEC_EX_INDEX && v->nargs && v->args[0]->kind == TILEC_EX_NAME &&
         !strcmp(v->args[0]->name, name))
         return 1; /* a slice, as a view */
+    if (v && v->kind == TILEC_EX_LIST && s->kind == TILEC_ST_LET) /* let ys = [a, y]: a list a kernel may write */
+        for (uint32_t a = 0; a < v->nargs; a++)
+            if (v->args[a]->kind == TILEC_EX_NAME && !strcmp(v->args[a]->name, name))
+                return 1;
     if (!v || v->kind != TILEC_EX_CALL || (s->kind != TILEC_ST_EXPR && strcmp(v->name, "view")))
         return 0;
-    for (uint32_t a = 0; a < v->nargs; a++)
-        if (v->args[a]->kind == TILEC_EX_NAME && !strcmp(v->args[a]->name, name))
+    for (uint32_t a = 0; a < v->nargs; a++) {
+        const tilec_expr *e = v->args[a];
+        if (e->kind == TILEC_EX_NAME && !strcmp(e->name, name))
             return 1;
+        for (uint32_t j = 0; e->kind == TILEC_EX_LIST && j < e->nargs; j++) /* k([a, y]) */
+            if (e->args[j]->kind == TILEC_EX_NAME && !strcmp(e->args[j]->name, name))
+                return 1;
+    }
     return 0;
 }
 

@@ -95,7 +95,7 @@ binding *chk_bind(checker *ck, const char *name, const tilec_loc *loc, bkind kin
     binding *old = chk_lookup(ck, name);
     if (old) {
         static const char *const kinds[] = {"a parameter", "a hint", "a variable", "a loop variable",
-                                            "a tensor", "a scalar"};
+                                            "a tensor", "a scalar", "a tensor list"};
         chk_err(ck, loc, "%s '%s' is already defined as %s", what, name, kinds[old->kind]);
         chk_note(ck, &old->loc, "'%s' is defined here", name);
         return NULL;

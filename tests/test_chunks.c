@@ -269,16 +269,17 @@ static int nop(void *u, const tilec_wir_line *l)
 }
 
 /* An emitter of ABI 2 has no .loop and .end_loop, one of ABI 3 no
- * .assert_list (tensor lists), one of ABI 4 no .make_list (sub-lists):
+ * .assert_list (tensor lists), one of ABI 4 no .make_list (sub-lists),
+ * one of ABI 5 no .list_of (lists of named tensors):
  * refused, never called through a hook table hooks short. */
 Test(chunks, an_emitter_of_abi_2_is_refused)
 {
-    cr_expect_eq(TILEC_EMITTER_ABI, 5u);
-    for (unsigned abi = 2; abi <= 4; abi++) {
+    cr_expect_eq(TILEC_EMITTER_ABI, 6u);
+    for (unsigned abi = 2; abi <= 5; abi++) {
         tilec_emitter old = {TILEC_EMITTER_HEADER, .name = "old", .hooks = {{{.comment = nop}}}};
         old.abi = abi;
-        /* hooks short: LOOP, END_LOOP (ABI 3), ASSERT_LIST (ABI 4) and MAKE_LIST (ABI 5) */
-        old.size = (unsigned)(sizeof(tilec_emitter) - (abi == 2 ? 4 : 5 - abi) * sizeof(tilec_wir_hook));
+        /* hooks short: LOOP, END_LOOP (ABI 3), ASSERT_LIST (ABI 4), MAKE_LIST (ABI 5) and LIST_OF (ABI 6) */
+        old.size = (unsigned)(sizeof(tilec_emitter) - (abi == 2 ? 5 : 6 - abi) * sizeof(tilec_wir_hook));
         tilec_ctx *ctx = tilec_ctx_new();
         cr_expect_eq(tilec_register_emitter(ctx, &old), TILEC_ERR_ARG);
         cr_assert_eq(tilec_ctx_error_count(ctx), 1);

@@ -507,7 +507,8 @@ static const char block_counts[] = "COMMENT 2\n"
                                    "LOOP 0\n"
                                    "END_LOOP 0\n"
                                    "ASSERT_LIST 0\n"
-                                   "MAKE_LIST 0\n";
+                                   "MAKE_LIST 0\n"
+                                   "LIST_OF 0\n";
 
 Test(emit, user_emitter)
 {

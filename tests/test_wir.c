@@ -322,8 +322,9 @@ Test(wir, hooks_and_names)
     cr_expect_str_eq(tilec_wir_kind_name(TILEC_WIR_COLLECTIVE), "COLLECTIVE");
     cr_expect_str_eq(tilec_wir_kind_name(TILEC_WIR_ASSERT_LIST), "ASSERT_LIST");
     cr_expect_str_eq(tilec_wir_kind_name(TILEC_WIR_MAKE_LIST), "MAKE_LIST");
-    cr_expect_eq(TILEC_WIR_KIND_COUNT, 17); /* COLLECTIVE (emitter ABI 2); LOOP, END_LOOP (ABI 3); ASSERT_LIST (ABI 4);
-                                               MAKE_LIST (ABI 5) */
+    cr_expect_str_eq(tilec_wir_kind_name(TILEC_WIR_LIST_OF), "LIST_OF");
+    cr_expect_eq(TILEC_WIR_KIND_COUNT, 18); /* COLLECTIVE (emitter ABI 2); LOOP, END_LOOP (ABI 3); ASSERT_LIST (ABI 4);
+                                               MAKE_LIST (ABI 5); LIST_OF (ABI 6) */
     lowered l = lower("tests/golden/ir/block.tile", 1);
     tilec_wir_hooks all = {0};
     for (int k = 0; k < TILEC_WIR_KIND_COUNT; k++)

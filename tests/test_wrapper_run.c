@@ -1590,6 +1590,17 @@ static const char lists_runner[] =
     "    tilec_rt_free(rt, w.data);\n"
     "    lsc_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
 
+/* A runner's five tensors a list: xs (x[t][j] = t + j) and ys (unset), tensor t of t % 5 + 1 elements */
+#define RUNNER_LISTS5                                                                                                  \
+    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"                                                                \
+    "    for (int t = 0; t < 5; t++) {\n"                                                                              \
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"                                                               \
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"                                        \
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"                              \
+    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"                                     \
+    "    }\n"                                                                                                          \
+    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+
 /* Sub-lists (docs/language.md §9, "Tensor lists"): lsub passes xs[a:b]
  * and ys[a:b] of five tensors x[t][j] = t + j (t % 5 + 1 elements) to
  * lscale; main(driver, a, b, graphs) prints "rc=R launches=L n=N sum=S
@@ -1612,14 +1623,7 @@ static const char sub_runner[] =
     "    lsub_module *m = NULL;\n"
     "    if (lsub_load(rt, &m, err, sizeof err) || (graphs && lsub_set_cuda_graph(m, 4, err, sizeof err))) {\n"
     "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
-    "    uint64_t xp[5], yp[5];\n    int64_t num[5];\n"
-    "    for (int t = 0; t < 5; t++) {\n"
-    "        float v[5];\n        num[t] = t % 5 + 1;\n"
-    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
-    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_malloc(rt, 20, &yp[t]) ||\n"
-    "            tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
-    "    }\n"
-    "    tilec_rt_list xs = {5, xp, num}, ys = {5, yp, num};\n"
+    RUNNER_LISTS5
     "    int rc = 0, launches = f->launches, lists = f->list_launches;\n"
     "    for (int r = 0; r <= graphs; r++) {\n"
     "        for (int t = 0; t < 5; t++)\n"
@@ -1687,6 +1691,280 @@ Test(wrapper_run, a_graph_passes_a_sub_list, .timeout = 120)
     rm_dir(dir);
 }
 
+/* Lists a graph makes (docs/language.md §9, "Tensor lists"): lmix binds
+ * sub-lists with let and passes a sub-list of one, and passes lists of its
+ * tensors of mixed shapes ([a, b] and a let of [c, d], two it made);
+ * lloop makes a list of a tensor its kept loop's body makes and a sub-list
+ * in every iteration, the C wrapper's CUDA-graph mode queueing each step
+ * with a copy of its lists. main(driver, graph, k, graphs) over five
+ * tensors x[t][j] = t + j (t % 5 + 1 elements) prints "rc=R launches=L
+ * ys=S c=C d=D err=E" (S the sum of every ys element, C and D of lmix's
+ * results), after "replays=P " in graph mode (the second of two calls) */
+static const char made_tile[] = "kernel lscale(x: [*f32], y: [*f32], s: f32) grid (len(x)) {\n"
+                                "    let i = pid(0);\n"
+                                "    let n = numel(x, i);\n"
+                                "    let j = range(256);\n"
+                                "    store(y[i] + j, s * load(x[i] + j, j < n), j < n);\n"
+                                "}\n"
+                                "graph lmix(xs: [*f32], ys: [*f32], a: f32[5], b: f32[2, 3], k: i64) -> (c: f32[5], "
+                                "d: f32[2, 3]) {\n"
+                                "    let head = xs[:k];\n"
+                                "    let yh = ys[:k];\n"
+                                "    lscale(head[1:], yh[1:], 2.0);\n"
+                                "    let c = zeros(f32, [5]);\n"
+                                "    let d = zeros(f32, [2, 3]);\n"
+                                "    let outs = [c, d];\n"
+                                "    lscale([a, b], outs, 3.0);\n"
+                                "    return c, d;\n"
+                                "}\n"
+                                "graph lloop(xs: [*f32], ys: [*f32], n: i64) {\n"
+                                "    for i in 0 .. n {\n"
+                                "        let t = zeros(f32, [5]);\n"
+                                "        lscale(xs[i:i + 1], [t], 2.0);\n"
+                                "        lscale([t], ys[i:i + 1], 3.0);\n"
+                                "    }\n"
+                                "}\n";
+
+static const char made_runner[] =
+    "#include <string.h>\n#include \"lloop.h\"\n"
+    FAKE_RUNNER_MAIN("lmix.h", "5")
+    "    int loop = !strcmp(argv[2], \"lloop\");\n"
+    "    int64_t k = atoll(argv[3]);\n    int graphs = atoi(argv[4]);\n"
+    "    char err[512] = \"\";\n"
+    "    lmix_module *m = NULL;\n    lloop_module *l = NULL;\n"
+    "    if (loop ? (lloop_load(rt, &l, err, sizeof err) || (graphs && lloop_set_cuda_graph(l, 4, err, sizeof err)))\n"
+    "             : (lmix_load(rt, &m, err, sizeof err) || (graphs && lmix_set_cuda_graph(m, 4, err, sizeof err)))) {\n"
+    "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    RUNNER_LISTS5
+    "    float av[5] = {1, 2, 3, 4, 5}, bv[6] = {10, 20, 30, 40, 50, 60};\n"
+    "    tilec_tensor a = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {5}, .strides = {1}};\n"
+    "    tilec_tensor b = {.dtype = TILEC_DT_F32, .rank = 2, .sizes = {2, 3}, .strides = {3, 1}};\n"
+    "    tilec_tensor c = {0}, d = {0};\n"
+    "    if (tilec_rt_malloc(rt, 20, &a.data) || tilec_rt_memcpy_htod(rt, a.data, av, 20) ||\n"
+    "        tilec_rt_malloc(rt, 24, &b.data) || tilec_rt_memcpy_htod(rt, b.data, bv, 24))\n        return 5;\n"
+    "    int rc = 0, launches = 0;\n"
+    "    double cs = 0, ds = 0;\n"
+    "    for (int r = 0; r <= graphs; r++) {\n"
+    "        for (int t = 0; t < 5; t++)\n"
+    "            if (tilec_rt_memset_d32(rt, yp[t], 0, 5))\n                return 6;\n"
+    "        launches = f->launches;\n"
+    "        rc = loop ? lloop_run(l, &xs, &ys, k, err, sizeof err)\n"
+    "                  : lmix_run(m, &xs, &ys, &a, &b, k, &c, &d, err, sizeof err);\n"
+    "        cs = ds = 0;\n"
+    "        if (!rc && !loop) {\n"
+    "            float cv[5], dv[6];\n"
+    "            if (tilec_rt_memcpy_dtoh(rt, cv, c.data, 20) || tilec_rt_memcpy_dtoh(rt, dv, d.data, 24))\n"
+    "                return 6;\n"
+    "            for (int j = 0; j < 6; j++)\n                cs += j < 5 ? cv[j] : 0, ds += dv[j];\n"
+    "            lmix_release(m, &c);\n            lmix_release(m, &d);\n"
+    "        }\n"
+    "    }\n"
+    "    double sum = 0;\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, v, yp[t], 20))\n            return 6;\n"
+    "        for (int j = 0; j < t % 5 + 1; j++)\n            sum += v[j];\n"
+    "    }\n"
+    "    if (graphs)\n        printf(\"replays=%d \", f->graph_launches);\n"
+    "    printf(\"rc=%d launches=%d ys=%g c=%g d=%g err=%s\\n\", rc, f->launches - launches, sum, cs, ds, err);\n"
+    "    for (int t = 0; t < 5; t++) {\n        tilec_rt_free(rt, xp[t]);\n        tilec_rt_free(rt, yp[t]);\n    }\n"
+    "    tilec_rt_free(rt, a.data);\n    tilec_rt_free(rt, b.data);\n"
+    "    if (loop)\n        lloop_unload(l);\n    else\n        lmix_unload(m);\n"
+    "    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+static char *run_made(const char *dir, const char *graph, int k, int graphs)
+{
+    char *out = NULL;
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s %d %d 2>&1", dir,
+                TILEC_BUILD, dir, FAKECUDA, graph, k, graphs);
+    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+    return out;
+}
+
+/* The sum of s * x over tensors lo to hi - 1 of t % 5 + 1 elements x[t][j] = t + j. */
+static double lists_sum(int lo, int hi, double s)
+{
+    double sum = 0;
+    for (int t = lo; t < hi; t++)
+        for (int j = 0; j < t % 5 + 1; j++)
+            sum += s * (t + j);
+    return sum;
+}
+
+Test(wrapper_run, a_graph_makes_lists_of_its_tensors_and_binds_sub_lists, .timeout = 180)
+{
+    char dir[64], want[512];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, made_tile, "lmix lloop", made_runner);
+    /* lmix, k = 4: ys[1..3] = 2 x (head[1:] of xs[:4]); c = 3 a, d = 3 b (each tensor its own size) */
+    char *out = run_made(dir, "lmix", 4, 0);
+    snprintf(want, sizeof want, "rc=0 launches=2 ys=%g c=45 d=630 err=\n", lists_sum(1, 4, 2));
+    cr_expect_str_eq(out, want);
+    free(out);
+    out = run_made(dir, "lmix", 4, 1); /* graph mode: the second call replays */
+    snprintf(want, sizeof want, "replays=1 rc=0 launches=2 ys=%g c=45 d=630 err=\n", lists_sum(1, 4, 2));
+    cr_expect_str_eq(out, want);
+    free(out);
+    out = run_made(dir, "lmix", 9, 0); /* the let's bounds, checked where it stands, before any launch */
+    cr_expect_str_eq(out, "rc=1 launches=0 ys=0 c=0 d=0 err=lmix: line 8: sub-list xs[0:k] is out of bounds: start "
+                          "0, stop 9, and 'xs' has 5 tensors\n");
+    free(out);
+    out = run_made(dir, "lmix", 0, 0); /* head[1:] of an empty head: 1 > 0 */
+    cr_expect_str_eq(out, "rc=1 launches=0 ys=0 c=0 d=0 err=lmix: line 10: sub-list head[1:] is out of bounds: start "
+                          "1, stop 0, and 'head' has 0 tensors\n");
+    free(out);
+    /* lloop, n = 5: ys[i] = 3 * 2 x[i], through a buffer of the body's own, two launches an iteration */
+    out = run_made(dir, "lloop", 5, 0);
+    snprintf(want, sizeof want, "rc=0 launches=10 ys=%g c=0 d=0 err=\n", lists_sum(0, 5, 6));
+    cr_expect_str_eq(out, want);
+    free(out);
+    /* graph mode: each queued step keeps its iteration's lists (before, every step read the last
+       iteration's: a sub-list in a kept loop had no graph mode); the second call replays */
+    out = run_made(dir, "lloop", 5, 1);
+    snprintf(want, sizeof want, "replays=1 rc=0 launches=10 ys=%g c=0 d=0 err=\n", lists_sum(0, 5, 6));
+    cr_expect_str_eq(out, want);
+    free(out);
+    rm_dir(dir);
+}
+
+/* dir/run on the fake driver once per case, its arguments cases[c] ("2 3 0"),
+ * its output want[c]. */
+static void expect_runs(const char *dir, const char *const *cases, const char *const *want, int n)
+{
+    for (int c = 0; c < n; c++) {
+        char *out = NULL;
+        int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s 2>&1", dir,
+                    TILEC_BUILD, dir, FAKECUDA, cases[c]);
+        cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+        cr_expect_str_eq(out, want[c], "case %d", c);
+        free(out);
+    }
+}
+
+/* One tensor of a list, xs[i], as a kernel's pointer argument (docs/language.md
+ * §9, "Tensor lists"): litem passes xs[k] and ys[k] (three elements), tensor 0
+ * of a list [w, t] of its tensors to write tensor 1, and xs[i], ys[i + 1] in a
+ * kept loop; main(driver, k, n, graphs) over five tensors x[t][j] = t + j
+ * (t % 5 + 1 elements) prints "rc=R ys=S t=T err=E" (S the sum of every ys
+ * element, T of the result), after "replays=P " in graph mode (two calls) */
+static const char item_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                "    let i = pid(0) * 256 + range(256);\n"
+                                "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                "}\n"
+                                "graph litem(xs: [*f32], ys: [*f32], k: i64, n: i64, w: f32[N]) -> f32[N] {\n"
+                                "    scale2(xs[k], ys[k], 3);\n"
+                                "    let t = zeros(f32, [N]);\n"
+                                "    let ws = [w, t];\n"
+                                "    scale2(ws[0], ws[1], N);\n"
+                                "    for i in 0 .. n {\n"
+                                "        scale2(xs[i], ys[i + 1], 1);\n"
+                                "    }\n"
+                                "    return t;\n"
+                                "}\n";
+
+static const char item_runner[] =
+    FAKE_RUNNER_MAIN("litem.h", "5")
+    "    int64_t k = atoll(argv[2]), n = atoll(argv[3]);\n    int graphs = atoi(argv[4]);\n"
+    "    char err[512] = \"\";\n"
+    "    litem_module *m = NULL;\n"
+    "    if (litem_load(rt, &m, err, sizeof err) || (graphs && litem_set_cuda_graph(m, 4, err, sizeof err))) {\n"
+    "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    RUNNER_LISTS5
+    "    float wv[4] = {1, 2, 3, 4};\n"
+    "    tilec_tensor w = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {4}, .strides = {1}}, out = {0};\n"
+    "    if (tilec_rt_malloc(rt, 16, &w.data) || tilec_rt_memcpy_htod(rt, w.data, wv, 16))\n        return 5;\n"
+    "    int rc = 0;\n    double ts = 0;\n"
+    "    for (int r = 0; r <= graphs; r++) {\n"
+    "        for (int t = 0; t < 5; t++)\n"
+    "            if (tilec_rt_memset_d32(rt, yp[t], 0, 5))\n                return 6;\n"
+    "        rc = litem_run(m, &xs, &ys, k, n, &w, &out, err, sizeof err);\n"
+    "        ts = 0;\n"
+    "        if (!rc) {\n            float o[4];\n"
+    "            if (tilec_rt_memcpy_dtoh(rt, o, out.data, 16))\n                return 6;\n"
+    "            ts = o[0] + o[1] + o[2] + o[3];\n            litem_release(m, &out);\n        }\n"
+    "    }\n"
+    "    double sum = 0;\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n"
+    "        if (tilec_rt_memcpy_dtoh(rt, v, yp[t], 20))\n            return 6;\n"
+    "        for (int j = 0; j < t % 5 + 1; j++)\n            sum += v[j];\n"
+    "    }\n"
+    "    if (graphs)\n        printf(\"replays=%d \", f->graph_launches);\n"
+    "    printf(\"rc=%d ys=%g t=%g err=%s\\n\", rc, sum, ts, err);\n"
+    "    for (int t = 0; t < 5; t++) {\n        tilec_rt_free(rt, xp[t]);\n        tilec_rt_free(rt, yp[t]);\n    }\n"
+    "    tilec_rt_free(rt, w.data);\n"
+    "    litem_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, a_graph_passes_one_tensor_of_a_list_to_a_kernel, .timeout = 180)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, item_tile, "litem", item_runner);
+    /* k = 2, n = 3: ys[2] = 2 x[2] = {4, 6, 8}; then ys[i + 1][0] = 2 x[i][0] = 2i for i < 3
+       (ys[2][0] becomes 2): 0 + (2 + 6 + 8) + 4 = 20; t = 2 w = 20 */
+    const char *cases[] = {"2 3 0", "2 3 1", "5 0 0", "-1 0 0", "0 5 0"};
+    const char *want[] = {
+        "rc=0 ys=20 t=20 err=\n",
+        "replays=1 rc=0 ys=20 t=20 err=\n",
+        "rc=1 ys=0 t=0 err=litem: line 6: xs[k] is out of bounds: index 5, and 'xs' has 5 tensors\n",
+        "rc=1 ys=0 t=0 err=litem: line 6: xs[k] is out of bounds: index -1, and 'xs' has 5 tensors\n",
+        /* the loop's fifth iteration: the four before it ran (eager), ys[1..4][0] = 0, 2, 4, 6, and
+           ys[0] = 2 x[0] = 0 */
+        "rc=1 ys=12 t=0 err=litem: line 11: ys[i + 1] is out of bounds: index 5, and 'ys' has 5 tensors\n",
+    };
+    expect_runs(dir, cases, want, 5);
+    rm_dir(dir);
+}
+
+/* view(xs[k], f32[2, m]): tensor k of a list as a tensor of a shape, its
+ * second row (a slice) doubled; main(driver, k, m) over five tensors
+ * x[t][j] = t + j (t % 5 + 1 elements) prints "rc=R x3=A,B,C,D err=E" */
+static const char view_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                "    let i = pid(0) * 256 + range(256);\n"
+                                "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                "}\n"
+                                "graph lview(xs: [*f32], k: i64, m: i64) {\n"
+                                "    let w = view(xs[k], f32[2, m]);\n"
+                                "    let r = w[1:];\n"
+                                "    scale2(r, r, m);\n"
+                                "}\n";
+
+static const char view_runner[] =
+    FAKE_RUNNER_MAIN("lview.h", "4")
+    "    int64_t k = atoll(argv[2]), m = atoll(argv[3]);\n"
+    "    char err[512] = \"\";\n"
+    "    lview_module *mod = NULL;\n"
+    "    if (lview_load(rt, &mod, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    uint64_t xp[5];\n    int64_t num[5];\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
+    "    }\n"
+    "    tilec_rt_list xs = {5, xp, num};\n"
+    "    (void)f;\n    int rc = lview_run(mod, &xs, k, m, err, sizeof err);\n"
+    "    float x3[4];\n"
+    "    if (tilec_rt_memcpy_dtoh(rt, x3, xp[3], 16))\n        return 6;\n"
+    "    printf(\"rc=%d x3=%g,%g,%g,%g err=%s\\n\", rc, x3[0], x3[1], x3[2], x3[3], err);\n"
+    "    for (int t = 0; t < 5; t++)\n        tilec_rt_free(rt, xp[t]);\n"
+    "    lview_unload(mod);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+Test(wrapper_run, a_graph_views_one_tensor_of_a_list, .timeout = 180)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    build_runner(dir, view_tile, "lview", view_runner);
+    const char *cases[] = {"3 2", "9 2", "2 2"};
+    const char *want[] = {
+        "rc=0 x3=3,4,10,12 err=\n", /* tensor 3, [3, 4, 5, 6] as f32[2, 2]: its second row doubled */
+        "rc=1 x3=3,4,5,6 err=lview: line 6: xs[k] is out of bounds: index 9, and 'xs' has 5 tensors\n",
+        "rc=1 x3=3,4,5,6 err=lview: line 6: view w of xs[k] (3 elements, 12 bytes) as f32[2, m] (16 bytes) changes its "
+        "size\n",
+    };
+    expect_runs(dir, cases, want, 3);
+    rm_dir(dir);
+}
+
 static char *run_mode(const char *dir, int n, int mode)
 {
     char *out = NULL;
@@ -1696,27 +1974,17 @@ static char *run_mode(const char *dir, int n, int mode)
     return out;
 }
 
-/* The sum of s * x over n tensors of t % 5 + 1 elements x[t][j] = t + j. */
-static double lists_sum(int n, double s)
-{
-    double sum = 0;
-    for (int t = 0; t < n; t++)
-        for (int j = 0; j < t % 5 + 1; j++)
-            sum += s * (t + j);
-    return sum;
-}
-
 Test(wrapper_run, a_graph_passes_its_tensor_lists_to_the_launch, .timeout = 120)
 {
     char dir[64], want[512];
     make_tmpdir(dir, sizeof dir);
     build_runner(dir, lists_tile, "lsc", lists_runner);
     char *out = run_mode(dir, 5, 0); /* one launch of the five tensors' table */
-    snprintf(want, sizeof want, "rc=0 launches=2 lists=1 n=5,0 sum=%g t=12 err=\n", lists_sum(5, 3));
+    snprintf(want, sizeof want, "rc=0 launches=2 lists=1 n=5,0 sum=%g t=12 err=\n", lists_sum(0, 5, 3));
     cr_expect_str_eq(out, want);
     free(out);
     out = run_mode(dir, 130, 0); /* past the table's 126: the launch splits, in order */
-    snprintf(want, sizeof want, "rc=0 launches=3 lists=2 n=126,4 sum=%g t=12 err=\n", lists_sum(130, 3));
+    snprintf(want, sizeof want, "rc=0 launches=3 lists=2 n=126,4 sum=%g t=12 err=\n", lists_sum(0, 130, 3));
     cr_expect_str_eq(out, want);
     free(out);
     out = run_mode(dir, 0, 0); /* an empty list: a grid of len(x) = 0 programs runs nothing */
@@ -1742,7 +2010,7 @@ Test(wrapper_run, a_graph_passes_its_tensor_lists_to_the_launch, .timeout = 120)
     out = run_mode(dir, 5, 4);
     int same = strstr(out, "same_out=1 ") != NULL;
     snprintf(want, sizeof want, "graphs=1 captured=%d same_out=%d rc=0 launches=2 lists=1 n=5,0 sum=%g t=12 err=\n",
-             same ? 2 : 4, same, lists_sum(5, 3));
+             same ? 2 : 4, same, lists_sum(0, 5, 3));
     cr_expect_str_eq(out, want);
     free(out);
     rm_dir(dir);

@@ -28,7 +28,13 @@ typedef struct nidx {
     UT_hash_handle hh;
 } nidx;
 
-typedef enum { E_TENSOR_PARAM, E_SCALAR_PARAM, E_BUFFER, E_LIST_PARAM /* a tensor list: passed whole, never freed */ } ekind;
+typedef enum {
+    E_TENSOR_PARAM,
+    E_SCALAR_PARAM,
+    E_BUFFER,
+    E_LIST_PARAM, /* a tensor list: passed whole, never freed */
+    E_LIST        /* a list the graph made (let ys = xs[a:b], [a, b]): its tensors live as long as it */
+} ekind;
 
 /* A name of the graph. Views share the storage of their root. */
 typedef struct entry {
@@ -45,6 +51,9 @@ typedef struct entry {
     int freed;
     int scope;    /* the loop whose body made it (-1: the graph's top) */
     int mangled;  /* made in an unrolled iteration: its name carries the suffix */
+    int from;     /* E_LIST: the list it is part of (-1: none) */
+    int *elems;   /* E_LIST: the tensors it holds (a list of named tensors) */
+    uint32_t nelems;
 } entry;
 
 /* One position of the flattened statements: a statement, or the start or
@@ -84,7 +93,8 @@ typedef struct lw {
     int failed; /* a diagnostic was recorded */
     int oom;
     uint32_t ntuples;
-    uint32_t nlists; /* sub-lists made (MAKE_LIST), for their names */
+    uint32_t nlists; /* sub-lists made for call arguments (MAKE_LIST), for their names */
+    uint32_t nlistofs; /* lists of named tensors made for call arguments (LIST_OF) */
     nidx *by_name; /* entries by name */
     nidx *sym_set; /* syms */
     nidx *loop_set; /* loop variables */
@@ -225,7 +235,8 @@ static entry *define(lw *L, const char *name, ekind kind, tilec_dtype dt, uint32
     }
     entry *x = &L->e[L->ne];
     *x = (entry){.name = name, .kind = kind, .dtype = dt, .rank = rank, .dims = dims, .root = (int)L->ne,
-                 .last_use = stmt, .scope = stmt < 0 ? -1 : L->cur_loop, .mangled = stmt >= 0 && L->cur_inst >= 0};
+                 .last_use = stmt, .scope = stmt < 0 ? -1 : L->cur_loop, .mangled = stmt >= 0 && L->cur_inst >= 0,
+                 .from = -1};
     if (name && find_raw(L, name) < 0) /* the first definition wins, as the scan did */
         set_add(L, &L->by_name, name, (int)L->ne);
     L->ne++;
@@ -245,18 +256,70 @@ static int lift(const lw *L, int p, int scope)
     return at;
 }
 
+/* Entry k marked used at position i; a list the graph made keeps what it
+ * holds alive as long as it is used: the tensors of a list [a, b], the
+ * list a sub-list is part of. */
+static void mark(lw *L, int k, int i)
+{
+    entry *x = &L->e[k];
+    if (x->kind == E_LIST) {
+        if (x->from >= 0)
+            mark(L, x->from, i);
+        for (uint32_t j = 0; j < x->nelems; j++)
+            mark(L, x->elems[j], i);
+        return;
+    }
+    int at = lift(L, i, x->scope);
+    if (x->last_use < at)
+        x->last_use = at;
+}
+
 /* The tensor named by expression a, marked used at position i. */
 static int use(lw *L, const tilec_expr *a, int i)
 {
     int k = a->kind == TILEC_EX_NAME ? find(L, a->name) : -1;
-    if (k < 0 || L->e[k].kind == E_SCALAR_PARAM || L->e[k].kind == E_LIST_PARAM) {
+    if (k < 0 || L->e[k].kind == E_SCALAR_PARAM || L->e[k].kind == E_LIST_PARAM || L->e[k].kind == E_LIST) {
         fail(L, &a->loc, "no tensor named", a->kind == TILEC_EX_NAME ? a->name : "(expression)");
         return -1;
     }
-    i = lift(L, i, L->e[k].scope);
-    if (L->e[k].last_use < i)
-        L->e[k].last_use = i;
+    mark(L, k, i);
     return k;
+}
+
+/* A list argument or let value: the list of named tensors [a, b] (each
+ * used at i; *k_out -1), or a list of the graph, whole or as a sub-list
+ * xs[a:b] (used at i; its entry in *k_out). 0, or -1 (failed). */
+static int use_list(lw *L, const tilec_expr *a, int i, int *k_out)
+{
+    *k_out = -1;
+    if (a->kind == TILEC_EX_LIST) {
+        for (uint32_t j = 0; j < a->nargs; j++)
+            if (use(L, a->args[j], i) < 0)
+                return -1;
+        return 0;
+    }
+    const tilec_expr *n = a->kind == TILEC_EX_INDEX && a->nargs ? a->args[0] : a;
+    int k = n->kind == TILEC_EX_NAME ? find(L, n->name) : -1;
+    if (k < 0 || (L->e[k].kind != E_LIST_PARAM && L->e[k].kind != E_LIST)) {
+        fail(L, &a->loc, "no tensor list named", n->kind == TILEC_EX_NAME ? n->name : "(expression)");
+        return -1;
+    }
+    mark(L, k, i);
+    *k_out = k;
+    return 0;
+}
+
+/* let ys = xs[a:b] or let ys = [a, b]: a list of the graph (the checker
+ * proved it); 0 when s is no such let. */
+static int is_let_list(const lw *L, const tilec_stmt *s)
+{
+    const tilec_expr *v = s->value;
+    if (s->kind != TILEC_ST_LET || !v)
+        return 0;
+    if (v->kind == TILEC_EX_LIST)
+        return 1;
+    int k = v->kind == TILEC_EX_INDEX && v->nargs && v->args[0]->kind == TILEC_EX_NAME ? find(L, v->args[0]->name) : -1;
+    return k >= 0 && (L->e[k].kind == E_LIST_PARAM || L->e[k].kind == E_LIST);
 }
 
 /* ---- text of sizes ---- */
@@ -646,6 +709,23 @@ static void first_walk(lw *L)
                 set_add(L, &L->loop_set, s->names[0], L->pos[i].loop);
             continue;
         }
+        if (is_let_list(L, s)) {
+            int from;
+            if (use_list(L, v, (int)i, &from))
+                return;
+            tilec_dtype dt = from >= 0 ? L->e[from].dtype : L->e[find(L, v->args[0]->name)].dtype;
+            int *elems = from < 0 ? ar_array(&L->w->ar, v->nargs, sizeof *elems) : NULL;
+            entry *x = define(L, s->names[0], E_LIST, dt, 0, NULL, (int)i);
+            if (!x || (from < 0 && !elems)) {
+                L->oom = 1;
+                return;
+            }
+            x->from = from;
+            for (uint32_t j = 0; from < 0 && j < v->nargs; j++)
+                elems[x->nelems++] = find(L, v->args[j]->name);
+            x->elems = elems;
+            continue;
+        }
         const poly *start, *stop;
         int sl = slice_of(L, s, &start, &stop);
         if (sl < 0)
@@ -725,17 +805,25 @@ static void first_walk(lw *L)
             if (x)
                 x->owned = x->pooled = 1;
         } else if (!strcmp(v->name, "view")) {
-            int base = use(L, v->args[0], (int)i);
+            int item = v->args[0]->kind == TILEC_EX_INDEX, from = -1; /* view(xs[i], ...): the caller's tensor */
+            int base = item ? (use_list(L, v->args[0], (int)i, &from) ? -1 : -2) : use(L, v->args[0], (int)i);
             const tilec_expr *ty = v->args[1];
             const poly **dims = dims_of(L, ty->args + 1, ty->nargs - 1);
             entry *x = define(L, s->names[0], E_BUFFER, ty->args[0]->dtype, ty->nargs - 1, dims, (int)i);
             if (x && base >= 0)
                 x->root = L->e[base].root;
+            if (x && item) /* a root of its own, never freed: its uses keep the list's */
+                x->from = from;
         } else if (tilec_module_find_kernel(L->m, v->name)) {
             const tilec_kernel *k = tilec_module_find_kernel(L->m, v->name);
-            for (uint32_t a = 0; a < v->nargs && a < k->nparams; a++)
-                if (k->params[a].type.kind == TILEC_TE_POINTER)
+            for (uint32_t a = 0; a < v->nargs && a < k->nparams; a++) {
+                int from;
+                int item = v->args[a]->kind == TILEC_EX_INDEX; /* xs[i]: tensor i of a list (the checker saw to it) */
+                if (k->params[a].type.kind == TILEC_TE_POINTER && !item)
                     use(L, v->args[a], (int)i);
+                else if ((k->params[a].type.kind == TILEC_TE_LIST || item) && use_list(L, v->args[a], (int)i, &from))
+                    return;
+            }
         } else if (tilec_module_find_extern(L->m, v->name)) {
             const tilec_extern *x = tilec_module_find_extern(L->m, v->name);
             const entry **args = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *args);
@@ -909,14 +997,63 @@ static const char *fresh_name(lw *L, const char *prefix, uint32_t *counter)
             L->oom = 1;
             return "?";
         }
-        if (find(L, n) < 0)
+        int taken = find(L, n) >= 0;
+        for (uint32_t i = 0; i < L->nast && !taken; i++)
+            taken = !strcmp(L->ast_names[i], n);
+        if (!taken)
             return n;
     }
 }
 
-/* The MAKE_LIST lines of a kernel call's sub-list arguments (xs[a:b],
- * before the call): names[a] is the list argument a passes, NULL where it
- * passes a list parameter whole. */
+/* The line that makes list `name` from the list expression e: MAKE_LIST
+ * for a sub-list xs[a:b] of a list of the graph, LIST_OF for a list [a,
+ * b] of its tensors. 0, or 1 (out of memory). */
+static int emit_list(lw *L, const char *name, const tilec_expr *e)
+{
+    if (e->kind == TILEC_EX_LIST) {
+        tilec_wir_line *l = add(L, TILEC_WIR_LIST_OF, &e->loc);
+        tilec_wir_arg *args = ar_array(&L->w->ar, e->nargs ? e->nargs : 1, sizeof *args);
+        if (!l || !args)
+            return 1;
+        l->name = name;
+        l->args = args;
+        l->nargs = e->nargs;
+        for (uint32_t i = 0; i < e->nargs; i++) {
+            int k = find(L, e->args[i]->name);
+            args[i].kind = TILEC_WIR_ARG_BUFFER;
+            args[i].text = rname(L, e->args[i]->name);
+            if (k >= 0)
+                l->dtype = L->e[k].dtype;
+        }
+        return 0;
+    }
+    const tilec_expr *sl = e->args[1];
+    const poly *lo = (sl->ival & 1) ? poly_from_expr(&L->w->ar, sl->args[0], lookup_sym, L, NULL)
+                                    : poly_const(&L->w->ar, 0);
+    const poly *hi = (sl->ival & 2) ? poly_from_expr(&L->w->ar, sl->args[1], lookup_sym, L, NULL) : NULL;
+    tilec_wir_arg *args = ar_array(&L->w->ar, 2, sizeof *args);
+    int k0 = find(L, e->args[0]->name);
+    tilec_wir_line *l = args && lo && ((sl->ival & 2) == 0 || hi) ? add(L, TILEC_WIR_MAKE_LIST, &e->loc) : NULL;
+    if (!l)
+        return 1;
+    l->name = name;
+    l->from = rname(L, e->args[0]->name);
+    l->dtype = k0 >= 0 ? L->e[k0].dtype : TILEC_DT_F32;
+    l->nargs = hi ? 2 : 1;
+    l->args = args;
+    const poly *b[2] = {lo, hi};
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        args[i].kind = TILEC_WIR_ARG_SIZE;
+        args[i].text = pstr(L, b[i]);
+        args[i].expr = pexpr(L, b[i]);
+    }
+    return 0;
+}
+
+/* The MAKE_LIST and LIST_OF lines of a kernel call's list arguments that
+ * are made for it (a sub-list xs[a:b], a list [a, b], before the call):
+ * names[a] is the list argument a passes, NULL where it passes a list of
+ * the graph whole. */
 static const char **make_lists(lw *L, const tilec_expr *v, const tilec_kernel *k)
 {
     const char **names = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *names);
@@ -926,29 +1063,12 @@ static const char **make_lists(lw *L, const tilec_expr *v, const tilec_kernel *k
     }
     for (uint32_t a = 0; a < v->nargs && a < k->nparams; a++) {
         const tilec_expr *e = v->args[a];
-        if (k->params[a].type.kind != TILEC_TE_LIST || e->kind != TILEC_EX_INDEX)
+        if (k->params[a].type.kind != TILEC_TE_LIST || (e->kind != TILEC_EX_INDEX && e->kind != TILEC_EX_LIST))
             continue;
-        const tilec_expr *sl = e->args[1];
-        const poly *lo = (sl->ival & 1) ? poly_from_expr(&L->w->ar, sl->args[0], lookup_sym, L, NULL)
-                                        : poly_const(&L->w->ar, 0);
-        const poly *hi = (sl->ival & 2) ? poly_from_expr(&L->w->ar, sl->args[1], lookup_sym, L, NULL) : NULL;
-        tilec_wir_arg *args = ar_array(&L->w->ar, 2, sizeof *args);
-        int k0 = find(L, e->args[0]->name);
-        tilec_wir_line *l = args && lo && ((sl->ival & 2) == 0 || hi) ? add(L, TILEC_WIR_MAKE_LIST, &e->loc) : NULL;
-        if (!l) {
+        names[a] = e->kind == TILEC_EX_LIST ? fresh_name(L, "list", &L->nlistofs) : fresh_name(L, "sublist", &L->nlists);
+        if (emit_list(L, names[a], e)) {
             L->oom = 1;
             return NULL;
-        }
-        l->name = names[a] = fresh_name(L, "sublist", &L->nlists);
-        l->from = e->args[0]->name;
-        l->dtype = k0 >= 0 ? L->e[k0].dtype : k->params[a].type.dtype;
-        l->nargs = hi ? 2 : 1;
-        l->args = args;
-        const poly *b[2] = {lo, hi};
-        for (uint32_t i = 0; i < l->nargs; i++) {
-            args[i].kind = TILEC_WIR_ARG_SIZE;
-            args[i].text = pstr(L, b[i]);
-            args[i].expr = pexpr(L, b[i]);
         }
     }
     return names;
@@ -967,7 +1087,15 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
         char c = p ? tilec_dtype_class(p->type.dtype) : 0;
         if (p && p->type.kind == TILEC_TE_LIST) { /* a list parameter of the graph, whole (the checker saw to it) */
             args[a].kind = TILEC_WIR_ARG_LIST;
-            args[a].text = lists && lists[a] ? lists[a] : e->kind == TILEC_EX_NAME ? e->name : "?";
+            args[a].text = lists && lists[a] ? lists[a] : e->kind == TILEC_EX_NAME ? rname(L, e->name) : "?";
+            continue;
+        }
+        if (p && p->type.kind == TILEC_TE_POINTER && e->kind == TILEC_EX_INDEX) { /* xs[i]: tensor i of a list */
+            const poly *q = poly_from_expr(&L->w->ar, e->args[1], lookup_sym, L, NULL);
+            args[a].kind = TILEC_WIR_ARG_ITEM;
+            args[a].text = q ? ar_printf(&L->w->ar, "%s[%s]", rname(L, e->args[0]->name), pstr(L, q)) : NULL;
+            args[a].expr = q ? pexpr(L, q) : NULL;
+            L->oom |= !args[a].text;
             continue;
         }
         if (!p || p->type.kind == TILEC_TE_POINTER) {
@@ -1071,6 +1199,10 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
 {
     const tilec_expr *v = s->value;
     tilec_wir_line *l;
+    if (s->kind != TILEC_ST_DOC && is_let_list(L, s)) {
+        L->oom |= emit_list(L, rname(L, s->names[0]), v);
+        return;
+    }
     const poly *start, *stop;
     int sl = s->kind == TILEC_ST_DOC ? 0 : slice_of(L, s, &start, &stop);
     if (sl) {
@@ -1113,7 +1245,22 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         l->name = x->name;
         shape_into(L, x, l);
         l->align = WIR_ALIGN;
-        if (view) {
+        const tilec_expr *it = v->args[0]->kind == TILEC_EX_INDEX ? v->args[0] : NULL; /* view(xs[i], ...) */
+        if (view && it) { /* from the list, one ITEM arg; its bytes kept for the wrappers' check of xs[i]'s */
+            const poly *q = poly_from_expr(&L->w->ar, it->args[1], lookup_sym, L, NULL);
+            l->from = rname(L, it->args[0]->name);
+            l->offset = "0";
+            l->offset_expr = ix_int(&L->w->ar, 0);
+            l->args = ar_array(&L->w->ar, 1, sizeof *l->args);
+            if (!q || !l->args || !l->offset_expr) {
+                L->oom = 1;
+                return;
+            }
+            l->args[0] = (tilec_wir_arg){.kind = TILEC_WIR_ARG_ITEM, .text = ar_printf(&L->w->ar, "%s[%s]", l->from,
+                                                                                       pstr(L, q)), .expr = pexpr(L, q)};
+            l->nargs = 1;
+            L->oom |= !l->args[0].text;
+        } else if (view) {
             l->from = rname(L, v->args[0]->name);
             l->offset = "0";
             l->offset_expr = ix_int(&L->w->ar, 0);

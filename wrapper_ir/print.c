@@ -11,6 +11,7 @@
  *   assert_shape x: f32[R, C] binds R, C              ASSERT_SHAPE ("binds" lists the
  *                                                     symbols bound here; others are checked)
  *   make_list sublist0: [*f32] = ps[0:k]              MAKE_LIST (a sub-list, passed to the next call)
+ *   list_of ws: [*f32] = [a, b]                       LIST_OF (a list of the graph's tensors)
  *   assert_list ps: [*f32]                            ASSERT_LIST (a tensor list parameter; a call
  *                                                     names it as an argument, whole)
  *   # text                                            COMMENT (\\ and control bytes escaped)
@@ -23,6 +24,7 @@
  *   free t                                            FREE
  *   view v = y as f32[R*C] strides [1] offset 0       REINTERPRET
  *   view c = x[C*i:C*i+C] as f32[C, H] strides [H, 1] offset C*H*i     REINTERPRET of a slice
+ *   view w = xs[i] as f32[O, I] strides [I, 1] offset 0   REINTERPRET of one tensor of a list
  *                                                     (checked 0 <= start <= stop <= the axis' size)
  *   for i in 0 .. n step 1                            LOOP (the lines up to its end_for repeat)
  *   end_for i                                         END_LOOP
@@ -155,7 +157,10 @@ static int p_free(void *u, const tilec_wir_line *l)
 
 static int p_reinterpret(void *u, const tilec_wir_line *l)
 {
-    sb_printf(u, "view %s = %s", l->name, l->from);
+    if (l->nargs == 1 && l->args[0].kind == TILEC_WIR_ARG_ITEM) /* one tensor of a list: view w = xs[i] */
+        sb_printf(u, "view %s = %s", l->name, l->args[0].text);
+    else
+        sb_printf(u, "view %s = %s", l->name, l->from);
     if (l->nargs == 3) { /* a slice: start, stop, the axis' size */
         sb_putc(u, '[');
         for (uint32_t d = 0; d < l->index; d++)
@@ -274,12 +279,22 @@ static int p_make_list(void *u, const tilec_wir_line *l)
     return end(u, l);
 }
 
+static int p_list_of(void *u, const tilec_wir_line *l)
+{
+    sb_printf(u, "list_of %s: [*%s] = [", l->name, tilec_dtype_name(l->dtype));
+    for (uint32_t i = 0; i < l->nargs; i++)
+        sb_printf(u, "%s%s", i ? ", " : "", l->args[i].text);
+    sb_putc(u, ']');
+    return end(u, l);
+}
+
 #define TEXT_HOOKS                                                                                       \
     .comment = p_comment, .kernel_def = p_kernel_def, .allocate = p_allocate, .reuse = p_reuse,          \
     .free_if_not_reused = p_free_if_not_reused, .free = p_free, .reinterpret = p_reinterpret,            \
     .kernel_call = p_kernel_call, .extern_call = p_extern_call, .extern_alloc = p_extern_alloc,          \
     .multi_output = p_multi_output, .assert_shape = p_assert_shape, .collective = p_collective,          \
-    .loop = p_loop, .end_loop = p_end_loop, .assert_list = p_assert_list, .make_list = p_make_list
+    .loop = p_loop, .end_loop = p_end_loop, .assert_list = p_assert_list, .make_list = p_make_list, \
+    .list_of = p_list_of
 
 const tilec_wir_hooks wir_text_hooks = {
     .comment = p_comment,
@@ -299,6 +314,7 @@ const tilec_wir_hooks wir_text_hooks = {
     .end_loop = p_end_loop,
     .assert_list = p_assert_list,
     .make_list = p_make_list,
+    .list_of = p_list_of,
 };
 
 void wir_text_header(strbuf *b, const tilec_wir *w)

@@ -354,6 +354,26 @@ static int dot_make_list(void *user, const tilec_wir_line *l)
     return b->failed;
 }
 
+/* LIST_OF: a list of the graph's tensors, with an edge from each. */
+static int dot_list_of(void *user, const tilec_wir_line *l)
+{
+    dot *d = user;
+    buf *b = &d->out;
+    buf_str(b, "  \"buf_");
+    buf_esc(b, l->name);
+    buf_str(b, "\" [label=\"");
+    buf_esc(b, l->name);
+    buf_fmt(b, "\\n[*%s]\\nlist of %u\", shape=box3d];\n", tilec_dtype_name(l->dtype), l->nargs);
+    for (uint32_t i = 0; i < l->nargs; i++) {
+        buf_str(b, "  \"buf_");
+        buf_esc(b, l->args[i].text);
+        buf_str(b, "\" -> \"buf_");
+        buf_esc(b, l->name);
+        buf_str(b, "\" [style=dashed];\n");
+    }
+    return b->failed;
+}
+
 static int dot_allocate(void *user, const tilec_wir_line *l)
 {
     dot *d = user;
@@ -425,6 +445,18 @@ static int dot_kernel_call(void *user, const tilec_wir_line *l)
         if (l->args[i].kind == TILEC_WIR_ARG_LIST) { /* its tensors, read and written in place */
             edge(d, l->args[i].text, id, 1, pname, NULL);
             edge(d, l->args[i].text, id, 0, pname, NULL);
+        }
+        if (l->args[i].kind == TILEC_WIR_ARG_ITEM) { /* xs[i]: one of the list's tensors, edges labelled xs[i] */
+            const char *t = l->args[i].text, *br = strchr(t, '[');
+            char *name = br ? strndup(t, (size_t)(br - t)) : NULL;
+            if (!name) {
+                free(use);
+                return -1;
+            }
+            edge(d, name, id, 1, t, "style=dashed");
+            edge(d, name, id, 0, t, "style=dashed");
+            free(name);
+            continue;
         }
         if (l->args[i].kind != TILEC_WIR_ARG_BUFFER)
             continue;
@@ -606,6 +638,7 @@ static const tilec_emitter dot_emitter = {
         .kernel_call = dot_kernel_call,
         .assert_list = dot_list,
         .make_list = dot_make_list,
+        .list_of = dot_list_of,
         .extern_call = dot_extern_call,
         .extern_alloc = dot_extern_alloc,
         .multi_output = dot_multi_output,

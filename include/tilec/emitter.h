@@ -29,7 +29,7 @@ typedef struct tilec_emit tilec_emit; /* one emit session (one module) */
  * tilec_register_emitter refuses any other, so an emitter (or a plugin)
  * built against another layout is a diagnostic, never a call through a
  * wrong pointer. */
-#define TILEC_EMITTER_ABI 5u /* 2: the COLLECTIVE line kind (a new hook); 3: LOOP, END_LOOP, slices, a COLLECTIVE's wait (a field of the line; the wait itself an EXTERN_CALL); 4: ASSERT_LIST and LIST arguments (tensor list parameters); 5: MAKE_LIST (sub-lists) */
+#define TILEC_EMITTER_ABI 6u /* 2: the COLLECTIVE line kind (a new hook); 3: LOOP, END_LOOP, slices, a COLLECTIVE's wait (a field of the line; the wait itself an EXTERN_CALL); 4: ASSERT_LIST and LIST arguments (tensor list parameters); 5: MAKE_LIST (sub-lists); 6: LIST_OF (lists of named tensors) and ITEM arguments (xs[i]) */
 #define TILEC_EMITTER_HEADER .abi = TILEC_EMITTER_ABI, .size = (unsigned)sizeof(tilec_emitter)
 
 typedef struct tilec_emitter {

@@ -37,7 +37,8 @@ extern "C" {
     X(LOOP, loop)                                 \
     X(END_LOOP, end_loop)                         \
     X(ASSERT_LIST, assert_list)                   \
-    X(MAKE_LIST, make_list)
+    X(MAKE_LIST, make_list)                       \
+    X(LIST_OF, list_of)
 
 typedef enum tilec_wir_kind {
 #define TILEC_X(E, e) TILEC_WIR_##E,
@@ -54,14 +55,17 @@ typedef enum tilec_wir_arg_kind {
     TILEC_WIR_ARG_BUFFER, /* text: a buffer (tensor) name */
     TILEC_WIR_ARG_SIZE,   /* text: a canonical size expression ("R*C") */
     TILEC_WIR_ARG_SCALAR, /* text: a literal ("0.5", "-inf", "true") or a scalar parameter name */
-    TILEC_WIR_ARG_LIST,   /* text: a tensor list parameter of the graph or a MAKE_LIST's list, for a kernel's
-                             [*T] (KERNEL_CALL only) */
+    TILEC_WIR_ARG_LIST,   /* text: a tensor list parameter of the graph, a MAKE_LIST's or a LIST_OF's list, for
+                             a kernel's [*T] (KERNEL_CALL only) */
+    TILEC_WIR_ARG_ITEM,   /* text: "xs[i]", tensor i of the graph's list xs (the name up to the first '['),
+                             expr: i; for a kernel's *T (KERNEL_CALL only): the address of that tensor,
+                             which the wrappers check 0 <= i < len(xs) before the call */
 } tilec_wir_arg_kind;
 
 typedef struct tilec_wir_arg {
     tilec_wir_arg_kind kind;
     const char *text;
-    const tilec_ix *expr; /* SIZE: the size as an integer expression (text is its canonical text) */
+    const tilec_ix *expr; /* SIZE: the size as an integer expression (text is its canonical text); ITEM: the index */
 } tilec_wir_arg;
 
 /* One line. Which fields are set depends on the kind:
@@ -128,7 +132,18 @@ typedef struct tilec_wir_arg {
  *                      end): the sub-list from[a:b], tensors a to b - 1 of
  *                      from, which the wrappers check 0 <= a <= b <= len(from)
  *                      where the line stands (in every iteration of a loop);
- *                      the next KERNEL_CALL passes it as a LIST argument.
+ *                      a later KERNEL_CALL passes it as a LIST argument (the
+ *                      next, or any, for a list bound with let: let ys =
+ *                      xs[a:b]). from may be another MAKE_LIST's or a
+ *                      LIST_OF's list.
+ *  LIST_OF             name (a new list: a let's name, or a name no other of the
+ *                      graph has), dtype, and one BUFFER arg per tensor (at
+ *                      least one, all of that dtype, each contiguous, of any
+ *                      shape): the list [a, b, c] of the graph's tensors, made
+ *                      where the line stands (in every iteration of a loop)
+ *                      from their addresses and element counts; a later
+ *                      KERNEL_CALL passes it as a LIST argument. Lowering
+ *                      keeps each tensor alive to the list's last use.
  *
  * Buffers allocated between a LOOP and its END_LOOP are freed there too
  * (every iteration allocates and frees its own); a buffer made before the

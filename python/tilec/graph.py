@@ -41,11 +41,12 @@ _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": 
                  "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32",
                  "u64": "uint64", "bool": "bool"}
 _SETTERS = {I32: "i32", I64: "i64", F32: "f32", F64: "f64", U32: "u32", U64: "u64", PTR: "ptr"}
-# a size or scalar slot's kind ("int", "float", "list": a tensor list's tilec_rt_list address):
-# its tilec_plan_slot_type, its struct letter, its letter for the extension's plan_run
-_SLOT_TYPE = {"int": 1, "float": 2, "list": 3}
-_SLOT_PACK = {"int": "q", "float": "d", "list": "Q"}
-_SLOT_KIND = {"int": "q", "float": "d", "list": "p"}
+# a size or scalar slot's kind ("int", "float", "list": a tensor list's tilec_rt_list address,
+# "ptr": the device address of one tensor of a list, xs[i]): its tilec_plan_slot_type, its
+# struct letter, its letter for the extension's plan_run
+_SLOT_TYPE = {"int": 1, "float": 2, "list": 3, "ptr": 0}
+_SLOT_PACK = {"int": "q", "float": "d", "list": "Q", "ptr": "Q"}
+_SLOT_KIND = {"int": "q", "float": "d", "list": "p", "ptr": "p"}
 
 
 class Graph(Owner):
@@ -429,7 +430,7 @@ class Graph(Owner):
     def _run_debug(self, values: Sequence[Union[int, float]], stream: Optional[int],
                    steps: Optional[Sequence[Step]] = None) -> None:
         n = len(self.tensors)
-        if any(s[1] == "list" for s in self.scalars):
+        if any(s[1] in ("list", "ptr") for s in self.scalars):
             raise TilecError(f"{self.name}: TILEC_DEBUG_PRINT does not run graphs with tensor lists yet (unset it)")
         scal = {"$" + s[0]: values[n + i] for i, s in enumerate(self.scalars)}
 
@@ -606,7 +607,7 @@ def _recipe_ok(graph: Graph) -> bool:
     """Can this graph's calls be recorded as Recipes (the extension's
     recipe_run and torch's raw current-stream getter are there)?"""
     torch = torch_module()
-    if any(s[1] == "list" for s in graph.scalars):  # a key holds no list's tensors
+    if any(s[1] in ("list", "ptr") for s in graph.scalars):  # a key holds no list's tensors
         return False
     return (graph._native is not None and hasattr(graph._native, "recipe_run") and torch is not None and
             hasattr(torch._C, "_cuda_getCurrentRawStream"))

@@ -12,7 +12,7 @@ from ._library import F32, F64, I32, I64, LIST, PTR, U32, U64, RtList, TilecErro
 from .buffer import Buffer, tensor_info
 from .checks import check_float, check_int
 from .device import Device, stream_handle, torch_module
-from .dtypes import DT_ENUM, DTYPES, TORCH_NAMES
+from .dtypes import DT_ENUM, DTYPES, TORCH_NAMES, itemsize
 
 
 class ModuleView(Protocol):
@@ -173,12 +173,32 @@ class TensorList:
         self._rl, self._arrays, self.torch = list_arg(graph, param, dtype, index, self.tensors, self.device_index)
         return self
 
+    @classmethod
+    def of_buffers(cls, dtype: str, device_index: int, items: Any) -> "TensorList":
+        """A graph's list [a, b] of its own tensors (docs/language.md §9,
+        "Tensor lists"): items are their (device address, element count)
+        pairs, as the generated wrapper holds them (checked when taken or
+        made); the list holds the numbers, not the tensors (the call
+        does)."""
+        self = cls.__new__(cls)
+        self.tensors = list(items)
+        self.dtype, self.device_index, self.torch = dtype, device_index, False
+        n = len(self.tensors)
+        ptrs, numels = (ctypes.c_uint64 * max(n, 1))(), (ctypes.c_int64 * max(n, 1))()
+        for i, (p, e) in enumerate(self.tensors):
+            ptrs[i], numels[i] = p, e
+        self._rl = RtList(n, ctypes.cast(ptrs, ctypes.POINTER(ctypes.c_uint64)),
+                          ctypes.cast(numels, ctypes.POINTER(ctypes.c_int64)))
+        self._arrays = (ptrs, numels, self._rl)
+        return self
+
     def sub(self, graph: str, where: str, name: str, start: int, stop: Optional[int] = None) -> "TensorList":
         """Tensors start to stop - 1 (stop None: to the end) as a TensorList
         of its own that shares this one's arrays (and keeps them alive): a
         graph's sub-list name[start:stop] (docs/language.md §9, "Tensor
-        lists"), made where `where` says ("line 12: sub-list xs[0:k]");
-        ValueError naming graph `graph` when out of bounds."""
+        lists"; this one may be a sub-list itself), made where `where` says
+        ("line 12: sub-list xs[0:k]"); ValueError naming graph `graph` when
+        out of bounds."""
         n = len(self.tensors)
         stop = n if stop is None else stop
         if start < 0 or stop < start or stop > n:
@@ -189,10 +209,37 @@ class TensorList:
             self.device_index, self.torch
         ptrs, numels, _ = self._arrays
         u64, i64 = ctypes.sizeof(ctypes.c_uint64), ctypes.sizeof(ctypes.c_int64)
-        out._rl = RtList(stop - start, ctypes.cast(ctypes.addressof(ptrs) + u64 * start, ctypes.POINTER(ctypes.c_uint64)),
-                         ctypes.cast(ctypes.addressof(numels) + i64 * start, ctypes.POINTER(ctypes.c_int64)))
+        p0 = ctypes.cast(self._rl.ptrs, ctypes.c_void_p).value or ctypes.addressof(ptrs)  # this list's first
+        n0 = ctypes.cast(self._rl.numels, ctypes.c_void_p).value or ctypes.addressof(numels)
+        out._rl = RtList(stop - start, ctypes.cast(p0 + u64 * start, ctypes.POINTER(ctypes.c_uint64)),
+                         ctypes.cast(n0 + i64 * start, ctypes.POINTER(ctypes.c_int64)))
         out._arrays = (ptrs, numels, self)
         return out
+
+    def item(self, graph: str, where: str, name: str, i: int) -> int:
+        """The device address of tensor i: a graph's xs[i] (docs/language.md
+        §9, "Tensor lists"), used where `where` says ("line 12: xs[i]");
+        ValueError naming graph `graph` unless 0 <= i < len(self)."""
+        n = len(self.tensors)
+        if i < 0 or i >= n:
+            raise ValueError(f"{graph}: {where} is out of bounds: index {i}, and '{name}' has {n} tensors")
+        return int(self._rl.ptrs[i])
+
+    def view_item(self, graph: str, where: str, view: str, name: str, i: int, nbytes: int, vtype: str,
+                  align: int) -> int:
+        """The device address of tensor i, checked as a graph's view(xs[i],
+        T[...]) (`view`: "line 12: view w of xs[i]") of `nbytes` bytes
+        (vtype "f32[M, K]", its elements aligned to `align` bytes):
+        ValueError naming graph `graph` when out of bounds, of another byte
+        size, or misaligned."""
+        p = self.item(graph, where, name, i)
+        n = int(self._rl.numels[i])
+        have = n * itemsize(self.dtype or "f32")
+        if have != nbytes:
+            raise ValueError(f"{graph}: {view} ({n} elements, {have} bytes) as {vtype} ({nbytes} bytes) changes its size")
+        if p % align:
+            raise ValueError(f"{graph}: {view} at address {p:#x} is not aligned to {align} bytes ({vtype})")
+        return p
 
     @property
     def address(self) -> int:

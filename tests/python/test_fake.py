@@ -16,6 +16,7 @@ NCCL too (build/tests/libfakenccl.so), world 1 and 2, and its errors.
     python3 tests/python/test_fake.py [-q]     (make test runs it)"""
 import array
 import ctypes
+import importlib
 import os
 import struct
 import subprocess
@@ -170,6 +171,21 @@ class _OnDevice1:
     def __init__(self, n):
         self.device = type("D", (), {"id": 1})()
         self.__cuda_array_interface__ = {"data": (4096, False), "shape": (n,), "typestr": "<f4", "version": 3}
+
+
+def graph_modules(prefix, src, *names):
+    """The generated Python wrappers of the graphs `names` of source `src`
+    (emitted into a new scratch directory named from `prefix`)."""
+    d = scratch_dir(prefix)
+    tile = os.path.join(d, names[0] + ".tile")
+    with open(tile, "w") as f:
+        f.write(src)
+    subprocess.run([TILEC, tile, "--emit", "py", "-o", d], check=True)
+    sys.path.insert(0, d)
+    try:
+        return [importlib.import_module(n) for n in names]
+    finally:
+        sys.path.remove(d)
 
 
 @unittest.skipUnless(os.path.exists(FAKE) and os.path.exists(TILEC), "build first: make")
@@ -467,17 +483,7 @@ graph lchunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {
     }
 }
 """
-        d = scratch_dir("tilec_fake_sublists_")
-        tile = os.path.join(d, "lpart.tile")
-        with open(tile, "w") as f:
-            f.write(src)
-        subprocess.run([TILEC, tile, "--emit", "py", "-o", d], check=True)
-        sys.path.insert(0, d)
-        try:
-            import lpart
-            import lchunks
-        finally:
-            sys.path.remove(d)
+        lpart, lchunks = graph_modules("tilec_fake_sublists_", src, "lpart", "lchunks")
         sizes = [t % 4 + 1 for t in range(10)]
         xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
               for t, n in enumerate(sizes)]
@@ -518,6 +524,181 @@ graph lchunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {
             lchunks.call(xs, ys, 4, 3)
         self.assertEqual(str(cm.exception), "lchunks: line 17: sub-list xs[c*i:c + c*i] is out of bounds: start 9, stop "
                                             "12, and 'xs' has 10 tensors")
+
+    def test_a_graph_makes_lists_of_its_tensors_and_binds_sub_lists(self):
+        # docs/language.md §9, "Tensor lists": let head = xs[:k] binds a
+        # sub-list, passed on whole and as a sub-list of its own; [a, b] and
+        # let outs = [c, d] are lists of the graph's tensors of mixed shapes
+        # (TensorList.of_buffers, made after the allocations); in a kept loop,
+        # a list of a tensor the body makes and a sub-list, every iteration,
+        # eagerly and in CUDA-graph mode (each part keeps its lists)
+        src = LSCALE_TILE + """
+graph lmix(xs: [*f32], ys: [*f32], a: f32[5], b: f32[2, 3], k: i64) -> (c: f32[5], d: f32[2, 3]) {
+    let head = xs[:k];
+    let yh = ys[:k];
+    lscale(head[1:], yh[1:], 2.0);
+    let c = zeros(f32, [5]);
+    let d = zeros(f32, [2, 3]);
+    let outs = [c, d];
+    lscale([a, b], outs, 3.0);
+    return c, d;
+}
+graph lloop(xs: [*f32], ys: [*f32], n: i64) {
+    for i in 0 .. n {
+        let t = zeros(f32, [5]);
+        lscale(xs[i:i + 1], [t], 2.0);
+        lscale([t], ys[i:i + 1], 3.0);
+    }
+}
+"""
+        lmix, lloop = graph_modules("tilec_fake_madelists_", src, "lmix", "lloop")
+        sizes = [t % 5 + 1 for t in range(5)]
+        xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
+              for t, n in enumerate(sizes)]
+        ys = [tilec.Buffer((n,), "f32") for n in sizes]
+        a = tilec.Buffer.from_bytes(array.array("f", [1, 2, 3, 4, 5]), (5,), "f32")
+        b = tilec.Buffer.from_bytes(array.array("f", [10, 20, 30, 40, 50, 60]), (2, 3), "f32")
+
+        def zero():
+            for y in ys:
+                y.fill_u32(0)
+
+        def want(scale, lo, hi):
+            return [[(scale if lo <= t < hi else 0.0) * (t + j) for j in range(n)] for t, n in enumerate(sizes)]
+
+        zero()
+        c, dd = lmix.call(xs, ys, a, b, 4)
+        self.assertEqual([y.tolist() for y in ys], want(2.0, 1, 4))
+        self.assertEqual((c.tolist(), dd.tolist(), dd.shape), ([3, 6, 9, 12, 15], [30, 60, 90, 120, 150, 180], (2, 3)))
+        for k, msg in ((9, "line 12: sub-list xs[0:k] is out of bounds: start 0, stop 9, and 'xs' has 5 tensors"),
+                       (0, "line 14: sub-list head[1:] is out of bounds: start 1, stop 0, and 'head' has 0 tensors")):
+            with self.assertRaises(ValueError) as cm:
+                lmix.call(xs, ys, a, b, k)
+            self.assertEqual(str(cm.exception), "lmix: " + msg)
+        for graph_mode in (False, True):
+            g = lloop.load(cuda_graph=graph_mode)
+            for _ in range(2):
+                zero()
+                lloop.call(xs, ys, 5)  # ys[i] = 3 * 2 * xs[i], through the body's t
+                self.assertEqual([y.tolist() for y in ys], want(6.0, 0, 5), f"graph mode {graph_mode}")
+            if graph_mode:
+                self.assertEqual(g.stats()["replayed"], 1, g.stats())
+                g.eager()
+
+    def test_a_graph_passes_one_tensor_of_a_list_to_a_kernel(self):
+        # docs/language.md §9, "Tensor lists": xs[i] as a kernel's *T is the
+        # address of tensor i (TensorList.item, checked 0 <= i < len(xs) with
+        # the C wrapper's words), of a list parameter or of a list [w, t] of
+        # the graph's tensors; in a kept loop, each iteration's, eagerly and
+        # in CUDA-graph mode
+        src = """
+kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {
+    let i = pid(0) * 256 + range(256);
+    store(y + i, 2.0 * load(x + i, i < n), i < n);
+}
+graph litem(xs: [*f32], ys: [*f32], k: i64, n: i64, w: f32[N]) -> f32[N] {
+    scale2(xs[k], ys[k], 3);
+    let t = zeros(f32, [N]);
+    let ws = [w, t];
+    scale2(ws[0], ws[1], N);
+    for i in 0 .. n {
+        scale2(xs[i], ys[i + 1], 1);
+    }
+    return t;
+}
+graph lfirst(xs: [*f32], ys: [*f32]) {
+    scale2(xs[0], ys[0], 1);
+}
+"""
+        litem, lfirst = graph_modules("tilec_fake_items_", src, "litem", "lfirst")
+        sizes = [t % 5 + 1 for t in range(5)]
+        xs = [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
+              for t, n in enumerate(sizes)]
+        ys = [tilec.Buffer((n,), "f32") for n in sizes]
+        w = tilec.Buffer.from_bytes(array.array("f", [1, 2, 3, 4]), (4,), "f32")
+
+        def zero():
+            for y in ys:
+                y.fill_u32(0)
+
+        # ys[2] = 2 x[2] = [4, 6, 8]; then ys[i + 1][0] = 2 x[i][0] = 2i (ys[2][0] becomes 2); t = 2 w
+        want = [[0.0], [0.0, 0.0], [2.0, 6.0, 8.0], [4.0, 0.0, 0.0, 0.0], [0.0] * 5]
+        for graph_mode in (False, True):
+            g = litem.load(cuda_graph=graph_mode)
+            for _ in range(2):
+                zero()
+                t = litem.call(xs, ys, 2, 3, w)
+                self.assertEqual(([y.tolist() for y in ys], t.tolist()), (want, [2, 4, 6, 8]), f"mode {graph_mode}")
+                litem.release(t)  # its memory serves the next call: the same addresses replay
+            if graph_mode:
+                self.assertEqual(g.stats()["replayed"], 1, g.stats())
+                g.eager()
+        zero()
+        lfirst.call(xs, tilec.TensorList(ys))  # a straight-line graph: the address among run()'s values
+        self.assertEqual(ys[0].tolist(), [0.0])
+        for k, n, msg in ((5, 0, "line 7: xs[k] is out of bounds: index 5, and 'xs' has 5 tensors"),
+                          (-1, 0, "line 7: xs[k] is out of bounds: index -1, and 'xs' has 5 tensors"),
+                          (0, 5, "line 12: ys[i + 1] is out of bounds: index 5, and 'ys' has 5 tensors")):
+            with self.assertRaises(ValueError) as cm:
+                litem.call(xs, ys, k, n, w)
+            self.assertEqual(str(cm.exception), "litem: " + msg)
+        with self.assertRaises(ValueError) as cm:
+            lfirst.call([], ys)
+        self.assertEqual(str(cm.exception), "lfirst: line 17: xs[0] is out of bounds: index 0, and 'xs' has 0 tensors")
+
+    def test_a_graph_views_one_tensor_of_a_list(self):
+        # docs/language.md §9, "Tensor lists": view(xs[i], T[...]) gives tensor i
+        # of a list a shape (TensorList.view_item: its bounds and its bytes checked
+        # with the C wrapper's words), then used as any tensor (a slice of it, a
+        # kernel's argument); in a kept loop, each iteration's, eagerly and in
+        # CUDA-graph mode
+        src = """
+kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {
+    let i = pid(0) * 256 + range(256);
+    store(y + i, 2.0 * load(x + i, i < n), i < n);
+}
+graph lview(xs: [*f32], k: i64, m: i64) {
+    let w = view(xs[k], f32[2, m]);
+    let r = w[1:];
+    scale2(r, r, m);
+}
+graph lviews(xs: [*f32], n: i64) {
+    for i in 0 .. n {
+        let v = view(xs[i], f32[i + 1]);
+        scale2(v, v, i + 1);
+    }
+}
+"""
+        lview, lviews = graph_modules("tilec_fake_views_", src, "lview", "lviews")
+        sizes = [t % 5 + 1 for t in range(5)]
+
+        def make():
+            return [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(n)]), (n,), "f32")
+                    for t, n in enumerate(sizes)]
+
+        xs = make()
+        lview.call(xs, 3, 2)  # tensor 3, [3, 4, 5, 6], as f32[2, 2]: its second row doubled
+        self.assertEqual(xs[3].tolist(), [3, 4, 10, 12])
+        for k, m, msg in ((9, 2, "line 7: xs[k] is out of bounds: index 9, and 'xs' has 5 tensors"),
+                          (2, 2, "line 7: view w of xs[k] (3 elements, 12 bytes) as f32[2, m] (16 bytes) changes "
+                                 "its size")):
+            with self.assertRaises(ValueError) as cm:
+                lview.call(xs, k, m)
+            self.assertEqual(str(cm.exception), "lview: " + msg)
+        for graph_mode in (False, True):
+            g = lviews.load(cuda_graph=graph_mode)
+            xs = make()
+            for _ in range(2):
+                lviews.call(xs, 5)  # tensor i, i + 1 elements, doubled
+            self.assertEqual([x.tolist() for x in xs], [[4.0 * (t + j) for j in range(n)] for t, n in enumerate(sizes)],
+                             f"graph mode {graph_mode}")
+            if graph_mode:
+                self.assertEqual(g.stats()["replayed"], 1, g.stats())
+                g.eager()
+        with self.assertRaises(ValueError) as cm:  # tensor 5 has 1 element, not 6 (the five before it ran)
+            lviews.call(make() + [tilec.Buffer((1,), "f32")], 6)
+        self.assertEqual(str(cm.exception), "lviews: line 13: view v of xs[i] (1 elements, 4 bytes) as f32[i + 1] (24 "
+                                            "bytes) changes its size")
 
     def test_a_split_k_first_variant_takes_the_declared_arguments(self):
         # variant 0 split-K: its CUDA kernel has two more parameters (the

@@ -13,7 +13,14 @@ same lists and TensorLists, against the same references, and in CUDA-graph
 mode (recorded, replayed while the lists hold the same tensors) against its
 eager calls. Sub-lists: graph adamw_groups (the first k tensors with weight
 decay, the rest without) against torch's fused AdamW with those two
-parameter groups.
+parameter groups; sub-lists bound with let: graph adamw_unfrozen (the first
+k frozen, two groups after them); lists of a graph's tensors: graph
+adamw_layer (a weight and a bias: their gradients' squared norms and one
+AdamW launch) against torch; one tensor of a list as a kernel's pointer:
+graph layers (ws[i] in a kept loop, ws[k]) against torch; view(ws[k], f32[H, H])
+as cuBLAS's argument (graph layer_gemm) against torch. Every list graph
+in CUDA-graph mode against its eager calls (CudaGraphMode, one parametrised
+test).
 
     python3 tests/python/test_gpu_lists.py"""
 import importlib
@@ -67,11 +74,17 @@ def ref_step(p, g, m, v, t):
     return p - (LR / (1 - b1 ** t)) * m / denom, m, v
 
 
-def graph_module(name):
-    """The generated Python wrapper of graph `name` of examples/adamw_multi.tile."""
+def graph_module(name, source=None):
+    """The generated Python wrapper of graph `name` of examples/adamw_multi.tile
+    (or of `source`, a .tile text)."""
     d = tempfile.mkdtemp(prefix="tilec_gpu_lists_")
     tilec_bin = os.environ.get("TILEC_BIN", os.path.join(ROOT, "build", "bin", "tilec"))
-    subprocess.run([tilec_bin, os.path.join(ROOT, "examples", "adamw_multi.tile"), "--emit", "py", "-o", d], check=True)
+    tile = os.path.join(ROOT, "examples", "adamw_multi.tile")
+    if source is not None:
+        tile = os.path.join(d, name + ".tile")
+        with open(tile, "w") as f:
+            f.write(source)
+    subprocess.run([tilec_bin, tile, "--emit", "py", "-o", d], check=True)
     sys.path.insert(0, d)
     try:
         return importlib.import_module(name)
@@ -195,31 +208,6 @@ class AdamWStepGraph(AdamWOverATensorList):
         torch.cuda.synchronize()
         self.assertTrue(all(bool((p == 1).all()) for p in ps), "nothing ran")
 
-    def test_cuda_graph_mode_replays_while_the_lists_stay(self):
-        # CUDA graphs (docs/emitters.md): a call is keyed by its lists' tensors (count, addresses, element
-        # counts), not by the Python list that holds them: the same tensors in new lists replay, other
-        # tensors record anew; the results are the eager calls' to the bit
-        shapes = sizes()
-        ps, gs = make(shapes, torch.float32, 11)
-        eager = [[p.clone() for p in ps], [torch.zeros_like(p) for p in ps], [torch.zeros_like(p) for p in ps]]
-        graphed = [[p.clone() for p in ps], [torch.zeros_like(p) for p in ps], [torch.zeros_like(p) for p in ps]]
-        order = (0, 0, 1, 1)  # the gradients of each call: replayed, other tensors recorded, replayed
-        for k in order:
-            self.graph.call(eager[0], gs[k], eager[1], eager[2], LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
-        g = self.graph.load(cuda_graph=True)
-        try:
-            for k in order:
-                self.graph.call(list(graphed[0]), list(gs[k]), tuple(graphed[1]), graphed[2], LR, BETAS[0], BETAS[1],
-                                EPS, WD, 1.0)
-            torch.cuda.synchronize()
-            st = g.stats()
-        finally:
-            g.eager()
-        self.assertEqual((st["recorded"], st["replayed"]), (2, 2), st)
-        for name, a, b in zip(("params", "exp_avg", "exp_avg_sq"), graphed, eager):
-            for i, (x, y) in enumerate(zip(a, b)):
-                self.assertTrue(torch.equal(x, y), f"{name} {i}")
-
 
 @unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
 class AdamWGroupsGraph(unittest.TestCase):
@@ -265,25 +253,220 @@ class AdamWGroupsGraph(unittest.TestCase):
         torch.cuda.synchronize()
         self.assertTrue(all(bool((p == 1).all()) for p in ps), "nothing ran")
 
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class AdamWUnfrozenGraph(unittest.TestCase):
+    """graph adamw_unfrozen of examples/adamw_multi.tile: sub-lists bound with let
+    (docs/language.md §9, "Tensor lists") and sub-lists of them: the first k
+    tensors frozen, then m with weight decay, the rest without, against
+    torch.optim.AdamW(fused=True) with those two groups; the lets' and the
+    sub-lists' bounds checked before anything runs."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.graph = graph_module("adamw_unfrozen")
+
+    def test_frozen_and_two_groups_match_torch_fused(self):
+        shapes, k, m = sizes(), 30, 90
+        ps, gs = make(shapes, torch.float32, 19)
+        mine = [p.clone() for p in ps]
+        ms = [torch.zeros_like(p) for p in ps]
+        vs = [torch.zeros_like(p) for p in ps]
+        theirs = [torch.nn.Parameter(p.clone()) for p in ps]
+        opt = torch.optim.AdamW([{"params": theirs[k:k + m], "weight_decay": WD},
+                                 {"params": theirs[k + m:], "weight_decay": 0.0}],
+                                lr=LR, betas=BETAS, eps=EPS, fused=True)
+        for t in (1, 2, 3):
+            self.graph.call(mine, gs[t - 1], ms, vs, k, m, LR, BETAS[0], BETAS[1], EPS, WD, float(t))
+            for p, gi in zip(theirs, gs[t - 1]):
+                p.grad = gi
+            opt.step()
+        torch.cuda.synchronize()
+        for i in range(k):  # frozen: not one bit moved, no moment written
+            self.assertTrue(torch.equal(mine[i], ps[i]) and not ms[i].any() and not vs[i].any(), f"tensor {i}")
+        for name, a, b in (("params", mine, [p.detach() for p in theirs]),
+                           ("exp_avg", ms, [opt.state[p]["exp_avg"] if p in opt.state else torch.zeros_like(p)
+                                            for p in theirs]),
+                           ("exp_avg_sq", vs, [opt.state[p]["exp_avg_sq"] if p in opt.state else torch.zeros_like(p)
+                                               for p in theirs])):
+            for lo, hi in ((k, k + m), (k + m, len(ps))):
+                e = rel(a[lo:hi], b[lo:hi])
+                print(f"adamw_unfrozen {name} tensors {lo}..{hi - 1}: vs torch fused {e:.2e}")
+                self.assertLess(e, 5e-5, f"{name} {lo}..{hi - 1}")
+
+    def test_bounds_are_checked_before_anything_runs(self):
+        ps = [torch.ones(5, device="cuda") for _ in range(3)]
+        for k, m, msg in ((4, 0, "line 79: sub-list params[k:] is out of bounds: start 4, stop 3, and 'params' has 3 "
+                                 "tensors"),
+                          (1, 3, "line 83: sub-list ps[0:m] is out of bounds: start 0, stop 3, and 'ps' has 2 "
+                                 "tensors")):
+            with self.assertRaises(ValueError) as cm:
+                self.graph.call(ps, ps, ps, ps, k, m, LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+            self.assertEqual(str(cm.exception), "adamw_unfrozen: " + msg)
+        torch.cuda.synchronize()
+        self.assertTrue(all(bool((p == 1).all()) for p in ps), "nothing ran")
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class AdamWLayerGraph(unittest.TestCase):
+    """graph adamw_layer of examples/adamw_multi.tile: lists the graph makes of
+    its tensors (docs/language.md §9, "Tensor lists"), a weight and a bias of
+    two shapes: the gradients' squared norms against torch's, and one AdamW
+    launch over both against torch.optim.AdamW(fused=True)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.graph = graph_module("adamw_layer")
+
+    def test_norms_and_step_match_torch(self):
+        g = torch.Generator(device="cuda").manual_seed(23)
+        w, b = torch.randn(1000, 777, device="cuda", generator=g), torch.randn(1000, device="cuda", generator=g)
+        grads = [(torch.randn(1000, 777, device="cuda", generator=g), torch.randn(1000, device="cuda", generator=g))
+                 for _ in range(3)]
+        mine = [w.clone(), b.clone()]
+        m = [torch.zeros_like(w), torch.zeros_like(b)]
+        v = [torch.zeros_like(w), torch.zeros_like(b)]
+        sq = torch.empty(2, device="cuda")
+        theirs = [torch.nn.Parameter(w.clone()), torch.nn.Parameter(b.clone())]
+        opt = torch.optim.AdamW(theirs, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, fused=True)
+        for t in (1, 2, 3):
+            gw, gb = grads[t - 1]
+            self.graph.call(mine[0], mine[1], gw, gb, m[0], m[1], v[0], v[1], LR, BETAS[0], BETAS[1], EPS, WD,
+                            float(t), sq)
+            want = torch.stack([gw.double().pow(2).sum(), gb.double().pow(2).sum()])
+            self.assertLess(float(((sq.double() - want).abs() / want).max()), 1e-5, f"norms, step {t}")
+            theirs[0].grad, theirs[1].grad = gw, gb
+            opt.step()
+        torch.cuda.synchronize()
+        for name, a, c in (("params", mine, [p.detach() for p in theirs]),
+                           ("exp_avg", m, [opt.state[p]["exp_avg"] for p in theirs]),
+                           ("exp_avg_sq", v, [opt.state[p]["exp_avg_sq"] for p in theirs])):
+            e = rel(a, c)
+            print(f"adamw_layer {name}: vs torch fused {e:.2e}")
+            self.assertLess(e, 5e-5, name)
+
+
+# one tensor of a list, ws[i], as a kernel's pointer argument (docs/language.md §9, "Tensor
+# lists"): every layer's weight scaled in a loop kept as a loop, then layer k's again; and
+# viewed as a tensor of a shape, an extern's argument
+LAYERS_TILE = """
+kernel scale_into(x: *f32, y: *f32, n: i64, s: f32) grid (cdiv(n, BLOCK)) hints { BLOCK = 1024 } {
+    let j = cast(pid(0), i64) * BLOCK + range(BLOCK);
+    store(y + j, load(x + j, j < n) * s, j < n);
+}
+graph layers(ws: [*f32], outs: [*f32], nl: i64, n: i64, k: i64) {
+    for i in 0 .. nl {
+        scale_into(ws[i], outs[i], n, 0.5);
+    }
+    scale_into(ws[k], outs[k], n, 3.0);
+}
+extern gemm(a: f32[M, K], b: f32[K, N]) -> f32[M, N] = "cublas.sgemm";
+graph layer_gemm(x: f32[T, H], ws: [*f32], k: i64) -> f32[T, H] {
+    let w = view(ws[k], f32[H, H]);
+    let y = gemm(x, w);
+    return y;
+}
+"""
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class ListItemGraph(unittest.TestCase):
+    """ws[i] as a kernel's *T: a loop over 12 layers' weights of one shape, then
+    layer k's, against torch; its index checked (the loop's iterations before
+    a bad one run, as a slice's); CUDA-graph mode against eager."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.graph = graph_module("layers", LAYERS_TILE)
+
+    def test_each_layer_matches_torch(self):
+        g = torch.Generator(device="cuda").manual_seed(29)
+        ws = [torch.randn(768, 768, device="cuda", generator=g) for _ in range(12)]
+        outs = [torch.zeros_like(w) for w in ws]
+        self.graph.call(ws, outs, 12, 768 * 768, 5)
+        torch.cuda.synchronize()
+        for i, (w, o) in enumerate(zip(ws, outs)):
+            self.assertTrue(torch.equal(o, w * (3.0 if i == 5 else 0.5)), f"layer {i}")
+        with self.assertRaises(ValueError) as cm:
+            self.graph.call(ws, outs, 12, 768 * 768, 12)
+        self.assertEqual(str(cm.exception), "layers: line 10: ws[k] is out of bounds: index 12, and 'ws' has 12 "
+                                            "tensors")
+        with self.assertRaises(ValueError) as cm:
+            self.graph.call(ws, outs[:11], 12, 768 * 768, 0)
+        self.assertEqual(str(cm.exception), "layers: line 8: outs[i] is out of bounds: index 11, and 'outs' has 11 "
+                                            "tensors")
+
+    def test_a_view_of_one_layer_goes_to_cublas(self):
+        # view(ws[k], f32[H, H]) gives layer k's weight its shape: an extern's argument (cuBLAS)
+        gemm = graph_module("layer_gemm", LAYERS_TILE)
+        g = torch.Generator(device="cuda").manual_seed(37)
+        ws = [torch.randn(256, 256, device="cuda", generator=g) for _ in range(4)] + [torch.randn(7, device="cuda")]
+        x = torch.randn(64, 256, device="cuda", generator=g)
+        y = torch.from_dlpack(gemm.call(x, ws, 2))
+        want = (x.double() @ ws[2].double()).float()
+        self.assertLess(float((y - want).norm() / want.norm()), 1e-5)
+        with self.assertRaises(ValueError) as cm:
+            gemm.call(x, ws, 4)
+        self.assertEqual(str(cm.exception), "layer_gemm: line 14: view w of ws[k] (7 elements, 28 bytes) as f32[H, H] "
+                                            "(262144 bytes) changes its size")
+
     def test_cuda_graph_mode_matches_eager(self):
-        shapes, k = sizes(), 77
-        ps, gs = make(shapes, torch.float32, 17)
+        g = torch.Generator(device="cuda").manual_seed(31)
+        ws = [torch.randn(512, 512, device="cuda", generator=g) for _ in range(12)]
+        eager, graphed = [torch.zeros_like(w) for w in ws], [torch.zeros_like(w) for w in ws]
+        for k in (3, 3, 7):
+            self.graph.call(ws, eager, 12, 512 * 512, k)
+        h = self.graph.load(cuda_graph=True)
+        try:
+            for k in (3, 3, 7):
+                self.graph.call(list(ws), graphed, 12, 512 * 512, k)
+            torch.cuda.synchronize()
+            st = h.stats()
+        finally:
+            h.eager()
+        self.assertEqual((st["recorded"], st["replayed"]), (2, 1), st)
+        for i, (x, y) in enumerate(zip(graphed, eager)):
+            self.assertTrue(torch.equal(x, y), f"layer {i}")
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class CudaGraphMode(unittest.TestCase):
+    """Every list graph of examples/adamw_multi.tile in CUDA-graph mode
+    (docs/emitters.md) against its eager calls, to the bit: a call is keyed by
+    its lists' tensors (count, addresses, element counts), not by the Python
+    list or tuple that holds them, so the same tensors in new lists replay and
+    other tensors record anew."""
+
+    def check(self, name, extra, order, want):
+        graph = graph_module(name)
+        ps, gs = make(sizes(), torch.float32, 11)
         eager = [[p.clone() for p in ps], [torch.zeros_like(p) for p in ps], [torch.zeros_like(p) for p in ps]]
         graphed = [[p.clone() for p in ps], [torch.zeros_like(p) for p in ps], [torch.zeros_like(p) for p in ps]]
-        for i in range(3):
-            self.graph.call(eager[0], gs[0], eager[1], eager[2], k, LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
-        g = self.graph.load(cuda_graph=True)
+        scalars = (LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+        for k in order:
+            graph.call(eager[0], gs[k], eager[1], eager[2], *extra, *scalars)
+        g = graph.load(cuda_graph=True)
         try:
-            for i in range(3):
-                self.graph.call(graphed[0], gs[0], graphed[1], graphed[2], k, LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+            for k in order:  # new lists and tuples of the same tensors each call
+                graph.call(list(graphed[0]), list(gs[k]), tuple(graphed[1]), graphed[2], *extra, *scalars)
             torch.cuda.synchronize()
             st = g.stats()
         finally:
             g.eager()
-        self.assertEqual((st["recorded"], st["replayed"]), (1, 2), st)
-        for name, a, b in zip(("params", "exp_avg", "exp_avg_sq"), graphed, eager):
+        self.assertEqual((st["recorded"], st["replayed"]), want, st)
+        for what, a, b in zip(("params", "exp_avg", "exp_avg_sq"), graphed, eager):
             for i, (x, y) in enumerate(zip(a, b)):
-                self.assertTrue(torch.equal(x, y), f"{name} {i}")
+                self.assertTrue(torch.equal(x, y), f"{name}: {what} {i}")
+
+    def test_graph_mode_matches_eager(self):
+        # (graph, its arguments after the four lists, the gradients of each call, (recorded, replayed)):
+        # replayed, other tensors recorded, replayed
+        for case in (("adamw_step", (), (0, 0, 1, 1), (2, 2)),
+                     ("adamw_groups", (77,), (0, 0, 0), (1, 2)),
+                     ("adamw_unfrozen", (30, 90), (0, 0, 1, 1), (2, 2))):
+            with self.subTest(graph=case[0]):
+                self.check(*case)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1107,3 +1107,328 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
         v_base = ((v_base + v_chunks) % v_g);
     }
 }
+
+/* sq_norms__f32: BLOCK = 1024 */
+/* indexing: 32-bit, every index value is proven to fit */
+#ifndef TL_LIST
+#define TL_LIST
+template <class T, int N> struct tl_list { long long n; T *ptr[N]; long long numel[N]; };
+#endif
+extern "C" __global__ void __launch_bounds__(128) sq_norms__f32_v0(const tl_list<float, 254> v_xs, float *v_out)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BLOCK = 1024;
+    // examples/adamw_multi.tile:90
+    const int v_i = ((int)blockIdx.x);
+    // examples/adamw_multi.tile:91
+    const long long v_n = v_xs.numel[v_i];
+    // examples/adamw_multi.tile:92
+    float v_acc[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/adamw_multi.tile:93
+    for (long long v_o = 0; v_o < v_n; v_o += v_BLOCK) {
+        // examples/adamw_multi.tile:94
+        // v_j: index tile computed where it is used
+        // examples/adamw_multi.tile:95
+        float tl_t0[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            const float *tl_p = (v_xs.ptr[v_i] + (v_o + ((long long)(tl_i0))));
+            const bool tl_m0 = ((v_o + ((long long)(tl_i0))) < v_n);
+            const bool tl_m1 = ((v_o + ((long long)((tl_i0 + 1)))) < v_n);
+            const bool tl_m2 = ((v_o + ((long long)((tl_i0 + 2)))) < v_n);
+            const bool tl_m3 = ((v_o + ((long long)((tl_i0 + 3)))) < v_n);
+            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : (float)0;
+                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : (float)0;
+                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : (float)0;
+                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : (float)0;
+            }
+        }
+        float v_v[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            v_v[tl_j] = tl_t0[tl_j];
+        }
+        // examples/adamw_multi.tile:96
+        float tl_n1[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            tl_n1[tl_j] = (v_acc[tl_j] + (v_v[tl_j] * v_v[tl_j]));
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
+    }
+    // examples/adamw_multi.tile:98
+    float tl_t2;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            {
+                tl_a = tl_a + v_acc[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 0))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 0))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 4; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 0))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t2 = tl_a;
+    }
+    {
+        float *tl_p = (v_out + v_i);
+        const float tl_v0 = tl_t2;
+        const bool tl_m0 = true;
+        if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
+    }
+}
+
+/* sq_norms__bf16: BLOCK = 1024 */
+/* indexing: 32-bit, every index value is proven to fit */
+#ifndef TL_LIST
+#define TL_LIST
+template <class T, int N> struct tl_list { long long n; T *ptr[N]; long long numel[N]; };
+#endif
+extern "C" __global__ void __launch_bounds__(128) sq_norms__bf16_v0(const tl_list<__nv_bfloat16, 254> v_xs, float *v_out)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BLOCK = 1024;
+    // examples/adamw_multi.tile:90
+    const int v_i = ((int)blockIdx.x);
+    // examples/adamw_multi.tile:91
+    const long long v_n = v_xs.numel[v_i];
+    // examples/adamw_multi.tile:92
+    float v_acc[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/adamw_multi.tile:93
+    for (long long v_o = 0; v_o < v_n; v_o += v_BLOCK) {
+        // examples/adamw_multi.tile:94
+        // v_j: index tile computed where it is used
+        // examples/adamw_multi.tile:95
+        __nv_bfloat16 tl_t0[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            const __nv_bfloat16 *tl_p = (v_xs.ptr[v_i] + (v_o + ((long long)(tl_i0))));
+            const bool tl_m0 = ((v_o + ((long long)(tl_i0))) < v_n);
+            const bool tl_m1 = ((v_o + ((long long)((tl_i0 + 1)))) < v_n);
+            const bool tl_m2 = ((v_o + ((long long)((tl_i0 + 2)))) < v_n);
+            const bool tl_m3 = ((v_o + ((long long)((tl_i0 + 3)))) < v_n);
+            const bool tl_m4 = ((v_o + ((long long)((tl_i0 + 4)))) < v_n);
+            const bool tl_m5 = ((v_o + ((long long)((tl_i0 + 5)))) < v_n);
+            const bool tl_m6 = ((v_o + ((long long)((tl_i0 + 6)))) < v_n);
+            const bool tl_m7 = ((v_o + ((long long)((tl_i0 + 7)))) < v_n);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+                tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
+            }
+        }
+        float v_v[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            v_v[tl_j] = __bfloat162float(tl_t0[tl_j]);
+        }
+        // examples/adamw_multi.tile:96
+        float tl_n1[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            tl_n1[tl_j] = (v_acc[tl_j] + (v_v[tl_j] * v_v[tl_j]));
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
+    }
+    // examples/adamw_multi.tile:98
+    float tl_t2;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            {
+                tl_a = tl_a + v_acc[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 0))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 0))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 4; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 0))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t2 = tl_a;
+    }
+    {
+        float *tl_p = (v_out + v_i);
+        const float tl_v0 = tl_t2;
+        const bool tl_m0 = true;
+        if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
+    }
+}
+
+/* sq_norms__f16: BLOCK = 1024 */
+/* indexing: 32-bit, every index value is proven to fit */
+#ifndef TL_LIST
+#define TL_LIST
+template <class T, int N> struct tl_list { long long n; T *ptr[N]; long long numel[N]; };
+#endif
+extern "C" __global__ void __launch_bounds__(128) sq_norms__f16_v0(const tl_list<__half, 254> v_xs, float *v_out)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BLOCK = 1024;
+    // examples/adamw_multi.tile:90
+    const int v_i = ((int)blockIdx.x);
+    // examples/adamw_multi.tile:91
+    const long long v_n = v_xs.numel[v_i];
+    // examples/adamw_multi.tile:92
+    float v_acc[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/adamw_multi.tile:93
+    for (long long v_o = 0; v_o < v_n; v_o += v_BLOCK) {
+        // examples/adamw_multi.tile:94
+        // v_j: index tile computed where it is used
+        // examples/adamw_multi.tile:95
+        __half tl_t0[8];
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+            const int tl_j = tl_c;
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            const __half *tl_p = (v_xs.ptr[v_i] + (v_o + ((long long)(tl_i0))));
+            const bool tl_m0 = ((v_o + ((long long)(tl_i0))) < v_n);
+            const bool tl_m1 = ((v_o + ((long long)((tl_i0 + 1)))) < v_n);
+            const bool tl_m2 = ((v_o + ((long long)((tl_i0 + 2)))) < v_n);
+            const bool tl_m3 = ((v_o + ((long long)((tl_i0 + 3)))) < v_n);
+            const bool tl_m4 = ((v_o + ((long long)((tl_i0 + 4)))) < v_n);
+            const bool tl_m5 = ((v_o + ((long long)((tl_i0 + 5)))) < v_n);
+            const bool tl_m6 = ((v_o + ((long long)((tl_i0 + 6)))) < v_n);
+            const bool tl_m7 = ((v_o + ((long long)((tl_i0 + 7)))) < v_n);
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+            } else {
+                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : (__half)__float2half_rn(0.0f);
+                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : (__half)__float2half_rn(0.0f);
+                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : (__half)__float2half_rn(0.0f);
+                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : (__half)__float2half_rn(0.0f);
+                tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : (__half)__float2half_rn(0.0f);
+                tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : (__half)__float2half_rn(0.0f);
+                tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : (__half)__float2half_rn(0.0f);
+                tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
+            }
+        }
+        float v_v[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            v_v[tl_j] = __half2float(tl_t0[tl_j]);
+        }
+        // examples/adamw_multi.tile:96
+        float tl_n1[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            tl_n1[tl_j] = (v_acc[tl_j] + (v_v[tl_j] * v_v[tl_j]));
+        }
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
+    }
+    // examples/adamw_multi.tile:98
+    float tl_t2;
+    {
+        float tl_a = ((float)0);
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 1023;
+            {
+                tl_a = tl_a + v_acc[tl_j];
+            }
+        }
+        #pragma unroll
+        for (int tl_o = 16; tl_o > 0; tl_o >>= 1) {
+            const float tl_x = __shfl_xor_sync(0xffffffffu, tl_a, tl_o);
+            tl_a = tl_a + tl_x;
+        }
+        __syncthreads();
+        if (tl_lane == 0) { ((float *)(tl_smem + 0))[tl_warp] = tl_a; }
+        __syncthreads();
+        tl_a = ((const float *)(tl_smem + 0))[0];
+        #pragma unroll
+        for (int tl_w = 1; tl_w < 4; ++tl_w) {
+            const float tl_x = ((const float *)(tl_smem + 0))[tl_w];
+            tl_a = tl_a + tl_x;
+        }
+        tl_t2 = tl_a;
+    }
+    {
+        float *tl_p = (v_out + v_i);
+        const float tl_v0 = tl_t2;
+        const bool tl_m0 = true;
+        if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
+    }
+}

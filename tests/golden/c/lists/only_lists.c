@@ -312,10 +312,29 @@ static const char tl_source[] =
     "ists: the first k tensors, and the rest, each its own launch\n/// (the wrappers c"
     "heck 0 <= start <= stop <= the list's length)\ngraph split_lists(xs: [*f32], ys: "
     "[*f32], k: i32) {\n    axpy(xs[0:k], ys[:k], 2.0);\n    axpy(xs[k:], ys[k:], 3.0);"
-    "\n}\n/// a sub-list per iteration of a kept loop: the C wrapper has no CUDA-graph\n"
-    "/// mode for it (graph mode queues each step's list by its address)\ngraph tail_c"
-    "hunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {\n    for i in 0 .. n {\n        ax"
-    "py(xs[i * c:(i + 1) * c], ys[i * c:(i + 1) * c], 1.0);\n    }\n}\n";
+    "\n}\n/// a sub-list per iteration of a kept loop: in CUDA-graph mode the C\n/// wra"
+    "pper queues each step with a copy of its lists\ngraph tail_chunks(xs: [*f32], ys:"
+    " [*f32], n: i64, c: i64) {\n    for i in 0 .. n {\n        axpy(xs[i * c:(i + 1) *"
+    " c], ys[i * c:(i + 1) * c], 1.0);\n    }\n}\n/// sub-lists bound with let (docs/lan"
+    "guage.md \302\2479, \"Tensor lists\"), passed on\n/// whole and as sub-lists of their own"
+    "\ngraph with_lets(xs: [*f32], ys: [*f32], k: i32) {\n    let head = xs[:k];\n    le"
+    "t hy = ys[:k];\n    axpy(head, hy, 2.0);\n    axpy(head[1:], hy[1:], 1.0);\n}\n/// l"
+    "ists of named tensors of mixed shapes: parameters and a tensor the\n/// graph mad"
+    "e, kept alive as long as the list is used\ngraph with_named(a: f32[N], b: f32[M, "
+    "4], out sq: f32[3]) -> f32[N] {\n    let c = ones(f32, [N]);\n    norms([a, b, c],"
+    " sq);\n    let ws = [a, c];\n    axpy(ws[:1], ws[1:], 0.5);\n    return c;\n}\n/// li"
+    "sts of tensors the body of a kept loop makes, every iteration\ngraph with_temps(x"
+    ": f32[T, H], n: i64, out sq: f32[T]) {\n    for i in 0 .. n {\n        let r = x[i"
+    ":i + 1];\n        let t = zeros(f32, [H]);\n        axpy([r], [t], 1.0);\n        l"
+    "et s = sq[i:i + 1];\n        norms([t], s);\n    }\n}\n/// one tensor of a list, xs["
+    "i], as a kernel's pointer argument: of a list\n/// parameter (a constant, a param"
+    "eter, a loop variable as the index) and of\n/// a list of the graph's tensors; vi"
+    "ewed as a tensor of a shape,\n/// view(xs[k], f32[2, N]); the wrappers check 0 <="
+    " i < len(xs) and a view's\n/// bytes\ngraph with_xs(xs: [*f32], a: f32[N], k: i64,"
+    " n: i64) {\n    scale(xs[0], N, 2.0);\n    scale(xs[k], N, 3.0);\n    let ws = [a, "
+    "a];\n    scale(ws[1], N, 4.0);\n    let w = view(xs[k], f32[2, N]);\n    scale(w, 2"
+    " * N, 6.0);\n    for i in 0 .. n {\n        scale(xs[i + 1], N, 5.0);\n        let "
+    "v = view(xs[i], f32[N]);\n        scale(v, N, 7.0);\n    }\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */

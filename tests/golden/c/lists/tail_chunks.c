@@ -312,10 +312,29 @@ static const char tl_source[] =
     "ists: the first k tensors, and the rest, each its own launch\n/// (the wrappers c"
     "heck 0 <= start <= stop <= the list's length)\ngraph split_lists(xs: [*f32], ys: "
     "[*f32], k: i32) {\n    axpy(xs[0:k], ys[:k], 2.0);\n    axpy(xs[k:], ys[k:], 3.0);"
-    "\n}\n/// a sub-list per iteration of a kept loop: the C wrapper has no CUDA-graph\n"
-    "/// mode for it (graph mode queues each step's list by its address)\ngraph tail_c"
-    "hunks(xs: [*f32], ys: [*f32], n: i64, c: i64) {\n    for i in 0 .. n {\n        ax"
-    "py(xs[i * c:(i + 1) * c], ys[i * c:(i + 1) * c], 1.0);\n    }\n}\n";
+    "\n}\n/// a sub-list per iteration of a kept loop: in CUDA-graph mode the C\n/// wra"
+    "pper queues each step with a copy of its lists\ngraph tail_chunks(xs: [*f32], ys:"
+    " [*f32], n: i64, c: i64) {\n    for i in 0 .. n {\n        axpy(xs[i * c:(i + 1) *"
+    " c], ys[i * c:(i + 1) * c], 1.0);\n    }\n}\n/// sub-lists bound with let (docs/lan"
+    "guage.md \302\2479, \"Tensor lists\"), passed on\n/// whole and as sub-lists of their own"
+    "\ngraph with_lets(xs: [*f32], ys: [*f32], k: i32) {\n    let head = xs[:k];\n    le"
+    "t hy = ys[:k];\n    axpy(head, hy, 2.0);\n    axpy(head[1:], hy[1:], 1.0);\n}\n/// l"
+    "ists of named tensors of mixed shapes: parameters and a tensor the\n/// graph mad"
+    "e, kept alive as long as the list is used\ngraph with_named(a: f32[N], b: f32[M, "
+    "4], out sq: f32[3]) -> f32[N] {\n    let c = ones(f32, [N]);\n    norms([a, b, c],"
+    " sq);\n    let ws = [a, c];\n    axpy(ws[:1], ws[1:], 0.5);\n    return c;\n}\n/// li"
+    "sts of tensors the body of a kept loop makes, every iteration\ngraph with_temps(x"
+    ": f32[T, H], n: i64, out sq: f32[T]) {\n    for i in 0 .. n {\n        let r = x[i"
+    ":i + 1];\n        let t = zeros(f32, [H]);\n        axpy([r], [t], 1.0);\n        l"
+    "et s = sq[i:i + 1];\n        norms([t], s);\n    }\n}\n/// one tensor of a list, xs["
+    "i], as a kernel's pointer argument: of a list\n/// parameter (a constant, a param"
+    "eter, a loop variable as the index) and of\n/// a list of the graph's tensors; vi"
+    "ewed as a tensor of a shape,\n/// view(xs[k], f32[2, N]); the wrappers check 0 <="
+    " i < len(xs) and a view's\n/// bytes\ngraph with_xs(xs: [*f32], a: f32[N], k: i64,"
+    " n: i64) {\n    scale(xs[0], N, 2.0);\n    scale(xs[k], N, 3.0);\n    let ws = [a, "
+    "a];\n    scale(ws[1], N, 4.0);\n    let w = view(xs[k], f32[2, N]);\n    scale(w, 2"
+    " * N, 6.0);\n    for i in 0 .. n {\n        scale(xs[i + 1], N, 5.0);\n        let "
+    "v = view(xs[i], f32[N]);\n        scale(v, N, 7.0);\n    }\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */
@@ -460,11 +479,38 @@ void tail_chunks_release(tail_chunks_module *M, tilec_tensor *t)
     t->data = 0;
 }
 
+/* graph mode's launch plan: a slot per kernel argument (and per filled buffer's address
+   and size), a step per launch or fill */
+static const tilec_plan_slot_type tl_gtypes[3] = {
+    TILEC_PLAN_LIST, TILEC_PLAN_LIST, TILEC_PLAN_FLOAT
+};
+static const char *const tl_gnames[3] = {
+    "axpy xs",
+    "axpy ys",
+    "axpy a"
+};
+static const struct {
+    const char *kernel; /* NULL: a fill of dtype `variant` and rank `nargs`, or an extern call */
+    const char *ext;    /* an extern call's symbol: its nargs inputs and `bits` outputs are
+                           tl_gxt[first ..] */
+    int variant;
+    uint32_t first, nargs;
+    uint64_t bits;
+} tl_gsteps[1] = {
+    {"axpy", NULL, 0, 0, 3, 0}
+};
+
 /* graph mode with for loops: the steps a call reached, in order, and their slot values */
+typedef struct tl_ql { /* a queued list slot's list, copied */
+    struct tl_ql *next;
+    tilec_rt_list l;
+} tl_ql;
+
 typedef struct tl_q {
     uint32_t *seq, n, cap;
     tilec_rt_arg *sl;
     uint32_t nsl, capsl;
+    tl_ql *lists;
 } tl_q;
 
 static int tl_q_push(tl_q *q, uint32_t step, const tilec_rt_arg *v, uint32_t n)
@@ -497,11 +543,142 @@ static int tl_q_push(tl_q *q, uint32_t step, const tilec_rt_arg *v, uint32_t n)
     return 0;
 }
 
+/* queued slot `at`, a tensor list: pointed at a copy of its list (count, addresses, element
+   counts) as it is now, which the plan reads at the end of the call (a list made in a loop's
+   body is made anew by the next iteration) */
+static int tl_q_list(tl_q *q, uint32_t at)
+{
+    const tilec_rt_list *l = q->sl[at].list;
+    if (!l)
+        return 0;
+    size_t n = l->n;
+    tl_ql *c = malloc(sizeof *c + n * (sizeof(uint64_t) + sizeof(int64_t)));
+    if (!c)
+        return 1;
+    uint64_t *p = (uint64_t *)(c + 1);
+    int64_t *e = (int64_t *)(p + n);
+    if (n) {
+        memcpy(p, l->ptrs, n * sizeof *p);
+        memcpy(e, l->numels, n * sizeof *e);
+    }
+    c->l = (tilec_rt_list){l->n, p, e};
+    c->next = q->lists;
+    q->lists = c;
+    q->sl[at].list = &c->l;
+    return 0;
+}
+
+/* each step's first slot in the tables above and its number of slots */
+static const uint32_t tl_grange[1][2] = {
+    {0, 3}
+};
+
+/* a plan for the steps q ran, in order: run k of step i takes the slots after those of
+   the runs before it (dk from the table's) */
+static tilec_plan *tl_plan_seq(tail_chunks_module *M, const tl_q *q, char *err, size_t errlen)
+{
+    tilec_plan *p = tilec_plan_new(M->prog, M->ext, "tail_chunks", q->nsl);
+    if (!p) {
+        tl_fail(err, errlen, "tail_chunks: cannot make the launch plan (out of memory)");
+        return NULL;
+    }
+    int ok = 1;
+    for (uint32_t k = 0, base = 0; k < q->n && ok; base += tl_grange[q->seq[k]][1], k++) {
+        const uint32_t i = q->seq[k], first = tl_grange[i][0];
+        const int64_t dk = (int64_t)base - first;
+        for (uint32_t j = 0; j < tl_grange[i][1] && ok; j++)
+            ok = tilec_plan_set_slot(p, base + j, tl_gtypes[first + j], tl_gnames[first + j]) == TILEC_RT_OK;
+        if (!ok)
+            break;
+        tilec_plan_value v[64];
+        for (uint32_t j = 0; j < tl_gsteps[i].nargs; j++)
+            v[j].slot = (int32_t)(tl_gsteps[i].first + j + dk);
+        if (!tl_gsteps[i].kernel) {
+            tilec_plan_tensor t = {(int32_t)(tl_gsteps[i].first + dk), (tilec_dtype)tl_gsteps[i].variant,
+                                   tl_gsteps[i].nargs, {{0}}};
+            for (uint32_t j = 0; j < t.rank; j++)
+                t.sizes[j].slot = (int32_t)(t.data_slot + 1 + (int32_t)j);
+            ok = tilec_plan_add_fill(p, &t, tl_gsteps[i].bits) == TILEC_RT_OK;
+        } else {
+            ok = tilec_plan_add_kernel(p, tl_gsteps[i].kernel, tl_gsteps[i].variant, v,
+                                       tl_gsteps[i].nargs) == TILEC_RT_OK;
+        }
+    }
+    if (!ok) {
+        tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+        tilec_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* the call's queue run through the plan of its order: the cached one, else a new one
+   in place of the one used least recently */
+static int tl_seq_run(tail_chunks_module *M, const tl_q *q, char *err, size_t errlen)
+{
+    int hit = -1, lru = 0;
+    for (int i = 0; i < 8 && hit < 0; i++) {
+        if (M->seqs[i].plan && M->seqs[i].n == q->n &&
+            (!q->n || !memcmp(M->seqs[i].seq, q->seq, (size_t)q->n * sizeof *q->seq)))
+            hit = i;
+        else if (M->seqs[lru].plan && (!M->seqs[i].plan || M->seqs[i].used < M->seqs[lru].used))
+            lru = i;
+    }
+    if (hit < 0) {
+        uint32_t *seq = malloc((q->n ? q->n : 1) * sizeof *seq);
+        tilec_plan *p = seq ? tl_plan_seq(M, q, err, errlen) : NULL;
+        if (!p) {
+            free(seq);
+            return seq ? 1 : tl_fail(err, errlen, "tail_chunks: graph mode: out of memory");
+        }
+        if (tilec_plan_set_cuda_graph(p, M->graphs) != TILEC_RT_OK) {
+            tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+            tilec_plan_free(p);
+            free(seq);
+            return 1;
+        }
+        if (q->n)
+            memcpy(seq, q->seq, (size_t)q->n * sizeof *seq);
+        tilec_plan_free(M->seqs[lru].plan);
+        free(M->seqs[lru].seq);
+        M->seqs[lru].seq = seq;
+        M->seqs[lru].n = q->n;
+        M->seqs[lru].plan = p;
+        hit = lru;
+    }
+    M->seqs[hit].used = ++M->seq_clock;
+    if (tilec_plan_run(M->seqs[hit].plan, q->sl, q->nsl, NULL) != TILEC_RT_OK)
+        return tl_fail(err, errlen, "%s", tilec_plan_last_error(M->seqs[hit].plan));
+    return 0;
+}
+
+/* the plans of the orders seen, with their CUDA graphs, freed */
+static void tl_seq_clear(tail_chunks_module *M)
+{
+    for (int i = 0; i < 8; i++) {
+        tilec_plan_free(M->seqs[i].plan);
+        free(M->seqs[i].seq);
+        M->seqs[i].plan = NULL;
+        M->seqs[i].seq = NULL;
+        M->seqs[i].n = 0;
+    }
+}
+
 int tail_chunks_set_cuda_graph(tail_chunks_module *M, unsigned graphs, char *err, size_t errlen)
 {
-    if (graphs)
-        return tl_fail(err, errlen, "tail_chunks: no CUDA-graph mode: it makes a sub-list in a for loop that stays a loop (graph mode queues each step's list by its address until the end of the call)");
-    M->graphs = 0;
+    if (graphs) { /* what the runtime says of this count and this driver, before any call */
+        tilec_plan *p = tilec_plan_new(M->prog, M->ext, "tail_chunks", 0);
+        if (!p)
+            return tl_fail(err, errlen, "tail_chunks: cannot make the launch plan (out of memory)");
+        if (tilec_plan_set_cuda_graph(p, graphs) != TILEC_RT_OK) {
+            tl_fail(err, errlen, "%s", tilec_plan_last_error(p));
+            tilec_plan_free(p);
+            return 1;
+        }
+        tilec_plan_free(p);
+    }
+    tl_seq_clear(M);
+    M->graphs = graphs;
     return 0;
 }
 
@@ -577,6 +754,14 @@ int tail_chunks_run(tail_chunks_module *M, const tilec_rt_list *l_xs, const tile
                     tl_fail(err, errlen, "tail_chunks: graph mode: out of memory queueing the steps");
                     goto tl_out;
                 }
+                if (tl_q_list(&tl_qu, tl_qu.nsl - 3)) {
+                    tl_fail(err, errlen, "tail_chunks: graph mode: out of memory queueing the steps");
+                    goto tl_out;
+                }
+                if (tl_q_list(&tl_qu, tl_qu.nsl - 2)) {
+                    tl_fail(err, errlen, "tail_chunks: graph mode: out of memory queueing the steps");
+                    goto tl_out;
+                }
                 st = TILEC_RT_OK;
             } else if (M->dbg.level) {
                 const tl_dbg_arg da[1] = {{0}};
@@ -589,15 +774,18 @@ int tail_chunks_run(tail_chunks_module *M, const tilec_rt_list *l_xs, const tile
             }
         }
     } /* for i */
-    if (tl_g && tilec_plan_run(M->plan, tl_sl, 3, NULL) != TILEC_RT_OK) {
-        tl_fail(err, errlen, "%s", tilec_plan_last_error(M->plan));
+    if (tl_g && tl_seq_run(M, &tl_qu, err, errlen))
         goto tl_out;
-    }
     tl_live.n = 0; /* the outputs now belong to the caller */
     tl_rc = 0;
 tl_out:
     free(tl_qu.seq);
     free(tl_qu.sl);
+    while (tl_qu.lists) {
+        tl_ql *tl_nx = tl_qu.lists->next;
+        free(tl_qu.lists);
+        tl_qu.lists = tl_nx;
+    }
     if (tl_rc) { /* a failed call gives all its memory back, and the spares */
         tilec_rt_synchronize(M->rt);
         for (int i = 0; i < tl_live.n; i++)

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* a sub-list per iteration of a kept loop: the C wrapper has no CUDA-graph mode for it (graph mode queues each step's list by its address) */
+/* a sub-list per iteration of a kept loop: in CUDA-graph mode the C wrapper queues each step with a copy of its lists */
 typedef struct tail_chunks_module tail_chunks_module;
 
 /* Build the graph's kernels for rt's device (from the kernel cache once warm). 0, or 1 with a
