@@ -153,6 +153,8 @@ typedef struct wg_plan {
      * parameter brows, columns bc; each step takes the box where its rows are all unmasked */
     int btma, brows;
     const tilec_expr *bx, *bc0, *bc;
+    unsigned early_line;          /* a persistent twin's consumers load the epilogue's tile of this .tile line before
+                                   * the loop (wgmma.c, early_issue; 0: none): the remark says so (lower/target.c) */
     int64_t other;                /* shared memory the twin's passes allocate besides its ring block (lower_wg_block):
                                    * the statements after the loop (a conversion, a reduction); 0 until a lowering
                                    * of the twin measured it (lower/target.c), then the stages leave room for it */
@@ -162,6 +164,8 @@ typedef struct matnode {
     const tilec_expr *e;
     val *v;
 } matnode;
+
+enum { WG_MAX_EARLY = 4 }; /* the epilogue's loads issued before a twin's loop, at most */
 
 enum { LP_MAX = 16 }; /* shapes the layout plan remembers */
 
@@ -254,6 +258,10 @@ typedef struct lw {
         size_t body, end;       /* where the kernel's body starts and ends in out */
         size_t pre;             /* where the twin's loop starts in out: [body, pre) the lets before it */
         const char *acc;        /* the twin loop's accumulator (its C name) */
+        /* the epilogue's loads a persistent twin's consumers issue before the loop (wgmma.c,
+         * early_issue): lower_find_mat finds them in every statement after it */
+        matnode early[WG_MAX_EARLY];
+        int nearly;
     } tw;
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
     /* layplan.c: shapes reduced along their rows, the dots, the report */

@@ -171,7 +171,10 @@ static void stmt_let(lw *L, const tilec_stmt *s)
     }
     /* what the analysis knows of the value, before the name hides it */
     const lower_axinfo *ax = lower_axinfo_let(L, s->names[0], s->value);
-    val *v = lower_materialize(L, s->value, c, wp);
+    matnode *early = lower_find_mat(L, s->value); /* a load the twin issued before its loop (wgmma.c, early_issue) */
+    val *v = early ? early->v : lower_materialize(L, s->value, c, wp);
+    if (early)
+        lower_line(L, "// %s: loaded before the dot loop into %s", c, v->c);
     v->ax = ax;
     lower_bind(L, s->names[0], v);
 }

@@ -138,6 +138,7 @@ static int persist_twin(const lw *R, const wg_plan *base, wg_plan *w, const char
         twin_pass(R, w, 1, name, &P);
         twin_pass(R, w, 2, name, &C);
         int r = lower_wg_finish(&C, &P, tu, meta, name);
+        w->early_line = C.tw.plan.early_line;
         int64_t op = lower_wg_over(&P), oc = lower_wg_over(&C), other = op > oc ? op : oc;
         if (!r && why)
             persist_why(&C, &P, why, nwhy);
@@ -246,6 +247,9 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         R->tw.plan.how = lower_fmt(R, "%s; but one M tile a block runs: fewer than 3 stages fit beside the two warp "
                                       "groups' stagings",
                                    R->tw.plan.how ? R->tw.plan.how : "");
+    if (r > 0 && w.early_line)
+        R->tw.plan.how = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop",
+                                   R->tw.plan.how ? R->tw.plan.how : "", w.early_line);
     if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
         r = single_twin(R, tname, tu, meta);
     if (!r) {

@@ -288,6 +288,177 @@ static int after_loop_ok(const lw *L, const tilec_stmt *loop)
     return 1;
 }
 
+/* ---- the epilogue's loads, issued before the loop ---- */
+
+enum { WG_EARLY_REGS = 128 }; /* a consumer thread's accumulator and early tiles, in 4-byte registers, at most */
+
+static int early_names(lw *L, const tilec_expr *e, uint32_t at, uint32_t li, int depth);
+
+/* name, read by statement `at` of the kernel's body (li: the twin's loop):
+ * a parameter, a hint, a let before the loop (top_level: indices and
+ * scalars), or a let after it of indices and scalars (pure) whose names
+ * qualify too; never a name assigned anywhere (the accumulator). */
+static int early_name(lw *L, const char *name, uint32_t at, uint32_t li, int depth)
+{
+    if (depth > 16 || lower_in_list(L->assigned, L->nassigned, name))
+        return 0;
+    const tilec_block *b = &L->k->body;
+    for (uint32_t i = at; i-- > 0;) {
+        const tilec_stmt *s = b->stmts[i];
+        for (uint32_t j = 0; s->kind == TILEC_ST_LET && j < s->nnames; j++)
+            if (!strcmp(s->names[j], name))
+                return s->nnames == 1 && (i < li || (pure(s->value) && early_names(L, s->value, i, li, depth + 1)));
+    }
+    for (uint32_t i = 0; i < L->k->nparams; i++)
+        if (!strcmp(L->k->params[i].name, name))
+            return 1;
+    int64_t h;
+    return lower_hint_value(L, name, &h);
+}
+
+static int early_names(lw *L, const tilec_expr *e, uint32_t at, uint32_t li, int depth)
+{
+    if (e->kind == TILEC_EX_NAME && !early_name(L, e->name, at, li, depth))
+        return 0;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (!early_names(L, e->args[i], at, li, depth))
+            return 0;
+    return 1;
+}
+
+/* The tile loads in e (of statement `at`) whose pointer, mask and other
+ * are indices and scalars known before the loop, into ld[n..max). */
+static int early_find(lw *L, const tilec_expr *e, uint32_t at, uint32_t li, const tilec_expr **ld, int n, int max)
+{
+    if (!e)
+        return n;
+    if (tilec_is_builtin(e, BI_LOAD)) {
+        int ok = n < max && lower_ty(L, e)->rank > 0;
+        for (uint32_t i = 0; ok && i < e->nargs; i++)
+            ok = pure(e->args[i]) && early_names(L, e->args[i], at, li, 0);
+        if (ok)
+            ld[n++] = e;
+        return n;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        n = early_find(L, e->args[i], at, li, ld, n, max);
+    return n;
+}
+
+/* A store or an atomic_add anywhere in b. */
+static int block_writes(const tilec_block *b)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        const tilec_expr *x[] = {s->value, s->lo, s->hi, s->step};
+        for (size_t j = 0; j < sizeof x / sizeof x[0]; j++)
+            if (lower_calls(x[j], BI_STORE) || lower_calls(x[j], BI_ATOMIC_ADD))
+                return 1;
+        if (block_writes(&s->body) || block_writes(&s->orelse))
+            return 1;
+    }
+    return 0;
+}
+
+/* The loads of the statements after the twin's loop that its consumers
+ * may issue before it (ld, at most max; the count): the loop writes no
+ * memory, and the statements from the loop to each load are lets or the
+ * expression statement that holds it, none of them writing before it
+ * (the first store ends the search: a load after it may read what it
+ * wrote), its pointer, mask and other indices and scalars known before
+ * the loop; and the accumulator's and the tiles' registers a consumer
+ * thread stay within WG_EARLY_REGS. The dW += G^T h epilogue of
+ * examples/llm.tile's gemm_dw: its load of dW waited for memory after the
+ * last wgmma with the tensor cores idle; issued first, its latency is
+ * the loop's. */
+static int early_loads(lw *L, const tilec_stmt *loop, const tilec_expr **ld, int max)
+{
+    const tilec_block *b = &L->k->body;
+    uint32_t li = 0;
+    while (li < b->nstmts && b->stmts[li] != loop)
+        li++;
+    if (li == b->nstmts || block_writes(&loop->body))
+        return 0;
+    int n = 0;
+    for (uint32_t i = li + 1; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_DOC)
+            continue;
+        if (s->kind != TILEC_ST_LET && s->kind != TILEC_ST_EXPR)
+            break;
+        n = early_find(L, s->value, i, li, ld, n, max);
+        if (s->kind != TILEC_ST_LET || lower_calls(s->value, BI_ATOMIC_ADD))
+            break;
+    }
+    int64_t regs = L->tw.plan.M * lower_wg_n(&L->tw.plan) / L->nt; /* the f32 accumulator */
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const tilec_type *t = lower_ty(L, ld[i]);
+        int64_t el = 1;
+        for (int d = 0; d < t->rank; d++)
+            el *= t->dims[d];
+        int64_t r = (el * tilec_dtype_size(t->dtype) / L->nt + 3) / 4;
+        if (regs + r <= WG_EARLY_REGS) {
+            regs += r;
+            ld[k++] = ld[i];
+        }
+    }
+    return k;
+}
+
+/* A persistent twin's consumers (role 2; the producer's pass, role 1,
+ * materializes the same and drops the text, so that both passes count
+ * the same shared memory) (not paired: the second N tile's
+ * epilogue is the first's text again; not two M tiles a block: each
+ * warp group's epilogue runs at its own pid(0), after the lets before
+ * the loop again, and early registers hold the block's first tile; not a gather twin: its consumers'
+ * registers are planned) load the epilogue's tiles that early_loads
+ * finds before the loop, into registers that lower_find_mat gives the
+ * statements after it (a tile of acc's shape in acc's layout), the lets
+ * after the loop that the loads read bound for the while. */
+static void early_issue(lw *L, const tilec_stmt *loop, const val *acc)
+{
+    const wg_plan *w = &L->tw.plan;
+    const tilec_expr *ld[WG_MAX_EARLY];
+    int n = L->tw.role && !w->pair && !w->mpair && !w->mpair_ok && !w->gather ? early_loads(L, loop, ld, WG_MAX_EARLY) : 0;
+    if (!n)
+        return;
+    const tilec_block *b = &L->k->body;
+    uint32_t i = 0;
+    while (b->stmts[i] != loop)
+        i++;
+    L->depth++;
+    for (i++; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind != TILEC_ST_LET)
+            break;
+        if (s->nnames == 1 && pure(s->value) && !lower_in_list(L->assigned, L->nassigned, s->names[0]) &&
+            lower_is_virtual(L, s->value)) {
+            val *v = lower_newval(L, VK_VIRT, lower_ty(L, s->value), lower_cname(L, s->names[0]));
+            v->expr = s->value;
+            lower_bind(L, s->names[0], v);
+        }
+    }
+    size_t at = L->out.n; /* the producer's pass: the same values and shared memory, no text */
+    int nsync = L->nsync;
+    for (int j = 0; j < n && !L->failed; j++) {
+        lower_line(L, "// the epilogue's load at line %u, issued before the dot loop (its latency under the loop's)",
+                   ld[j]->loc.line);
+        /* a tile of the accumulator's shape in its layout: the epilogue reads its registers as they are,
+         * no conversion through shared memory */
+        const lay *want = lower_same_shape(lower_ty(L, ld[j]), &acc->ty) ? &acc->ly : NULL;
+        L->tw.early[L->tw.nearly++] = (matnode){ld[j], lower_materialize(L, ld[j], NULL, want)};
+    }
+    lower_leave(L);
+    if (L->tw.role == 1) {
+        L->out.n = at;
+        if (L->out.s)
+            L->out.s[at] = 0;
+        L->nsync = nsync;
+    }
+    L->tw.plan.early_line = ld[0]->loc.line;
+}
+
 int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y)
 {
     int cw = wg_warps(M);
@@ -934,6 +1105,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     int S = w->S;
     int64_t ring = S * w->stage_bytes, epi = lower_wg_staging(w);
     L->tw.pre = L->out.n; /* the lets before the loop end here (wgpair.c lowers them again) */
+    early_issue(L, loop, pp.acc);
     uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, epi));
     L->tw.plan.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
     const char *v = lower_cname(L, loop->names[0]);

@@ -750,6 +750,66 @@ Test(wgmma, stages_leave_room_for_the_epilogue)
     cr_expect_gt(twins, 20, "%d twins", twins);
 }
 
+/* The twin's part of the CUDA (from its `_tma(` on), "" where none. */
+static const char *twin_text(const tilec_kernel_code *code)
+{
+    const char *t = strstr(code->source, "_tma(");
+    return t ? t : "";
+}
+
+/* A persistent twin whose epilogue reads a tile (dW += G^T h: gemm_dw's
+ * load of the dW it adds to) has its consumers issue that load before the
+ * dot loop, in the accumulator's layout: the load's latency runs under
+ * the loop's, and the epilogue reads its registers as they are, no
+ * conversion through shared memory. Before, the load came after the last
+ * wgmma, with the tensor cores idle, and went through 32 KiB of shared
+ * memory (64 STS.U16 and 64 LDS.U16 a thread). Not where the load could
+ * read what the kernel writes first (a store before it), nor where its
+ * mask reads the accumulator, nor past the register budget. */
+Test(wgmma, epilogue_loads_before_the_loop)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "examples/llm.tile");
+    tilec_kernel_code code;
+    lower_variant(ctx, m, "gemm_dw", 0, &code);
+    /* the consumers' part: after the producer's loop */
+    const char *t = twin_text(&code), *c = strstr(t, "tl_setmaxnreg_inc");
+    const char *early = c ? strstr(c, "issued before the dot loop") : NULL, *loop = c ? strstr(c, "+= dot: wgmma") : NULL;
+    cr_expect(early && loop && early < loop, "gemm_dw's twin loads dW before its loop:\n%s", t);
+    cr_expect(!strstr(t, "to shared memory */"), "no conversion of the dW tile through shared memory:\n%s", t);
+    cr_expect(strstr(code.remarks, "its consumers load the epilogue's tile of line"), "the remark says so:\n%s",
+              code.remarks);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+#define EARLY_D "cast(acc + load(d + rm[:, None] * N + rn[None, :], rm[:, None] < M && rn[None, :] < N, 0.0), f16)"
+    static const char *const cases[][6] = {
+        /* an f32 tile added back: early (64 + 64 registers a thread) */
+        {"c: *f16,", "c: *f16, d: *f32,", "cast(acc, f16)", EARLY_D, "", ""},
+        /* a store before it (the load may read what it wrote): not early */
+        {"c: *f16,", "c: *f16, d: *f32,", "    store(c +",
+         "    store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);\n"
+         "    store(c + N + rm[:, None] * N + rn[None, :], " EARLY_D ", rm[:, None] < M && rn[None, :] < N);\n"
+         "    store(c +",
+         "", ""},
+        /* a 128 x 256 accumulator (128 registers a thread) and an f16 tile: past the budget, not early */
+        {"c: *f16,", "c: *f16, d: *f16,", "cast(acc, f16)", EARLY_D, "BN = 128", "BN = 256"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *const edits[] = {cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4], cases[i][5]};
+        ctx = lower_mm(edits, cases[i][4][0] ? 3 : 2, &m, &code);
+        cr_assert_not_null(code.tma.name, "case %zu: a twin", i);
+        t = twin_text(&code);
+        cr_expect_eq(code.tma.persistent, 1u, "case %zu: persistent %u", i, code.tma.persistent);
+        cr_expect_eq(strstr(t, "issued before the dot loop") != NULL, i == 0, "case %zu:\n%s", i, t);
+        cr_expect_eq(strstr(code.remarks, "before the loop") != NULL, i == 0, "case %zu:\n%s", i, code.remarks);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+#undef EARLY_D
+}
+
 /* A given MN-major (issue 29 item 2: dW = G^T @ X): A stored [K, M] and
  * loaded [BK, BM] then transposed, or its [BM, BK] pointer tile built with
  * the unit stride along M. The twin takes A as B [K, N] is taken: a map of

@@ -38238,6 +38238,23 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:459
+    // the epilogue's load at line 467, issued before the dot loop (its latency under the loop's)
+    __nv_bfloat16 tl_t0[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N)) && (v_add != 0));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
+        }
+    }
     { /* v_acc += dot: wgmma on 5 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -38266,44 +38283,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
     // examples/llm.tile:466
     // v_at: pointer tile computed where it is used
     // examples/llm.tile:467
-    __nv_bfloat16 tl_t0[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 7) & 127, tl_i1 = (tl_l >> 0) & 127;
-        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m1 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N)) && (v_add != 0));
-        const bool tl_m2 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_N)) && (v_add != 0));
-        const bool tl_m3 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_N)) && (v_add != 0));
-        const bool tl_m4 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_N)) && (v_add != 0));
-        const bool tl_m5 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_N)) && (v_add != 0));
-        const bool tl_m6 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_N)) && (v_add != 0));
-        const bool tl_m7 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_N)) && (v_add != 0));
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
-        }
-    }
-    tl_bar_consumers(256);
-    { /* tl_t0 to shared memory */
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 7) & 127, tl_i1 = (tl_l >> 0) & 127;
-            ((__nv_bfloat16 *)(tl_smem + 197712))[((tl_i1) * 1 + (tl_i0) * 128)] = tl_t0[tl_j];
-        }
-    }
-    tl_bar_consumers(256);
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 163840;
         if (tl_tid == 0)
@@ -38315,8 +38294,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
             const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
             const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             const unsigned tl_b = (unsigned)tl_i1 * 2;
-            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197712))[((tl_i1) * 1 + (tl_i0) * 128)])));
-            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(((const __nv_bfloat16 *)(tl_smem + 197712))[(((tl_i1 + 1)) * 1 + (tl_i0) * 128)])));
+            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(tl_t0[tl_j])));
+            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(tl_t0[tl_j + 1])));
             const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
