@@ -208,6 +208,12 @@ static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
     w->defer_acc = x;
 }
 
+/* Two consumer warp groups take turns to issue their wgmma (FlashAttention-3's
+ * ping-pong) where the last dot stays in flight: with each dot waited (d =
+ * 128) the turns measured 1-5% slower on the H100, d = 64 4% faster with
+ * them (docs/lowering.md, "The two warp groups in turns"). */
+static int takes_turns(const wg_plan *w) { return w->warps == 2 * WGA_WG_WARPS && w->defer_dot; }
+
 /* Nothing before the loop writes memory or returns, and the loop is a
  * statement of the kernel's body (every producer thread reaches it). */
 static int placed_ok(lw *L, const tilec_stmt *loop)
@@ -277,8 +283,10 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     w->S = S;
     w->stage_bytes = stage;
     w->warps = wga_warps(M);
-    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s", S, (long long)stage, w->warps,
-                       w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "");
+    plan_defer(L, loop, w);
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s", S, (long long)stage, w->warps,
+                       w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "",
+                       takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "");
     L->tw.loop = loop;
     return 1;
 }
@@ -340,10 +348,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         ring += o->bytes * S;
     }
     plan_defer(L, loop, w);
-    /* two consumer warp groups take turns (FlashAttention-3's ping-pong) where the last dot stays in flight:
-     * with each dot waited (d = 128) the turns measured 1-5% slower on the H100, d = 64 4% faster with them
-     * (docs/lowering.md) */
-    w->pingpong = L->nwarps == 2 * WGA_WG_WARPS && w->defer_dot;
+    w->pingpong = takes_turns(w);
     rp->S = S;
     rp->base = "tl_wro + ";
     rp->wg = 1;

@@ -197,7 +197,7 @@ Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
  * (S = Q K^T), before its wait, so one group's softmax runs under the
  * other's products; the turn of the loop's first dot is taken before the
  * loop, and after it group 0 takes group 1's last arrive (none is left
- * pending). One warp group (BM = 64) and the twins that wait for every
+ * pending); the remark says so. One warp group (BM = 64) and the twins that wait for every
  * dot (d = 128: measured slower with the turns, docs/lowering.md) have
  * none. */
 static const char *next_line(const char *p)
@@ -223,6 +223,9 @@ Test(wgattn, two_warp_groups_take_turns)
         lower_v(ctx, m, cases[i].kernel, cases[i].v, &code);
         const char *tw = strstr(code.source, "_tma(");
         cr_assert_not_null(tw, "%s variant %d: a twin", cases[i].kernel, cases[i].v);
+        cr_expect_eq(strstr(code.remarks, "two warp groups taking turns to issue, the last dot in flight") != NULL,
+                     cases[i].turns, "%s variant %d: the remark says whether the groups take turns:\n%s",
+                     cases[i].kernel, cases[i].v, code.remarks);
         if (!cases[i].turns) {
             cr_expect(!strstr(tw, "tl_bar_sync_n(") && !strstr(tw, "tl_bar_arrive_n("), "%s variant %d: no turns",
                       cases[i].kernel, cases[i].v);
