@@ -131,6 +131,7 @@ typedef struct wg_plan {
     const tilec_expr *defer_dot;  /* the body's last dot, accumulating into defer_acc in place: its wgmma
                                    * stay in flight into the next iteration (wgattn.c), or NULL */
     const char *defer_acc;        /* its accumulator's name */
+    int pingpong;                 /* two consumer warp groups take turns to issue their wgmma (named barriers 2, 3) */
     /* two program tiles along N a block (wgpair.c): pid(1) = 2j and 2j + 1 share A's stages and run
      * as one m64(2N) wgmma; pair_ok decided by the regular pass, pair in force on a persistent grid */
     int pair_ok, pair;

@@ -190,6 +190,109 @@ Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
     free(sass);
 }
 
+/* Two consumer warp groups whose last dot stays in flight (attention_d64
+ * at BM = 128) take turns to issue their wgmma (FlashAttention-3's
+ * ping-pong): a group's turn is named barrier 2 + its index, taken before
+ * the last dot (P V) and passed on after the next iteration's first
+ * (S = Q K^T), before its wait, so one group's softmax runs under the
+ * other's products; the turn of the loop's first dot is taken before the
+ * loop, and after it group 0 takes group 1's last arrive (none is left
+ * pending); the remark says so. One warp group (BM = 64) and the twins that wait for every
+ * dot (d = 128: measured slower with the turns, docs/lowering.md) have
+ * none. */
+static const char *next_line(const char *p)
+{
+    p = strchr(p, '\n');
+    cr_assert_not_null(p);
+    return p + 1 + strspn(p + 1, " ");
+}
+
+Test(wgattn, two_warp_groups_take_turns)
+{
+    static const struct {
+        const char *kernel;
+        int v, turns;
+    } cases[] = {
+        {"attention_d64", 0, 1},  {"attention_d64", 1, 1},  {"attention_d64", 2, 0},
+        {"attention_d128", 0, 0}, {"attention_d128", 1, 0}, {"attention_d128", 2, 0},
+    };
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, ATTN);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_kernel_code code;
+        lower_v(ctx, m, cases[i].kernel, cases[i].v, &code);
+        const char *tw = strstr(code.source, "_tma(");
+        cr_assert_not_null(tw, "%s variant %d: a twin", cases[i].kernel, cases[i].v);
+        cr_expect_eq(strstr(code.remarks, "two warp groups taking turns to issue, the last dot in flight") != NULL,
+                     cases[i].turns, "%s variant %d: the remark says whether the groups take turns:\n%s",
+                     cases[i].kernel, cases[i].v, code.remarks);
+        if (!cases[i].turns) {
+            cr_expect(!strstr(tw, "tl_bar_sync_n(") && !strstr(tw, "tl_bar_arrive_n("), "%s variant %d: no turns",
+                      cases[i].kernel, cases[i].v);
+            tilec_kernel_code_free(&code);
+            continue;
+        }
+        const char *first = strstr(tw, "if (tl_wgi == 1)"), *loop = strstr(tw, "for (tl_ix v_n0");
+        cr_assert(first && loop, "%s variant %d: the consumers' loop", cases[i].kernel, cases[i].v);
+        loop = strstr(first, "for (tl_ix v_n0");
+        const char *a0 = next_line(first), *s0 = next_line(a0);
+        cr_expect(!strncmp(a0, "tl_bar_arrive_n(2, 256);", 24) && !strncmp(s0, "tl_bar_sync_n(2 + tl_wgi, 256);", 31) &&
+                      s0 < loop,
+                  "%s variant %d: group 0 goes first, its turn taken before the loop", cases[i].kernel, cases[i].v);
+        /* in each copy of the body (unmasked, masked): S's wgmma, the turn passed on, then its wait; the turn
+         * taken before P V's wgmma, which stay in flight */
+        const char *at = loop;
+        for (int copy = 0; copy < 2; copy++) {
+            const char *s = strstr(at, "tl_wgrs_f16_n"), *commit = s ? strstr(s, "tl_wg_commit();\n") : NULL;
+            cr_assert_not_null(commit, "%s variant %d: copy %d has S's wgmma", cases[i].kernel, cases[i].v, copy);
+            const char *arv = next_line(commit), *wait = next_line(arv);
+            cr_expect(!strncmp(arv, "tl_bar_arrive_n(3 - tl_wgi, 256);", 33) && !strncmp(wait, "tl_wg_wait<0>();", 16),
+                      "%s variant %d, copy %d: the turn passed on between S's commit and its wait", cases[i].kernel,
+                      cases[i].v, copy);
+            const char *sync = strstr(arv, "tl_bar_sync_n(2 + tl_wgi, 256);"), *pv = strstr(arv, "tl_wg_fence();");
+            cr_expect(sync && pv && sync < pv && strstr(pv, "tl_wgrs_f16_n64(") &&
+                          strstr(pv, "tl_wgrs_f16_n64(") < strstr(pv, "stay in flight"),
+                      "%s variant %d, copy %d: the turn taken before P V's wgmma", cases[i].kernel, cases[i].v, copy);
+            at = pv ? strstr(pv, "stay in flight") : arv;
+        }
+        const char *tail = strstr(at, "if (tl_wgi == 0) {");
+        cr_expect(tail && strstr(tail, "tl_bar_arrive_n(3, 256);") && strstr(tail, "tl_bar_sync_n(2, 256);") &&
+                      strstr(tail, "} else {") && strstr(tail, "tl_bar_arrive_n(2, 256);"),
+                  "%s variant %d: after the loop, group 0 takes group 1's last arrive", cases[i].kernel, cases[i].v);
+        cr_expect(strstr(code.source, "#define TL_BAR_TURN"), "the turn helpers");
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The turns in SASS: bar.sync / bar.arrive by the group's barrier in a
+ * register, and every wgmma of a dot still issued back to back (ptxas
+ * serializes the kernel's wgmma, C7515, a WARPGROUP.DEPBAR after each
+ * HGMMA, when group 1's last arrive is a computed barrier id with the last
+ * P V in flight: the tail takes constant ids after the wait). */
+Test(wgattn, sass_turns_keep_wgmma_in_flight, .timeout = 200)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    for (int v = 0; v < 2; v++) {
+        char *sass = disassemble_file(tool, "-sass", ATTN, "attention_d64", v, "sm_90a");
+        const char *twin = strstr(sass, "_tma");
+        cr_assert_not_null(twin, "variant %d: the twin", v);
+        int hg = 0, dep = 0;
+        for (const char *p = twin; (p = strstr(p, "HGMMA.")) != NULL; p++)
+            hg++;
+        for (const char *p = twin; (p = strstr(p, "WARPGROUP.DEPBAR")) != NULL; p++)
+            dep++;
+        cr_expect(strstr(twin, "BAR.SYNC.DEFER_BLOCKING R") && strstr(twin, "BAR.ARV R"),
+                  "variant %d: the turns by a barrier in a register", v);
+        cr_expect(hg >= 12 && dep <= 4, "variant %d: %d HGMMA, %d WARPGROUP.DEPBAR (serialized: one a HGMMA)", v, hg,
+                  dep);
+        free(sass);
+    }
+}
+
 /* The folded copy's guard, (unsigned)bits(c) - 1 < 0x7f7fffff, is c > 0 &&
  * c < inf for every f32 (zeros, subnormals, the largest finite, infinities,
  * NaNs, negatives). */

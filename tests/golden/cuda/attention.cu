@@ -745,6 +745,14 @@ static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
         asm volatile("" : "+f"(d[i]) :: "memory");
 }
 #endif
+#ifndef TL_BAR_TURN
+#define TL_BAR_TURN
+/* the consumer warp groups' turns: named barrier id over n threads (bar.sync waits, bar.arrive does not) */
+static __device__ __forceinline__ void tl_bar_sync_n(int id, int n)
+{ asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_bar_arrive_n(int id, int n)
+{ asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+#endif
 #ifndef TL_WGRS_f16_N64_BK
 #define TL_WGRS_f16_N64_BK
 static __device__ __forceinline__ void tl_wgrs_f16_n64_bk(float *d, const unsigned *a, unsigned long long db)
@@ -940,6 +948,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         }
         tl_setmaxnreg_inc<224>();
         int tl_it = 0;
+        const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
+        if (tl_wgi == 1)
+            tl_bar_arrive_n(2, 256);
+        tl_bar_sync_n(2 + tl_wgi, 256);
         // examples/attention.tile:25
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
@@ -973,6 +985,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
+                    tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 32);
                     tl_wg_pin(v_acc, 32);
@@ -1105,6 +1118,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     }
                     const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -1150,6 +1164,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
+                    tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 32);
                     tl_wg_pin(v_acc, 32);
@@ -1273,6 +1288,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     }
                     const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -1295,6 +1311,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         tl_wg_pin(v_acc, 32);
         if (tl_it > 0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
+        if (tl_wgi == 0) {
+            tl_bar_arrive_n(3, 256);
+            tl_bar_sync_n(2, 256);
+        } else {
+            tl_bar_arrive_n(2, 256);
+        }
     }
     // examples/attention.tile:39
     #pragma unroll
@@ -1966,6 +1988,14 @@ static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
         asm volatile("" : "+f"(d[i]) :: "memory");
 }
 #endif
+#ifndef TL_BAR_TURN
+#define TL_BAR_TURN
+/* the consumer warp groups' turns: named barrier id over n threads (bar.sync waits, bar.arrive does not) */
+static __device__ __forceinline__ void tl_bar_sync_n(int id, int n)
+{ asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_bar_arrive_n(int id, int n)
+{ asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+#endif
 #ifndef TL_WGRS_f16_N32_BK
 #define TL_WGRS_f16_N32_BK
 static __device__ __forceinline__ void tl_wgrs_f16_n32_bk(float *d, const unsigned *a, unsigned long long db)
@@ -2161,6 +2191,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         }
         tl_setmaxnreg_inc<224>();
         int tl_it = 0;
+        const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
+        if (tl_wgi == 1)
+            tl_bar_arrive_n(2, 256);
+        tl_bar_sync_n(2 + tl_wgi, 256);
         // examples/attention.tile:25
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
@@ -2194,6 +2228,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
+                    tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
                     tl_wg_pin(v_acc, 32);
@@ -2326,6 +2361,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     }
                     const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096), 4096, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
@@ -2371,6 +2407,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
                         tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
+                    tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 16);
                     tl_wg_pin(v_acc, 32);
@@ -2494,6 +2531,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     }
                     const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096), 4096, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q)
@@ -2516,6 +2554,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         tl_wg_pin(v_acc, 32);
         if (tl_it > 0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
+        if (tl_wgi == 0) {
+            tl_bar_arrive_n(3, 256);
+            tl_bar_sync_n(2, 256);
+        } else {
+            tl_bar_arrive_n(2, 256);
+        }
     }
     // examples/attention.tile:39
     #pragma unroll
