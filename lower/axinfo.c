@@ -972,6 +972,34 @@ static int varying(lw *L, const tilec_expr *e, const tilec_type *tile)
     return m;
 }
 
+/* x * c for integer scalar x, in the kernel's arena (NULL out of memory). */
+static const tilec_expr *times_const(lw *L, const tilec_expr *x, int64_t c)
+{
+    tilec_expr *n = ar_alloc(&L->ar, 2 * sizeof *n);
+    tilec_expr **args = ar_alloc(&L->ar, 2 * sizeof *args);
+    if (!n || !args) {
+        L->failed = 1;
+        return NULL;
+    }
+    memset(n, 0, 2 * sizeof *n);
+    n[1].kind = TILEC_EX_INT;
+    n[1].ival = c;
+    n[1].loc = x->loc;
+    n[1].depth = 1;
+    n[1].type = (tilec_type){.kind = TILEC_TY_VALUE, .dtype = TILEC_DT_I32, .weak = 1};
+    n[0].kind = TILEC_EX_BINARY;
+    n[0].op = TILEC_OP_MUL;
+    n[0].loc = x->loc;
+    args[0] = (tilec_expr *)x;
+    args[1] = &n[1];
+    n[0].args = args;
+    n[0].nargs = 2;
+    n[0].depth = x->depth + 1;
+    n[0].type = *lower_ty(L, x);
+    n[0].type.weak = 0;
+    return &n[0];
+}
+
 int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
 {
     const tilec_expr *t[PA_MAX];
@@ -997,18 +1025,23 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
         pa_prod f = {.c = 1, .ok = 1};
         factor(L, t[i], &f, 0);
         int m = varying(L, t[i], tile);
-        if (!f.ok || f.c != 1)
+        if (!f.ok)
             return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
         if (!m && !f.z && f.nsym <= 1 && lower_ty(L, t[i])->rank == 0) {
-            /* a scalar: added to the coordinate of the axis of its stride (none: the unit-stride axis) */
+            /* a scalar: added to the coordinate of the axis of its stride (none: the unit-stride axis); a
+             * constant factor stays with the coordinate (`kt * BK * N`: kt * BK rows of stride N) */
             if (f.nsym == 1 && (f.nleaf != 1 || lower_ty(L, f.leaf[0])->rank != 0))
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters "
                                  "or a coordinate times the row stride",
                        0;
-            scal[ns] = f.nsym ? f.leaf[0] : t[i];
+            scal[ns] = !f.nsym ? t[i] : f.c == 1 ? f.leaf[0] : times_const(L, f.leaf[0], f.c);
             sstride[ns++] = f.nsym ? f.sym[0] : -1;
+            if (!scal[ns - 1])
+                return pa->why = "(out of memory)", 0;
             continue;
         }
+        if (f.c != 1)
+            return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
         if (!m) { /* constant over the tile: the batch offset pid(2) * X [* Y] */
             if (!f.z || f.nleaf || f.nsym < 1 || f.nsym > 2 || pa->z)
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters",
