@@ -972,32 +972,27 @@ static int varying(lw *L, const tilec_expr *e, const tilec_type *tile)
     return m;
 }
 
-/* x * c for integer scalar x, in the kernel's arena (NULL out of memory). */
-static const tilec_expr *times_const(lw *L, const tilec_expr *x, int64_t c)
+/* The coordinate of scalar term e, a product with integer parameter p (the
+ * row stride) among its factors: the operand of the product by p, as
+ * written (`pid(0) * BM * K`: pid(0) * BM; `kt * BK * N`), through casts;
+ * NULL when p is not an operand of the outer product. The node itself,
+ * not a copy: the twin compares coordinates by identity. */
+static const tilec_expr *coord_of(lw *L, const tilec_expr *e, int p)
 {
-    tilec_expr *n = ar_alloc(&L->ar, 2 * sizeof *n);
-    tilec_expr **args = ar_alloc(&L->ar, 2 * sizeof *args);
-    if (!n || !args) {
-        L->failed = 1;
+    const tilec_expr *x;
+    for (int depth = 0; e && depth < 32; depth++) {
+        if ((x = int_cast_of(L, e)) != NULL) {
+            e = x;
+            continue;
+        }
+        if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_MUL)
+            return NULL;
+        for (int i = 0; i < 2; i++)
+            if (lower_param_of(L, e->args[i], 0, 0) == p)
+                return e->args[1 - i];
         return NULL;
     }
-    memset(n, 0, 2 * sizeof *n);
-    n[1].kind = TILEC_EX_INT;
-    n[1].ival = c;
-    n[1].loc = x->loc;
-    n[1].depth = 1;
-    n[1].type = (tilec_type){.kind = TILEC_TY_VALUE, .dtype = TILEC_DT_I32, .weak = 1};
-    n[0].kind = TILEC_EX_BINARY;
-    n[0].op = TILEC_OP_MUL;
-    n[0].loc = x->loc;
-    args[0] = (tilec_expr *)x;
-    args[1] = &n[1];
-    n[0].args = args;
-    n[0].nargs = 2;
-    n[0].depth = x->depth + 1;
-    n[0].type = *lower_ty(L, x);
-    n[0].type.weak = 0;
-    return &n[0];
+    return NULL;
 }
 
 int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
@@ -1034,10 +1029,12 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters "
                                  "or a coordinate times the row stride",
                        0;
-            scal[ns] = !f.nsym ? t[i] : f.c == 1 ? f.leaf[0] : times_const(L, f.leaf[0], f.c);
+            scal[ns] = !f.nsym ? t[i] : f.c == 1 ? f.leaf[0] : coord_of(L, t[i], f.sym[0]);
+            if (!scal[ns])
+                return pa->why = "a scalar offset of the pointer is not a coordinate times the row stride as one "
+                                 "product (`(kt * BK) * N`)",
+                       0;
             sstride[ns++] = f.nsym ? f.sym[0] : -1;
-            if (!scal[ns - 1])
-                return pa->why = "(out of memory)", 0;
             continue;
         }
         if (f.c != 1)

@@ -186,7 +186,8 @@ static tilec_expr *scalar_op(lw *L, tilec_op op, tilec_expr *a, tilec_expr *b, c
 }
 
 /* The loop's count of steps times d as the analysis reads coordinates: it = k - lo (k when lo is 0);
- * it * (d / st) when st divides d as written (d itself, BK * N), else it / st * d. */
+ * it * (d / st) when st divides d as written (d itself, BK * N); for a step of 1, (it * c) * r of d = c * r
+ * (the coordinate it * c a node of its own); else it / st * d. */
 static tilec_expr *offset(lw *L, const tilec_stmt *loop, tilec_expr *var, tilec_expr *d, const tilec_loc *loc)
 {
     int64_t lo, st = 1, dv, c;
@@ -195,6 +196,10 @@ static tilec_expr *offset(lw *L, const tilec_stmt *loop, tilec_expr *var, tilec_
         it = scalar_op(L, TILEC_OP_SUB, var, loop->lo, loc);
     if (loop->step && lower_const_int(L, loop->step, &st))
         st = 0; /* a run-time step */
+    if (st == 1 && d->kind == TILEC_EX_BINARY && d->op == TILEC_OP_MUL)
+        for (int i = 0; i < 2; i++) /* BK * N: (k * BK) * N, the coordinate a product of its own */
+            if (lower_ty(L, d->args[i])->rank == 0 && lower_const_int(L, d->args[i], &c) == 0)
+                return scalar_op(L, TILEC_OP_MUL, scalar_op(L, TILEC_OP_MUL, it, d->args[i], loc), d->args[1 - i], loc);
     if (st == 1)
         return lower_const_int(L, d, &dv) == 0 && dv == 1 ? it : scalar_op(L, TILEC_OP_MUL, it, d, loc);
     if (st && lower_const_int(L, d, &dv) == 0 && dv == st)

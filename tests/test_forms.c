@@ -180,6 +180,9 @@ Test(forms, paths_and_remarks, .timeout = 120)
         cr_expect(strstr(code.layouts, "  remark: line "), "%s:\n%s", f->file, code.layouts);
         cr_expect_eq(code.tma.name != NULL, f->twin, "%s: twin %d", f->file, f->twin);
         cr_expect_eq(code.tma.nmaps == 3, f->store_tma, "%s: the epilogue's store by TMA %d", f->file, f->store_tma);
+        /* ... and the twin's epilogue issues it (the plan's coordinates are the emission's) */
+        cr_expect_eq(strstr(code.source, "tl_tma_store_2d(&") != NULL || strstr(code.source, "tl_tma_store_3d(&") != NULL,
+                     f->store_tma, "%s: the twin stores by TMA %d", f->file, f->store_tma);
         cr_expect_eq(strstr(code.source, "-stage cp.async pipeline */") != NULL, f->pipelined == 1, "%s: pipelined %d",
                      f->file, f->pipelined);
         cr_expect_eq(strstr(code.source, "-stage cp.async ring: ") != NULL, f->pipelined == 2, "%s: a ring %d",
