@@ -26,8 +26,10 @@
  *   - the statement is in the loop's body itself (not under an `if`),
  *     the only assignment of x in the kernel, and x is read in the body
  *     before it and nowhere after it;
- *   - x is let once in the kernel, in the block of the loop, and nothing
- *     between that let and the loop, or after the loop, names x.
+ *   - x is let once in the kernel, in the block of the loop, to a value
+ *     that reads nothing the kernel assigns (x0 is computed where it is
+ *     read), and nothing between that let and the loop, or after the
+ *     loop, names x.
  * Anything else is left as written, and the reason is kept for the
  * remarks (lower_ivstep_why). */
 #include <string.h>
@@ -133,6 +135,21 @@ static const char *variant_why(lw *L, const tilec_expr *d, const char *var, cons
     return NULL;
 }
 
+/* The first name e reads that the kernel assigns, or NULL. */
+static const char *assigned_read(lw *L, const tilec_expr *e)
+{
+    if (!e)
+        return NULL;
+    if (e->kind == TILEC_EX_NAME && binds(&L->k->body, e->name, 1))
+        return e->name;
+    for (uint32_t i = 0; i < e->nargs; i++) {
+        const char *r = assigned_read(L, e->args[i]);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
 static void keep_why(lw *L, const tilec_stmt *s, const char *why)
 {
     if (L->nivs < LOWER_IVS_MAX) {
@@ -208,6 +225,8 @@ static tilec_expr *offset(lw *L, const tilec_stmt *loop, tilec_expr *var, tilec_
         for (int i = 0; i < 2; i++)
             if (lower_ty(L, d->args[i])->rank == 0 && lower_const_int(L, d->args[i], &c) == 0 && c == st)
                 return scalar_op(L, TILEC_OP_MUL, it, d->args[1 - i], loc);
+    if (lower_const_int(L, d, &dv) == 0 && dv == 1)
+        return scalar_op(L, TILEC_OP_DIV, it, loop->step, loc);
     return scalar_op(L, TILEC_OP_MUL, scalar_op(L, TILEC_OP_DIV, it, loop->step, loc), d, loc);
 }
 
@@ -269,6 +288,9 @@ static int step_one(lw *L, tilec_block *b, uint32_t li, tilec_stmt *loop, uint32
         if (p == li || binds(&L->k->body, x, 0) != 1)
             why = lower_fmt(L, "%s is not let once, in the block of the loop", x);
     }
+    /* its let's value is computed where x0 is read (a virtual tile): nothing it reads may change on the way */
+    if (!why && (why = assigned_read(L, b->stmts[p]->value)) != NULL)
+        why = lower_fmt(L, "its let reads %s, which is assigned", why);
     for (uint32_t i = p + 1; !why && i < b->nstmts; i++)
         if (i != li && stmt_names(b->stmts[i], x))
             why = lower_fmt(L, "%s is named %s the loop", x, i < li ? "between its let and" : "after");

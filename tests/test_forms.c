@@ -445,6 +445,24 @@ static void lower_edited(tilec_ctx *ctx, tilec_module **m, const char *file, con
     free(src);
 }
 
+/* file with `from` replaced by `to` (once or more), lowered into a new
+ * context (*ctx, *m, *code; edited_free frees them). */
+static void lower_edit1(tilec_ctx **ctx, tilec_module **m, const char *file, const char *from, const char *to,
+                        tilec_kernel_code *code)
+{
+    const char *edit[2] = {from, to};
+    *ctx = tilec_ctx_new();
+    *m = NULL;
+    lower_edited(*ctx, m, file, "gemm", edit, 1, code);
+}
+
+static void edited_free(tilec_ctx *ctx, tilec_module *m, tilec_kernel_code *code)
+{
+    tilec_kernel_code_free(code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* What the transposes mean, not how many are written: B = trans(trans(x))
  * of a [K, N] load is the reference's MN-major B; the twin of x @ W.T
  * multiplies a K-major B (no transpose bit) copied in one TMA box a stage,
@@ -854,16 +872,13 @@ Test(forms, not_a_map, .timeout = 120)
         {"load(a + rm", "load(a + 2 * k + rm", "the mask is not R[:, None] < rows && C[None, :] < cols"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tilec_ctx *ctx = tilec_ctx_new();
-        tilec_module *m = NULL;
+        tilec_ctx *ctx;
+        tilec_module *m;
         tilec_kernel_code code;
-        const char *edit[2] = {cases[i].from, cases[i].to};
-        lower_edited(ctx, &m, "tests/forms/ref.tile", "gemm", edit, 1, &code);
+        lower_edit1(&ctx, &m, "tests/forms/ref.tile", cases[i].from, cases[i].to, &code);
         cr_expect(!strstr(code.remarks, "wgmma + TMA (the sm_90a twin"), "%s: no map:\n%s", cases[i].to, code.remarks);
         cr_expect(strstr(code.remarks, cases[i].why), "%s: says '%s':\n%s", cases[i].to, cases[i].why, code.remarks);
-        tilec_kernel_code_free(&code);
-        tilec_module_free(m);
-        tilec_ctx_free(ctx);
+        edited_free(ctx, m, &code);
     }
     /* a stride let in the loop body, the kernel's only let of that name: the parameter it names */
     tilec_ctx *ctx = tilec_ctx_new();
@@ -896,13 +911,14 @@ Test(forms, pointer_steps, .timeout = 120)
         {"    store(c", "    store(pa, zeros(f16, BM, BK), rm[:, None] < M);\n    store(c", "pa is named after the loop"},
         {"pa = pa + BK;", "pa = pa + rk[0];", "its step reads rk, let in the loop"},
         {"pa = pa + BK;", "pa = pa + (rm * 0)[:, None];", "its step is not an integer scalar"},
+        /* pa_at0 would be computed where it is read: its let may read nothing that changes */
+        {"    let pa = a + rm", "    let z = 0;\n    z = z + 1;\n    let pa = a + z + rm", "its let reads z, which is assigned"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tilec_ctx *ctx = tilec_ctx_new();
-        tilec_module *m = NULL;
+        tilec_ctx *ctx;
+        tilec_module *m;
         tilec_kernel_code code;
-        const char *edit[2] = {cases[i].from, cases[i].to};
-        lower_edited(ctx, &m, "tests/forms/ptr_step.tile", "gemm", edit, 1, &code);
+        lower_edit1(&ctx, &m, "tests/forms/ptr_step.tile", cases[i].from, cases[i].to, &code);
         if (!cases[i].why) {
             cr_expect(strstr(code.remarks, "wgmma + TMA (the sm_90a twin"), "%s: the twin:\n%s", cases[i].to,
                       code.remarks);
@@ -915,8 +931,17 @@ Test(forms, pointer_steps, .timeout = 120)
             cr_expect(strstr(code.remarks, cases[i].why), "%s: says '%s':\n%s", cases[i].to, cases[i].why,
                       code.remarks);
         }
-        tilec_kernel_code_free(&code);
-        tilec_module_free(m);
-        tilec_ctx_free(ctx);
+        edited_free(ctx, m, &code);
     }
+    /* a run-time step from 1: pa = pa_at0 + (k - 1) / s * BK, a pure function of k (pipelined), whose
+     * coordinate is not the mask's k + range(BK): no map, and the remark says so */
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_kernel_code code;
+    const char *edit[4] = {"K: i32)", "K: i32, s: i32)", "for k in 0 .. K step BK {", "for k in 1 .. K step s {"};
+    lower_edited(ctx, &m, "tests/forms/ptr_step.tile", "gemm", edit, 2, &code);
+    cr_expect(strstr(code.source, "-stage cp.async pipeline */"), "pipelined:\n%s", code.remarks);
+    cr_expect(strstr(code.source, "/ v_s)"), "the steps taken: (k - 1) / s");
+    cr_expect(strstr(code.remarks, "line 14: the mask is not R[:, None] < rows && C[None, :] < cols"), "%s", code.remarks);
+    edited_free(ctx, m, &code);
 }
