@@ -972,6 +972,29 @@ static int varying(lw *L, const tilec_expr *e, const tilec_type *tile)
     return m;
 }
 
+/* The coordinate of scalar term e, a product with integer parameter p (the
+ * row stride) among its factors: the operand of the product by p, as
+ * written (`pid(0) * BM * K`: pid(0) * BM; `kt * BK * N`), through casts;
+ * NULL when p is not an operand of the outer product. The node itself,
+ * not a copy: the twin compares coordinates by identity. */
+static const tilec_expr *coord_of(lw *L, const tilec_expr *e, int p)
+{
+    const tilec_expr *x;
+    for (int depth = 0; e && depth < 32; depth++) {
+        if ((x = int_cast_of(L, e)) != NULL) {
+            e = x;
+            continue;
+        }
+        if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_MUL)
+            return NULL;
+        for (int i = 0; i < 2; i++)
+            if (lower_param_of(L, e->args[i], 0, 0) == p)
+                return e->args[1 - i];
+        return NULL;
+    }
+    return NULL;
+}
+
 int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
 {
     const tilec_expr *t[PA_MAX];
@@ -997,18 +1020,25 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
         pa_prod f = {.c = 1, .ok = 1};
         factor(L, t[i], &f, 0);
         int m = varying(L, t[i], tile);
-        if (!f.ok || f.c != 1)
+        if (!f.ok)
             return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
         if (!m && !f.z && f.nsym <= 1 && lower_ty(L, t[i])->rank == 0) {
-            /* a scalar: added to the coordinate of the axis of its stride (none: the unit-stride axis) */
+            /* a scalar: added to the coordinate of the axis of its stride (none: the unit-stride axis); a
+             * constant factor stays with the coordinate (`kt * BK * N`: kt * BK rows of stride N) */
             if (f.nsym == 1 && (f.nleaf != 1 || lower_ty(L, f.leaf[0])->rank != 0))
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters "
                                  "or a coordinate times the row stride",
                        0;
-            scal[ns] = f.nsym ? f.leaf[0] : t[i];
+            scal[ns] = !f.nsym ? t[i] : f.c == 1 ? f.leaf[0] : coord_of(L, t[i], f.sym[0]);
+            if (!scal[ns])
+                return pa->why = "a scalar offset of the pointer is not a coordinate times the row stride as one "
+                                 "product (`(kt * BK) * N`)",
+                       0;
             sstride[ns++] = f.nsym ? f.sym[0] : -1;
             continue;
         }
+        if (f.c != 1)
+            return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
         if (!m) { /* constant over the tile: the batch offset pid(2) * X [* Y] */
             if (!f.z || f.nleaf || f.nsym < 1 || f.nsym > 2 || pa->z)
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters",

@@ -174,6 +174,8 @@ static const char *lower_once(lw *L, tilec_ctx *ctx, const tilec_module *m, cons
     ar_init(&L->ar);
     sb_init(&L->out);
     sb_init(&L->notes);
+    /* loop-carried steps read as affine in the loop variable (ivstep.c): every pass below sees the rewrite */
+    k = lower_ivstep(L, k);
     /* names up to TILEC_MAX_IDENT: no fixed buffer (one truncated long names) */
     const char *fname = lower_fmt(L, "%s_v%d", k->name, variant);
     lower_emit_kernel(L, fname);

@@ -168,7 +168,8 @@ typedef struct matnode {
 
 enum { WG_MAX_EARLY = 4 }; /* the epilogue's loads issued before a twin's loop, at most */
 
-enum { LP_MAX = 16 }; /* shapes the layout plan remembers */
+enum { LP_MAX = 16 };       /* shapes the layout plan remembers */
+enum { LOWER_IVS_MAX = 8 }; /* loop steps whose reasons the remarks keep (ivstep.c) */
 
 /* The state of lowering one kernel variant. */
 /* hoist.c: loop-invariant parts of a pipelined loop's copies */
@@ -299,6 +300,10 @@ typedef struct lw {
     int nrem;
     lower_mem_remark *mrem, **mrem_end; /* the loads' and stores' paths, as lowered */
     const tilec_expr *tw_ld[2]; /* the loads of the loop the sm_90a twin takes */
+    /* ivstep.c: the steps `x = x + d` of loops left as written, and why */
+    const struct tilec_stmt *ivs_stmt[LOWER_IVS_MAX];
+    const char *ivs_why[LOWER_IVS_MAX];
+    int nivs;
     /* lower_stages: the deepest stages chosen without a hint; the cap of a retry */
     int stages_auto, stages_cap;
     /* splitk.c: the `split_k` hint */
@@ -342,6 +347,18 @@ void lower_slice_parts(lw *L, const tilec_expr *s, int64_t *lo, int64_t *step);
  * refuses both first) fails the lowering and gives 0. */
 int lower_axis(lw *L, const tilec_expr *call, uint32_t i, int rank);
 uint32_t lower_alloc_smem(lw *L, int64_t bytes);
+
+/* ---- ivstep.c: values a loop advances by a loop-invariant step ---- */
+
+/* k with each loop's steps `x = x + d` (x an integer or pointer, d a
+ * scalar invariant of the loop) read as x's value before the loop plus
+ * the steps taken: `let x0 = ...` before it, `let x = x0 + k * (d / st)`
+ * opening its body; a copy in L's arena when something changed, else k.
+ * Sets L->k. */
+const tilec_kernel *lower_ivstep(lw *L, const tilec_kernel *k);
+/* Why step statement s was left as written (its loop keeps x in
+ * registers), or NULL. */
+const char *lower_ivstep_why(const lw *L, const tilec_stmt *s);
 
 /* ---- remark.c: what a check refused and why ---- */
 

@@ -400,6 +400,10 @@ static int pipeline_stmt_ok(lw *L, const tilec_stmt *s, pipe_plan *pp, const cha
     }
     if (s->kind == TILEC_ST_ASSIGN && lower_dot_update(s))
         return lower_miss(L, line, "a second dot update in the loop (a pipelined loop has one)");
+    if (s->kind == TILEC_ST_ASSIGN && lower_ivstep_why(L, s))
+        return lower_miss(L, line, "%s is re-assigned in the loop body, and its step is not read as its value before "
+                                   "the loop plus the steps taken: %s",
+                          s->names[0], lower_ivstep_why(L, s));
     if (s->kind != TILEC_ST_LET)
         return lower_miss(L, line, "a statement other than a let or the dot update in the loop body");
     if (lower_in_list(L->assigned, L->nassigned, s->names[0]))

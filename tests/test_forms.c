@@ -127,9 +127,15 @@ static const form forms[] = {
      * range(BK)[None, :], the first row and column folded into scalar pointer lets before the loop */
     {"bt_ptr_base.tile", 1, 1, BT_PAIR_PATH, NULL, 1, 64},
     {"scalar_bases.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
-    /* today's gap: pointers stepped in the loop (not pipelined at all) */
-    {"ptr_step.tile", 0, 0, "dot loop: its loads through registers (no cp.async pipeline)",
-     "not on a cp.async pipeline: a statement other than a let or the dot update in the loop body", 0, 64},
+    /* pointer tiles stepped in the loop by a loop-invariant scalar (pa = pa + BK): their value before the loop
+     * plus the steps taken (lower/ivstep.c), over K offsets or K tile numbers */
+    {"ptr_step.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages",
+     NULL, 1, 64},
+    /* the first row inline as pid(0) * BM * K: a coordinate with a constant factor times the row stride */
+    {"base_inline.tile", 1, 1,
+     "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages", NULL, 1, 64},
+    {"ptr_step_tiles.tile", 1, 1,
+     "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages", NULL, 1, 64},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
@@ -173,6 +179,9 @@ Test(forms, paths_and_remarks, .timeout = 120)
         cr_expect(strstr(code.layouts, "  remark: line "), "%s:\n%s", f->file, code.layouts);
         cr_expect_eq(code.tma.name != NULL, f->twin, "%s: twin %d", f->file, f->twin);
         cr_expect_eq(code.tma.nmaps == 3, f->store_tma, "%s: the epilogue's store by TMA %d", f->file, f->store_tma);
+        /* ... and the twin's epilogue issues it (the plan's coordinates are the emission's) */
+        cr_expect_eq(strstr(code.source, "tl_tma_store_2d(&") != NULL || strstr(code.source, "tl_tma_store_3d(&") != NULL,
+                     f->store_tma, "%s: the twin stores by TMA %d", f->file, f->store_tma);
         cr_expect_eq(strstr(code.source, "-stage cp.async pipeline */") != NULL, f->pipelined == 1, "%s: pipelined %d",
                      f->file, f->pipelined);
         cr_expect_eq(strstr(code.source, "-stage cp.async ring: ") != NULL, f->pipelined == 2, "%s: a ring %d",
@@ -211,7 +220,8 @@ Test(forms, maps_as_reference, .timeout = 120)
         {"ptr_lets.tile", "ref.tile"},             {"named_masks.tile", "ref.tile"},
         {"bt_strides.tile", "bt.tile"},            {"bt_ptr_lets.tile", "bt.tile"},
         {"batch_stride_let.tile", "batch_ptr_let.tile"}, {"bt_ptr_base.tile", "bt.tile"},
-        {"scalar_bases.tile", "ref.tile"},
+        {"scalar_bases.tile", "ref.tile"},       {"ptr_step.tile", "ref.tile"},
+        {"ptr_step_tiles.tile", "ref.tile"},      {"base_inline.tile", "ref.tile"},
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         tilec_tma_meta a, b;
@@ -433,6 +443,24 @@ static void lower_edited(tilec_ctx *ctx, tilec_module **m, const char *file, con
                  tilec_ctx_diag(ctx, 0) ? tilec_ctx_diag(ctx, 0)->message : "");
     cr_assert_eq(tilec_lower_kernel(ctx, *m, tilec_module_find_kernel(*m, kernel), 0, code), TILEC_OK);
     free(src);
+}
+
+/* file with `from` replaced by `to` (once or more), lowered into a new
+ * context (*ctx, *m, *code; edited_free frees them). */
+static void lower_edit1(tilec_ctx **ctx, tilec_module **m, const char *file, const char *from, const char *to,
+                        tilec_kernel_code *code)
+{
+    const char *edit[2] = {from, to};
+    *ctx = tilec_ctx_new();
+    *m = NULL;
+    lower_edited(*ctx, m, file, "gemm", edit, 1, code);
+}
+
+static void edited_free(tilec_ctx *ctx, tilec_module *m, tilec_kernel_code *code)
+{
+    tilec_kernel_code_free(code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
 }
 
 /* What the transposes mean, not how many are written: B = trans(trans(x))
@@ -954,19 +982,17 @@ Test(forms, not_a_map, .timeout = 120)
          "the mask is not R[:, None] < rows && C[None, :] < cols"},
         /* a scalar added to the columns that the mask's K bound does not add */
         {"load(a + rm", "load(a + pid(1) + rm", "the mask is not R[:, None] < rows && C[None, :] < cols"},
-        {"load(a + rm", "load(a + 2 * k + rm", "a term of the pointer is not the pointer parameter"},
+        /* a scalar with a constant factor is a coordinate (kt * BK), here one the mask does not bound */
+        {"load(a + rm", "load(a + 2 * k + rm", "the mask is not R[:, None] < rows && C[None, :] < cols"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tilec_ctx *ctx = tilec_ctx_new();
-        tilec_module *m = NULL;
+        tilec_ctx *ctx;
+        tilec_module *m;
         tilec_kernel_code code;
-        const char *edit[2] = {cases[i].from, cases[i].to};
-        lower_edited(ctx, &m, "tests/forms/ref.tile", "gemm", edit, 1, &code);
+        lower_edit1(&ctx, &m, "tests/forms/ref.tile", cases[i].from, cases[i].to, &code);
         cr_expect(!strstr(code.remarks, "wgmma + TMA (the sm_90a twin"), "%s: no map:\n%s", cases[i].to, code.remarks);
         cr_expect(strstr(code.remarks, cases[i].why), "%s: says '%s':\n%s", cases[i].to, cases[i].why, code.remarks);
-        tilec_kernel_code_free(&code);
-        tilec_module_free(m);
-        tilec_ctx_free(ctx);
+        edited_free(ctx, m, &code);
     }
     /* a stride let in the loop body, the kernel's only let of that name: the parameter it names */
     tilec_ctx *ctx = tilec_ctx_new();
@@ -980,4 +1006,56 @@ Test(forms, not_a_map, .timeout = 120)
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
+}
+
+/* A pointer stepped in the loop (ptr_step.tile's `pa = pa + BK`) is read as
+ * its value before the loop plus the steps taken (lower/ivstep.c) however
+ * the sum is turned; a step the rewrite cannot read leaves the loop as
+ * written (pa a register tile, no pipeline), and the remark says which
+ * step and why. */
+Test(forms, pointer_steps, .timeout = 120)
+{
+    static const struct {
+        const char *from, *to, *why; /* why NULL: the twin, as the reference */
+    } cases[] = {
+        {"pa = pa + BK;", "pa = BK + pa;", NULL},
+        {"pa = pa + BK;", "pa = pa + k;", "its step reads the loop variable k"},
+        {"pa = pa + BK;", "pa = pa + BK;\n        let pz = pa;", "pa is read after its step in the loop body"},
+        {"pa = pa + BK;", "pa = pa + BK;\n        pa = pa + 0;", "pa is assigned more than once"},
+        {"    store(c", "    store(pa, zeros(f16, BM, BK), rm[:, None] < M);\n    store(c", "pa is named after the loop"},
+        {"pa = pa + BK;", "pa = pa + rk[0];", "its step reads rk, let in the loop"},
+        {"pa = pa + BK;", "pa = pa + (rm * 0)[:, None];", "its step is not an integer scalar"},
+        /* pa_at0 would be computed where it is read: its let may read nothing that changes */
+        {"    let pa = a + rm", "    let z = 0;\n    z = z + 1;\n    let pa = a + z + rm", "its let reads z, which is assigned"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx;
+        tilec_module *m;
+        tilec_kernel_code code;
+        lower_edit1(&ctx, &m, "tests/forms/ptr_step.tile", cases[i].from, cases[i].to, &code);
+        if (!cases[i].why) {
+            cr_expect(strstr(code.remarks, "wgmma + TMA (the sm_90a twin"), "%s: the twin:\n%s", cases[i].to,
+                      code.remarks);
+            cr_expect(strstr(code.source, "-stage cp.async pipeline */"), "%s: pipelined", cases[i].to);
+        } else {
+            cr_expect(!code.tma.name, "%s: no twin", cases[i].to);
+            cr_expect(strstr(code.remarks, "pa is re-assigned in the loop body, and its step is not read as its value "
+                                           "before the loop plus the steps taken: "),
+                      "%s: names the step:\n%s", cases[i].to, code.remarks);
+            cr_expect(strstr(code.remarks, cases[i].why), "%s: says '%s':\n%s", cases[i].to, cases[i].why,
+                      code.remarks);
+        }
+        edited_free(ctx, m, &code);
+    }
+    /* a run-time step from 1: pa = pa_at0 + (k - 1) / s * BK, a pure function of k (pipelined), whose
+     * coordinate is not the mask's k + range(BK): no map, and the remark says so */
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_kernel_code code;
+    const char *edit[4] = {"K: i32)", "K: i32, s: i32)", "for k in 0 .. K step BK {", "for k in 1 .. K step s {"};
+    lower_edited(ctx, &m, "tests/forms/ptr_step.tile", "gemm", edit, 2, &code);
+    cr_expect(strstr(code.source, "-stage cp.async pipeline */"), "pipelined:\n%s", code.remarks);
+    cr_expect(strstr(code.source, "/ v_s)"), "the steps taken: (k - 1) / s");
+    cr_expect(strstr(code.remarks, "line 14: the mask is not R[:, None] < rows && C[None, :] < cols"), "%s", code.remarks);
+    edited_free(ctx, m, &code);
 }

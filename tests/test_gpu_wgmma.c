@@ -285,12 +285,9 @@ static tilec_program *form_program(const char *form, char *path, size_t size, ti
  * on every shape (ragged in M, N and K: the last K tile partly past K; K
  * tiles of 16 and 32 in stages of 64, the last stage's iterations partly
  * or wholly past K). */
-Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
+static void run_forms(const char *const *forms, size_t n)
 {
-    if (!hopper)
-        return;
-    static const char *const forms[] = {"bk16", "bk32", "bk128", "warps4", "warps8_bm64", "user_mix", "tiles_bk32"};
-    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    for (size_t f = 0; f < n; f++) {
         char path[128];
         tilec_module *m = NULL;
         tilec_program *p = form_program(forms[f], path, sizeof path, &m);
@@ -302,6 +299,27 @@ Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
         tilec_program_free(p);
         tilec_module_free(m);
     }
+}
+
+Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
+{
+    if (!hopper)
+        return;
+    static const char *const forms[] = {"bk16", "bk32", "bk128", "warps4", "warps8_bm64", "user_mix", "tiles_bk32"};
+    run_forms(forms, sizeof forms / sizeof forms[0]);
+}
+
+/* tests/forms read by the analysis since session 41: pointer tiles stepped
+ * in the loop (lower/ivstep.c: over K offsets and over K tile numbers) and
+ * the first row inline (`a + pid(0) * BM * K + ...`); each has a twin, right on
+ * every shape (ragged: the steps past K's last tile are masked as the
+ * reference's). */
+Test(wgmma, forms_steps_and_inline, .timeout = 600)
+{
+    if (!hopper)
+        return;
+    static const char *const forms[] = {"ptr_step", "ptr_step_tiles", "base_inline"};
+    run_forms(forms, sizeof forms / sizeof forms[0]);
 }
 
 /* x @ W.T (tests/gpu/linear_bt.tile, issue 29 item 2): W stored [N, K],

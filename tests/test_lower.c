@@ -290,9 +290,16 @@ Test(lower, ring_loop_rules, .timeout = 60)
     cr_expect(!strstr(s, "cp.async ring"), "%s", s);
     free(s);
     /* the mask reads a scalar the body assigns: the ring stays, the unmasked copy goes */
-    s = lower_one(RING_KERNEL(", stages = 2", "        lim = lim - 1;\n"), "a");
+    s = lower_one(RING_KERNEL(", stages = 2", "        lim = lim / 2;\n"), "a");
     cr_expect(strstr(s, "2-stage cp.async ring"), "%s", s);
     cr_expect(!strstr(s, "the masks hold"), "%s", s);
+    free(s);
+    /* ... unless the assignment is a step by an invariant: lim is then S - n0 / BN, let at the top of each
+     * iteration (lower/ivstep.c), and the mask is decided there */
+    s = lower_one(RING_KERNEL(", stages = 2", "        lim = lim - 1;\n"), "a");
+    cr_expect(strstr(s, "2-stage cp.async ring"), "%s", s);
+    cr_expect(strstr(s, "const long long v_lim = (((long long)(v_lim_at0)) - ((long long)((v_n0 / v_BN))));"), "%s", s);
+    cr_expect(strstr(s, "the masks hold"), "%s", s);
     free(s);
 }
 
