@@ -28,13 +28,16 @@ def body(path, kernel):
     return "\n".join(lines[1:])  # without the name
 
 
-class RowsTunedTests(unittest.TestCase):
+class BenchTests(unittest.TestCase):
+    """bench.py loaded once a class with torch's stand-ins (what workloads() reads of torch)."""
     @classmethod
     def setUpClass(cls):
         cls.bench = _load_bench()
-        for name in ("channels_last", "bfloat16"):  # what workloads() reads of torch
+        for name in ("channels_last", "bfloat16"):
             setattr(cls.bench.torch, name, name)
 
+
+class RowsTunedTests(BenchTests):
     def test_workloads_at_every_hand_tuned_shape(self):
         ws = {w.name: w for w in self.bench.workloads()}
         for op, shapes in (("softmax", self.bench.SOFTMAX_SHAPES), ("layernorm", self.bench.LAYERNORM_SHAPES)):
@@ -74,14 +77,9 @@ class RowsTunedTests(unittest.TestCase):
         self.assertEqual(lines[3], "| layernorm 4096x768 | 0.0300 | layernorm | 0.0200 | 1 |  | 1.50x |  |")
 
 
-class GemmTunedTests(unittest.TestCase):
+class GemmTunedTests(BenchTests):
     """The GEMMs of the benchmark with no tile hints beside their hand-tuned
     forms (`--family handtuned`) and gemm_tuned_table."""
-    @classmethod
-    def setUpClass(cls):
-        cls.bench = _load_bench()
-        for name in ("channels_last", "bfloat16"):
-            setattr(cls.bench.torch, name, name)
 
     def test_every_gemm_has_its_hand_tuned_form(self):
         ws = {w.name: w for w in self.bench.workloads()}
@@ -107,14 +105,9 @@ class GemmTunedTests(unittest.TestCase):
         self.assertEqual(lines[2], "| bmm f16 16x1024x1024x1024 | 0.0500 | 8 | 0.0550 | 2 | 1.10x | 0.0450 | 0.90x |")
 
 
-class Issue31Tests(unittest.TestCase):
+class Issue31Tests(BenchTests):
     """`--family issue31`: issue 31's whole figure list in one process, and
     issue31_table's pass or miss per figure."""
-    @classmethod
-    def setUpClass(cls):
-        cls.bench = _load_bench()
-        for name in ("channels_last", "bfloat16"):
-            setattr(cls.bench.torch, name, name)
 
     def test_one_family_selects_every_figure_and_nothing_else(self):
         sel = {w.name for w in self.bench.workloads() if self.bench.issue31_selects(w)}
