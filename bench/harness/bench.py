@@ -54,6 +54,15 @@ tables. Usage (from the repository root, on the GPU machine):
           multi-row kernels and torch.compile, then one table (tuned against
           the better hand-tuned form and torch.compile); not part of a plain run
 
+  TILEC_LOGS=tune python3 bench/harness/bench.py --family issue31 --out tuned31.jsonl
+          issue 31's whole figure list in one process: every GEMM of
+          bench/harness/gemm.tile (no tile hints) beside its hand-tuned form,
+          the hint-less softmax and layernorm at every shape beside the
+          hand-tuned one-row and multi-row kernels, and torch.compile on the
+          hint-less rows at 65536x128 (--compile-only SUBSTR widens or
+          narrows that); then one table (issue31_table), a pass or a miss per
+          figure against 0.95x; `--tables-from` prints it again from the file
+
   python3 bench/harness/bench.py --family llm --out llm.jsonl
           issue 35: the fused kernels of an LLM training step
           (examples/llm.tile, bf16 at LLM sizes: RMSNorm and LayerNorm
@@ -270,7 +279,9 @@ def w_add_relu(n):
         lambda t: torch.relu(t["x"].double() + t["y"].double()), 12 * n, tol=1e-6)
 
 
-ROWS_TUNED = "bench/harness/rows_tuned.tile"  # issue 31: the row kernels with their hints removed
+# issue 31: the row kernels with their hints removed; TILEC_ROWS_TUNED names another form of them to
+# time in their place (bench/harness/rows_fast.tile: the arithmetic of torch.compile's Triton kernels)
+ROWS_TUNED = os.environ.get("TILEC_ROWS_TUNED") or "bench/harness/rows_tuned.tile"
 
 
 def w_softmax(r, c, rows_kernel=False, tuned=False):
@@ -1054,6 +1065,66 @@ def gemm_tuned_table(records):
     return "\n".join(lines)
 
 
+ISSUE31_BAR = 0.95  # issue 31: >= 0.95x of the hand-tuned form, and of torch.compile at 65536x128
+ISSUE31_COMPILE = ["65536x128 tuned"]  # --family issue31's torch.compile side: the issue's two rows against it
+
+
+def issue31_selects(w):
+    """--family issue31: every workload of issue 31's figure list, in one
+    process: the GEMMs of bench/harness/gemm.tile (f16 and bf16 at 1024 to
+    8192, M = 16 and 64, matmul+bias+gelu, bmm) and their hand-tuned forms,
+    the hint-less softmax and layernorm at every shape and the hand-tuned
+    one-row and multi-row kernels beside them."""
+    if w.family in ("handtuned", "tuned", "softmax", "layernorm"):
+        return True
+    return w.family == "matmul" and w.tile == "bench/harness/gemm.tile"
+
+
+def issue31_table(records):
+    """issue 31's figures from one run: every hint-less kernel against its
+    hand-tuned form on every shape (GEMMs: tests/gemm_variants.tile; rows:
+    the better of the one-row and multi-row kernels of examples/), and the
+    hint-less softmax and layernorm at 65536x128 against torch.compile; each
+    row pass or miss against ISSUE31_BAR (tilec C medians)."""
+    by, variant = _medians(records)
+    rows = []
+    for w in [w for w in by if f"{w} hand-tuned" in by]:
+        rows.append((w, by[w].get("tilec C"), variant.get(w, ""), "hand-tuned (tests/gemm_variants.tile)",
+                     by[f"{w} hand-tuned"].get("tilec C"), variant.get(f"{w} hand-tuned", "")))
+    for w in [w for w in by if w.endswith(" tuned")]:
+        op, shape = w.split()[0], w.split()[1]
+        hands = [(by.get(f"{name} {shape}", {}).get("tilec C"), name) for name in (op, f"{op}_rows")]
+        hands = [h for h in hands if h[0]]
+        hand = min(hands) if hands else (None, "")
+        rows.append((f"{op} {shape}", by[w].get("tilec C"), variant.get(w, ""),
+                     f"hand-tuned ({hand[1]})" if hand[1] else "hand-tuned", hand[0], ""))
+        if by[w].get("torch.compile"):
+            rows.append((f"{op} {shape}", by[w].get("tilec C"), variant.get(w, ""), "torch.compile",
+                         by[w]["torch.compile"], ""))
+    lines = ["| shape | hint-less (ms) | its variant | against | its time (ms) | its variant | ratio | bar | |",
+             "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    npass = 0
+    for name, t, v, ref, r, rv in rows:
+        ok = bool(t and r) and r / t >= ISSUE31_BAR
+        npass += ok
+        verdict = "pass" if ok else "**miss**" if t and r else "**no figure**"
+        ratio = f"{r / t:.3f}x" if t and r else ""  # three places: a 0.949x reads as the miss it is
+        lines.append(f"| {name} | {_ms(t)} | {v} | {ref} | {_ms(r)} | {rv} | {ratio} | {ISSUE31_BAR:.2f}x | {verdict} |")
+    lines.append(f"\n{npass} of {len(rows)} figures pass (ratio: the reference's time over the hint-less "
+                 f"kernel's, >= {ISSUE31_BAR:.2f}x asked).")
+    return "\n".join(lines)
+
+
+def env_header(records):
+    """One line naming the run: device, driver, torch, date, commit."""
+    e = next((r for r in records if r.get("kind") == "env"), None)
+    if not e:
+        return ""
+    driver = (e.get("nvidia_smi") or "").split(", ")[1:2]
+    return (f"{e.get('device')}, driver {driver[0] if driver else '?'}, torch {e.get('torch')}, "
+            f"CUDA {e.get('cuda')}, {e.get('date')}, tilec {e.get('commit') or '?'}")
+
+
 def tables_from(paths):
     """The issue 31 tables from recorded runs (--tables-from: no device):
     the records of several processes, e.g. the GEMMs without torch.compile
@@ -1062,11 +1133,26 @@ def tables_from(paths):
     for p in paths:
         with open(p) as f:
             records.extend(json.loads(line) for line in f if line.strip())
-    print(gemm_tuned_table(records) + "\n\n" + rows_tuned_table(records))
+    if any("issue31" in (r.get("families") or []) for r in records if r.get("kind") == "env"):
+        print(env_header(records) + "\n\n" + issue31_table(records))
+    else:
+        print(gemm_tuned_table(records) + "\n\n" + rows_tuned_table(records))
     return 0
 
 
 # ---- running ------------------------------------------------------------
+
+def commit():
+    """The tree's commit: TILEC_COMMIT (a tree without .git, as the device's
+    copy), else git's short hash of ROOT, else None."""
+    if os.environ.get("TILEC_COMMIT"):
+        return os.environ["TILEC_COMMIT"]
+    try:
+        out = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        return out.stdout.strip() or None
+    except OSError:
+        return None
+
 
 class Run:
     def __init__(self, args):
@@ -1106,7 +1192,17 @@ class Run:
                    "torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda,
                    "python": platform.python_version(), "tilec": tilec.version(),
                    "flush_mb": self.timer.flush_bytes / 2 ** 20, "flush_us": self.timer.flush_ms * 1e3,
-                   "allow_tf32": torch.backends.cuda.matmul.allow_tf32})
+                   "allow_tf32": torch.backends.cuda.matmul.allow_tf32, "families": self.args.family or [],
+                   "commit": commit()})
+
+    def compiles(self, w):
+        """Whether torch.compile is timed on w: not with --no-compile; with
+        --compile-only (or --family issue31's default, ISSUE31_COMPILE) only
+        on the workloads whose name contains one of its strings."""
+        if self.args.no_compile or not w.compile:
+            return False
+        only = self.args.compile_only or (ISSUE31_COMPILE if "issue31" in (self.args.family or []) else None)
+        return not only or any(s in w.name for s in only)
 
     def time_side(self, w, side, fn=None, kernel=None, args=None, reps=None, extra=None):
         try:
@@ -1208,7 +1304,7 @@ class Run:
             self.time_side(w, label, fn=lambda fn=fn: fn(t), reps=reps, extra={"other": True})
             if w.memory:
                 self.peak_memory(w, label, lambda fn=fn: fn(t))
-        if not self.args.no_compile and w.compile:
+        if self.compiles(w):
             modes = [None]
             if self.args.autotune and w.family == "matmul":
                 modes.append("max-autotune-no-cudagraphs")
@@ -1529,6 +1625,8 @@ def main():
     ap.add_argument("--autotune", action="store_true",
                     help="also torch.compile max-autotune-no-cudagraphs on the matmul workloads")
     ap.add_argument("--no-compile", action="store_true", help="leave torch.compile out")
+    ap.add_argument("--compile-only", action="append", metavar="SUBSTR",
+                    help="time torch.compile only on the workloads whose name contains this (repeatable)")
     ap.add_argument("--host", action="store_true", help="also the host-cost table (with the chain8 graph rows)")
     ap.add_argument("--graphs", action="store_true", help="the chain8 graph rows of the host-cost table alone")
     ap.add_argument("--no-device", action="store_true", help="skip the device-time workloads")
@@ -1544,10 +1642,13 @@ def main():
     r = Run(args)
     r.env()
     if not args.no_device:
-        for w in workloads():
+        ws = workloads()
+        if args.family and "issue31" in args.family:  # the row figures first: quick, and kept if a limit cuts the run
+            ws.sort(key=lambda w: w.family not in ("softmax", "layernorm", "tuned"))
+        for w in ws:
             if args.only and not any(s in w.name for s in args.only):
                 continue
-            if args.family and w.family not in args.family:
+            if args.family and w.family not in args.family and not ("issue31" in args.family and issue31_selects(w)):
                 continue
             if w.family in ("forms", "tuned", "handtuned", "llm") and not args.family and not args.only:
                 continue  # issue 29's forms, issue 31's tuned rows and hand-tuned GEMMs, issue 35's LLM set: runs of their own (--family)
@@ -1559,12 +1660,14 @@ def main():
             torch.cuda.empty_cache()
         if args.family and "forms" in args.family:
             print("\n" + forms_table(r.records), flush=True)
-        if any(rec.get("workload", "").endswith(" tuned") and rec.get("workload", "").split()[0] in
-               ("softmax", "layernorm") for rec in r.records):
+        if args.family and "issue31" in args.family:
+            print("\n" + env_header(r.records) + "\n\n" + issue31_table(r.records), flush=True)
+        elif any(rec.get("workload", "").endswith(" tuned") and rec.get("workload", "").split()[0] in
+                 ("softmax", "layernorm") for rec in r.records):
             print("\n" + rows_tuned_table(r.records), flush=True)
         if args.family and "llm" in args.family:
             print("\n" + llm_table(r.records), flush=True)
-        if args.family and "handtuned" in args.family:
+        if args.family and "handtuned" in args.family and "issue31" not in args.family:
             print("\n" + gemm_tuned_table(r.records), flush=True)
     if args.host:
         r.host()
