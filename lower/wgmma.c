@@ -409,9 +409,10 @@ static int early_loads(lw *L, const tilec_stmt *loop, const tilec_expr **ld, int
 /* A persistent twin's consumers (role 2; the producer's pass, role 1,
  * materializes the same and drops the text, so that both passes count
  * the same shared memory) (not paired: the second N tile's
- * epilogue is the first's text again; not two M tiles a block: each
- * warp group's epilogue runs at its own pid(0), after the lets before
- * the loop again, and early registers hold the block's first tile; not a gather twin: its consumers'
+ * epilogue is the first's text again; not where two M tiles a block
+ * are planned (mpair_ok; mpair is only set with it): each warp group's
+ * epilogue runs at its own pid(0), after the lets before the loop
+ * again, and early registers hold the block's first tile; not a gather twin: its consumers'
  * registers are planned) load the epilogue's tiles that early_loads
  * finds before the loop, into registers that lower_find_mat gives the
  * statements after it (a tile of acc's shape in acc's layout), the lets
@@ -420,7 +421,7 @@ static void early_issue(lw *L, const tilec_stmt *loop, const val *acc)
 {
     const wg_plan *w = &L->tw.plan;
     const tilec_expr *ld[WG_MAX_EARLY];
-    int n = L->tw.role && !w->pair && !w->mpair && !w->mpair_ok && !w->gather ? early_loads(L, loop, ld, WG_MAX_EARLY) : 0;
+    int n = L->tw.role && !w->pair && !w->mpair_ok && !w->gather ? early_loads(L, loop, ld, WG_MAX_EARLY) : 0;
     if (!n)
         return;
     const tilec_block *b = &L->k->body;

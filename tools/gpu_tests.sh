@@ -4,7 +4,8 @@
 # bundle (../shared/tools/gpu-bundle, `make gpu-bundle`) point BIN_DIR at its
 # bin/ and export LD_LIBRARY_PATH and TILEC_LIB to its lib/. Without a GPU
 # each suite skips with one line. Exits non-zero when any suite fails.
-# GPU_TEST_STREAMS=4 runs the suites as four groups at once on the one GPU
+# GPU_TEST_STREAMS=4 (any value above 1) runs the suites as four groups at
+# once on the one GPU
 # (each group in order; the output is printed group by group when all are
 # done): the whole proof in about a third of the time. The tests check
 # results, not times, so sharing the GPU changes no verdict.
