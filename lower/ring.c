@@ -188,7 +188,7 @@ static int ring_check(lw *L, const tilec_stmt *loop, ring_plan *rp)
  * and aligned: its mask true on the whole tile, its first element 16-byte
  * aligned and the stride across rows a multiple of 16 bytes; NULL when
  * that is not known, and why in *why (for the remark). */
-static const char *ring_whole(lw *L, const tilec_expr *e, int trans, const char **why)
+static const char *ring_whole(lw *L, const tilec_expr *e, int trans, const char **why, const char **first)
 {
     const tilec_type *t = lower_ty(L, e);
     int64_t st;
@@ -204,24 +204,70 @@ static const char *ring_whole(lw *L, const tilec_expr *e, int trans, const char 
     const char *zero[TILEC_MAX_RANK] = {"0", "0"}, *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, zero, sub);
     lower_walk(L, e->args[0], sub, 0, NULL, PREP);
-    return lower_fmt(L, "%s && ((unsigned long long)(%s) & 15) == 0", in, lower_walk(L, e->args[0], sub, 0, NULL, EMIT));
+    *first = lower_walk(L, e->args[0], sub, 0, NULL, EMIT);
+    return lower_fmt(L, "%s && ((unsigned long long)(%s) & 15) == 0", in, *first);
 }
 
-/* The copies of a whole tile, every chunk one cp.async. */
-static void ring_copy_whole(lw *L, const tilec_expr *e, const char *dst, int ld, int trans)
+/* The stride in elements along each axis of load e's pointer tile when
+ * it is affine (unit stride along its contiguous axis, a known constant
+ * along the other) and every offset within the tile fits an int; 0
+ * otherwise. */
+static int ring_affine(lw *L, const tilec_expr *e, int trans, int64_t s[2])
 {
     const tilec_type *t = lower_ty(L, e);
-    int64_t R = t->dims[0], C = t->dims[1], run = trans ? R : C;
+    if (!lower_stride(L, e->args[0], 0, &s[0]) || !lower_stride(L, e->args[0], 1, &s[1]) || s[trans ? 0 : 1] != 1)
+        return 0;
+    int64_t far = 0;
+    for (int a = 0; a < 2; a++)
+        far += (t->dims[a] - 1) * (s[a] < 0 ? -s[a] : s[a]);
+    return far < INT32_MAX / 2;
+}
+
+/* The copies of a whole tile, every chunk one cp.async (thread tl_tid's
+ * q-th chunk the (q * nt + tl_tid)-th of the tile, row-major along its
+ * contiguous axis). Where the pointer tile is affine (ring_affine) and a
+ * step of q is whole rows (nt chunks span rows exactly) that keep the
+ * buffer's layout (the swizzle's row phase: 8-row multiples), chunk q's
+ * addresses are the thread's first chunk's plus q constant steps, both
+ * for global and shared memory, so each copy takes its addresses as
+ * constant offsets of two registers and nothing is held across
+ * iterations. Otherwise each address is the load's own expression at the
+ * chunk's indices, which the compiler hoists out of the loop: in the
+ * producer warp group of the d = 128 attention twin, 16 of them a stage
+ * against 56 registers, 20 `LDL` an iteration and 64 `LEA`. */
+static void ring_copy_whole(lw *L, const tilec_expr *e, const char *dst, int ld, int trans, const char *first)
+{
+    const tilec_type *t = lower_ty(L, e);
+    int64_t R = t->dims[0], C = t->dims[1], run = trans ? R : C, s[2];
     int chunks = (int)(R * C / 8), per = (chunks + L->nt - 1) / L->nt;
-    const char *ct = lower_ctype(t->dtype);
+    const char *ct = lower_ctype(t->dtype), *ri = trans ? "tl_i1" : "tl_i0", *ci = trans ? "tl_i0" : "tl_i1";
+    int64_t rows = (L->nt * 8) % run == 0 ? L->nt * 8 / run : 0; /* rows a step of q */
+    if (rows && (!L->swz_rows || rows % 8 == 0) && ring_affine(L, e, trans, s)) {
+        lower_line(L, "{ /* affine: the thread's first chunk, then constant steps */");
+        L->ind++;
+        lower_line(L, "const int %s = tl_tid * 8 / %lld, %s = tl_tid * 8 %% %lld;", ri, (long long)run, ci,
+                   (long long)run);
+        lower_line(L, "const %s *tl_g = %s + (tl_i0 * %lld + tl_i1 * %lld);", ct, first, (long long)s[0],
+                   (long long)s[1]);
+        lower_line(L, "const int tl_d = %s;", lower_smem_at(L, trans, ld));
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
+        if (per * L->nt != chunks)
+            lower_line(L, "    if (tl_q * %d + tl_tid >= %d) break;", L->nt, chunks);
+        lower_line(L, "    tl_cp16((%s *)(tl_smem + %s) + tl_d + tl_q * %lld, tl_g + tl_q * %lldLL, 16);", ct, dst,
+                   (long long)(rows * (L->swz_rows ? 64 : ld)), (long long)(rows * s[trans ? 1 : 0]));
+        lower_line(L, "}");
+        L->ind--;
+        lower_line(L, "}");
+        return;
+    }
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q) {", per);
     L->ind++;
     lower_line(L, "const int tl_l = (tl_q * %d + tl_tid) * 8;", L->nt);
     if (per * L->nt != chunks)
         lower_line(L, "if (tl_l >= %d) break;", chunks * 8);
-    lower_line(L, "const int %s = tl_l / %lld, %s = tl_l %% %lld;", trans ? "tl_i1" : "tl_i0", (long long)run,
-               trans ? "tl_i0" : "tl_i1", (long long)run);
+    lower_line(L, "const int %s = tl_l / %lld, %s = tl_l %% %lld;", ri, (long long)run, ci, (long long)run);
     const char *sub[TILEC_MAX_RANK];
     lower_map_bcast(lower_ty(L, e->args[0]), 2, lower_idx, sub);
     lower_line(L, "tl_cp16((%s *)(tl_smem + %s) + %s, %s, 16);", ct, dst, lower_smem_at(L, trans, ld),
@@ -241,8 +287,8 @@ void lower_ring_issue(lw *L, const void *ctx, const char *slot)
         const char *dst = lower_fmt(L, "%s%u + %s * %lld", rp->base ? rp->base : "", o->off, slot, (long long)o->bytes);
         const tilec_type *t = lower_ty(L, o->let->value);
         L->swz_rows = rp->wg ? t->dims[o->trans ? 1 : 0] : 0; /* the attention twin: rows of the swizzle */
-        const char *partial = NULL;
-        const char *whole = ring_whole(L, o->let->value, o->trans, &partial);
+        const char *partial = NULL, *first = NULL;
+        const char *whole = ring_whole(L, o->let->value, o->trans, &partial, &first);
         const tilec_expr *ld = o->let->value, *mask = ld->nargs > 1 ? ld->args[1] : NULL;
         lower_mem_remark *rm = lower_remark_mem(
             L, ld,
@@ -256,7 +302,7 @@ void lower_ring_issue(lw *L, const void *ctx, const char *slot)
         if (whole) {
             lower_line(L, "if (%s) {", whole);
             L->ind++;
-            ring_copy_whole(L, o->let->value, dst, o->ld, o->trans);
+            ring_copy_whole(L, o->let->value, dst, o->ld, o->trans, first);
             L->ind--;
             lower_line(L, "} else {");
             L->ind++;

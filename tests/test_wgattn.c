@@ -391,3 +391,76 @@ Test(wgattn, one_descriptor_a_stage)
     cr_expect(!strstr(tw, "tl_wg_desc(tl_bw"), "no descriptor a step");
     tilec_kernel_code_free(&code);
 }
+
+/* Whole tiles of an affine load (unit stride along the contiguous axis, a
+ * constant one along the other) are copied from the thread's first chunk
+ * in constant steps, in the twin's producer and in the mma.sync ring
+ * alike: d = 128's K and V rows are 128 halves, so the 128 producer
+ * threads' 8-half chunks span 8 rows a step (8 x 128 halves of global
+ * memory, 8 swizzled rows of 64 halves of the ring), d = 64's 16 rows;
+ * no chunk's address is the load's expression at its own indices. */
+Test(wgattn, whole_tiles_copied_in_constant_steps)
+{
+    static const struct {
+        const char *kernel;
+        int v;
+        const char *step; /* K's and V's alike */
+    } cases[] = {
+        {"attention_d128", 1, "tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);"},
+        {"attention_d64", 0, "tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);"},
+    };
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, ATTN);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_kernel_code code;
+        lower_v(ctx, m, cases[i].kernel, cases[i].v, &code);
+        const char *tw = strstr(code.source, "_tma(");
+        cr_assert_not_null(tw, "%s variant %d: a twin", cases[i].kernel, cases[i].v);
+        const char *kg = "const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) "
+                         "+ 0) + (tl_i0 * 1 + tl_i1 * ";
+        cr_expect(strstr(tw, kg), "%s variant %d: K's first chunk of the thread (stride 1 along d)", cases[i].kernel,
+                  cases[i].v);
+        const char *k = strstr(tw, cases[i].step), *v = k ? strstr(k + 1, cases[i].step) : NULL;
+        cr_expect(k && v, "%s variant %d: K's and V's steps %s", cases[i].kernel, cases[i].v, cases[i].step);
+        cr_expect(!strstr(code.source, "((long long)(v_D)))) + tl_i0), 16);") &&
+                      !strstr(code.source, "((long long)(v_D)))) + tl_i1), 16);"),
+                  "%s variant %d: no whole-tile chunk at its own indices", cases[i].kernel, cases[i].v);
+        const char *pro = strstr(code.source, "tl_cp16((__half *)(tl_smem + 0 + tl_s * ");
+        cr_expect(pro && !strncmp(strstr(pro, ") + ") + 4, "tl_d + tl_q * ", 14),
+                  "%s variant %d: the mma.sync ring's prologue in steps too", cases[i].kernel, cases[i].v);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The twin's producer warp group holds no address across iterations: at
+ * 56 registers (setmaxnreg) the d = 128 twin's producer (BN = 64, 16
+ * cp.async a stage a thread) spilled 20 hoisted addresses an iteration
+ * (LDL in its loop) before its whole tiles were copied in constant steps;
+ * now its copies take constant offsets ([R+0x..]) and nothing spills past
+ * the USETMAXREG.DEALLOC. */
+Test(wgattn, sass_producer_spills_nothing, .timeout = 200)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble_file(tool, "-sass", ATTN, "attention_d128", 1, "sm_90a");
+    const char *twin = strstr(sass, "Function : attention_d128_v1_tma");
+    cr_assert_not_null(twin, "the twin");
+    const char *next = strstr(twin + 1, "Function : ");
+    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    const char *prod = strstr(t, "USETMAXREG.DEALLOC");
+    cr_assert_not_null(prod, "the producer's setmaxnreg.dec");
+    int ldl = 0, imm = 0;
+    for (const char *p = prod; (p = strstr(p, "LDL")) != NULL; p++)
+        ldl++;
+    for (const char *p = prod; (p = strstr(p, "LDGSTS.E.BYPASS.128 [R")) != NULL; p++) {
+        const char *e = strchr(p, ']');
+        imm += e && memchr(p, '+', (size_t)(e - p)) != NULL;
+    }
+    cr_expect_eq(ldl, 0, "the producer reloads %d spilled values", ldl);
+    cr_expect(imm >= 8, "copies at constant offsets of one shared address (%d)", imm);
+    free(t);
+    free(sass);
+}

@@ -174,11 +174,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                        const int tl_d = tl_i1 * 72 + tl_i0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 0 + tl_s * 9216) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -206,11 +209,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     }
                 }
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                        const int tl_d = tl_i0 * 72 + tl_i1;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 18432 + tl_s * 9216) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -251,11 +257,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 if (tl_next < tl_hi) {
                     const tl_ix v_n0 = tl_next;
                     if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                            const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                            const int tl_d = tl_i1 * 72 + tl_i0;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 0 + tl_ns * 9216) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -283,11 +292,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                         }
                     }
                     if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            tl_cp16((__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                            const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                            const int tl_d = tl_i0 * 72 + tl_i1;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -869,11 +881,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 if (tl_it >= 4)
                     tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7)), (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                        const int tl_d = ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -901,11 +916,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     }
                 }
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7)), (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                        const int tl_d = ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -1417,11 +1435,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 4608) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                        const int tl_d = tl_i1 * 72 + tl_i0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 0 + tl_s * 4608) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -1449,11 +1470,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     }
                 }
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + 9216 + tl_s * 4608) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                        const int tl_d = tl_i0 * 72 + tl_i1;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 9216 + tl_s * 4608) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -1494,11 +1518,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 if (tl_next < tl_hi) {
                     const tl_ix v_n0 = tl_next;
                     if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 4608) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                            const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                            const int tl_d = tl_i1 * 72 + tl_i0;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 0 + tl_ns * 4608) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -1526,11 +1553,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                         }
                     }
                     if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            tl_cp16((__half *)(tl_smem + 9216 + tl_ns * 4608) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                            const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                            const int tl_d = tl_i0 * 72 + tl_i1;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 9216 + tl_ns * 4608) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -2112,11 +2142,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 if (tl_it >= 4)
                     tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 4096) + ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7)), (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                        const int tl_d = ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 4096) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -2144,11 +2177,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     }
                 }
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 16384 + tl_ps * 4096) + ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7)), (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                        const int tl_d = ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 16384 + tl_ps * 4096) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -2660,11 +2696,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                        const int tl_d = tl_i1 * 72 + tl_i0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 0 + tl_s * 9216) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -2692,11 +2731,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     }
                 }
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + 18432 + tl_s * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                        const int tl_d = tl_i0 * 72 + tl_i1;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 18432 + tl_s * 9216) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -2737,11 +2779,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 if (tl_next < tl_hi) {
                     const tl_ix v_n0 = tl_next;
                     if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i1 * 72 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                            const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                            const int tl_d = tl_i1 * 72 + tl_i0;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 0 + tl_ns * 9216) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -2769,11 +2814,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                         }
                     }
                     if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            tl_cp16((__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_i0 * 72 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                            const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                            const int tl_d = tl_i0 * 72 + tl_i1;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 18432 + tl_ns * 9216) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -3347,11 +3395,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 if (tl_it >= 4)
                     tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7)), (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                        const int tl_d = ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -3379,11 +3430,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     }
                 }
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7)), (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                        const int tl_d = ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -3881,11 +3935,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                        const int tl_d = tl_i1 * 136 + tl_i0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 0 + tl_s * 8704) + tl_d + tl_q * 1088, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -3913,11 +3970,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     }
                 }
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                        const int tl_d = tl_i0 * 136 + tl_i1;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 17408 + tl_s * 8704) + tl_d + tl_q * 1088, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -3958,11 +4018,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 if (tl_next < tl_hi) {
                     const tl_ix v_n0 = tl_next;
                     if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                            const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                            const int tl_d = tl_i1 * 136 + tl_i0;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 0 + tl_ns * 8704) + tl_d + tl_q * 1088, tl_g + tl_q * 1024LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -3990,11 +4053,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                         }
                     }
                     if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            tl_cp16((__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                            const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                            const int tl_d = tl_i0 * 136 + tl_i1;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_d + tl_q * 1088, tl_g + tl_q * 1024LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -4568,11 +4634,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 if (tl_it >= 4)
                     tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7)), (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                        const int tl_d = ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -4600,11 +4669,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     }
                 }
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7)), (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                        const int tl_d = ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -5096,11 +5168,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 17408) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                        const int tl_d = tl_i1 * 136 + tl_i0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 0 + tl_s * 17408) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -5128,11 +5203,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     }
                 }
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + 34816 + tl_s * 17408) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                        const int tl_d = tl_i0 * 136 + tl_i1;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 34816 + tl_s * 17408) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -5173,11 +5251,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 if (tl_next < tl_hi) {
                     const tl_ix v_n0 = tl_next;
                     if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 17408) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                            const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                            const int tl_d = tl_i1 * 136 + tl_i0;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 0 + tl_ns * 17408) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -5205,11 +5286,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                         }
                     }
                     if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            tl_cp16((__half *)(tl_smem + 34816 + tl_ns * 17408) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                            const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                            const int tl_d = tl_i0 * 136 + tl_i1;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 34816 + tl_ns * 17408) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -5783,11 +5867,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 if (tl_it >= 4)
                     tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 16384) + ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7)), (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                        const int tl_d = ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 16384) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -5815,11 +5902,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     }
                 }
                 if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 65536 + tl_ps * 16384) + ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7)), (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                        const int tl_d = ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 65536 + tl_ps * 16384) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -6311,11 +6401,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
             const tl_ix v_n0 = tl_lo + tl_s * tl_st;
             if (v_n0 < tl_hi) {
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + 0 + tl_s * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                        const int tl_d = tl_i1 * 136 + tl_i0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 0 + tl_s * 8704) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -6343,11 +6436,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     }
                 }
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + 17408 + tl_s * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                        const int tl_d = tl_i0 * 136 + tl_i1;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 17408 + tl_s * 8704) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -6388,11 +6484,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 if (tl_next < tl_hi) {
                     const tl_ix v_n0 = tl_next;
                     if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                            tl_cp16((__half *)(tl_smem + 0 + tl_ns * 8704) + tl_i1 * 136 + tl_i0, (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                            const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                            const int tl_d = tl_i1 * 136 + tl_i0;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 0 + tl_ns * 8704) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -6420,11 +6519,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                         }
                     }
                     if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            tl_cp16((__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_i0 * 136 + tl_i1, (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                            const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                            const int tl_d = tl_i0 * 136 + tl_i1;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 17408 + tl_ns * 8704) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                            }
                         }
                     } else {
                         #pragma unroll
@@ -6998,11 +7100,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 if (tl_it >= 4)
                     tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7)), (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                        const int tl_d = ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
@@ -7030,11 +7135,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     }
                 }
                 if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7)), (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1), 16);
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                        const int tl_d = ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
+                        }
                     }
                 } else {
                     #pragma unroll
