@@ -194,7 +194,8 @@ static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
         return;
     /* an accumulator of more than 64 columns (32 registers a thread) waits
      * as the other dots do: on the H100 d = 128 ran 7-8% slower in flight,
-     * d = 64 6% faster (docs/lowering.md) */
+     * d = 64 6% faster, and d = 128 in flight with two groups in turns
+     * 0.3-1.4% slower again in session 42 (docs/lowering.md) */
     if (lower_ty(L, d[0])->dims[1] > WGA_DEFER_N)
         return;
     const char *x = s->names[0];

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,27 +166,37 @@ Test(wgattn, refusals_say_why)
     free(r);
 }
 
+/* The SASS of `kernel` variant v's sm_90a twin alone (up to the next
+ * function of the cubin); the test is skipped without cuobjdump. */
+static char *twin_sass(const char *kernel, int v)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble_file(tool, "-sass", ATTN, kernel, v, "sm_90a");
+    char name[64];
+    snprintf(name, sizeof name, "Function : %s_v%d_tma", kernel, v);
+    const char *twin = strstr(sass, name);
+    cr_assert_not_null(twin, "the sm_90a cubin has the twin %s:\n%.2000s", name, sass);
+    const char *next = strstr(twin + 1, "Function : ");
+    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    free(sass);
+    return t;
+}
+
 /* The twin's SASS: HGMMA with A from registers (no A descriptor), B
  * K-major (K) and transposed (V), cp.async copies (LDGSTS) and mbarrier
  * waits; an sm_90 compile has no twin. */
 Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
 {
-    const char *tool = cuobjdump();
-    if (!tool)
-        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", ATTN, "attention_d64", 0, "sm_90a");
-    const char *twin = strstr(sass, "Function : attention_d64_v0_tma");
-    cr_assert_not_null(twin, "the sm_90a cubin has the twin:\n%.2000s", sass);
-    const char *next = strstr(twin + 1, "Function : ");
-    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    char *t = twin_sass("attention_d64", 0);
     cr_expect(strstr(t, "HGMMA.64x64x16.F32 R"), "S = Q K^T on wgmma");
     cr_expect(strstr(t, "gdesc[") && strstr(t, ".tnspB"), "P V with V transposed from its descriptor");
     cr_expect(strstr(t, "LDGSTS"), "the producer copies by cp.async");
     cr_expect(strstr(t, "SYNCS"), "mbarriers");
     cr_expect(strstr(t, "USETMAXREG"), "the roles' registers");
     free(t);
-    free(sass);
-    sass = disassemble_file(tool, "-sass", ATTN, "attention_d64", 0, "sm_90");
+    char *sass = disassemble_file(cuobjdump(), "-sass", ATTN, "attention_d64", 0, "sm_90");
     cr_expect(!strstr(sass, "_tma"), "an sm_90 compile has no twin");
     free(sass);
 }
@@ -442,14 +453,7 @@ Test(wgattn, whole_tiles_copied_in_constant_steps)
  * the USETMAXREG.DEALLOC. */
 Test(wgattn, sass_producer_spills_nothing, .timeout = 200)
 {
-    const char *tool = cuobjdump();
-    if (!tool)
-        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", ATTN, "attention_d128", 1, "sm_90a");
-    const char *twin = strstr(sass, "Function : attention_d128_v1_tma");
-    cr_assert_not_null(twin, "the twin");
-    const char *next = strstr(twin + 1, "Function : ");
-    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    char *t = twin_sass("attention_d128", 1);
     const char *prod = strstr(t, "USETMAXREG.DEALLOC");
     cr_assert_not_null(prod, "the producer's setmaxnreg.dec");
     int ldl = 0, imm = 0;
@@ -462,5 +466,4 @@ Test(wgattn, sass_producer_spills_nothing, .timeout = 200)
     cr_expect_eq(ldl, 0, "the producer reloads %d spilled values", ldl);
     cr_expect(imm >= 8, "copies at constant offsets of one shared address (%d)", imm);
     free(t);
-    free(sass);
 }
