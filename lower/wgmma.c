@@ -59,7 +59,7 @@ static const tilec_expr *bcast_of(const tilec_expr *e, int axis)
 }
 
 /* A pointer tile the analysis reads as P + R[:, None] * S + C[None, :]
- * [+ pid(2) * X [* Y]] (lower_ptr_affine: through lets, pointer and
+ * [+ pid(2) * c [* X [* Y]]] (or a head's pid(1): lower_ptr_map: through lets, pointer and
  * scalar lets, broadcasts and products in any order) under a mask that is
  * exactly R < rows && C < cols along the same axes (lower_mask_bounds), of
  * elements dt: the map (box box_rows x one 128-byte row), with R (the
@@ -80,7 +80,7 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
     *cax = ptr && !(lower_stride(L, ptr, 1, &s0) && s0 == 1) && lower_stride(L, ptr, 0, &s0) && s0 == 1 ? 0 : 1;
     if (!mk)
         return lower_miss(L, line, "the load has no mask (TMA's box needs the bounds of both axes)");
-    if (!lower_ptr_affine(L, ptr, &pa))
+    if (!lower_ptr_map(L, ptr, mk, &pa, bound))
         return lower_miss(L, line, "%s", pa.why);
     *cax = pa.stride[1] < 0 ? 1 : 0;
     int rax = 1 - *cax;
@@ -88,8 +88,6 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
     *C = pa.idx[*cax];
     *Ra = pa.add[rax];
     *Ca = pa.add[*cax];
-    if (!lower_mask_bounds(L, mk, &pa, bound))
-        return lower_miss(L, line, "the mask is not R[:, None] < rows && C[None, :] < cols");
     unsigned size = tilec_dtype_size(dt);
     if (dt != TILEC_DT_F16 && dt != TILEC_DT_BF16 && dt != TILEC_DT_F32)
         return lower_miss(L, line, "elements of %s (TMA here takes f16, bf16, f32)", tilec_dtype_name(dt));
@@ -106,8 +104,10 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
     if (pa.z) {
         *Z = pa.z;
         m->batched = 1;
-        m->bs[0] = (uint32_t)pa.bs[0];
+        m->bs[0] = pa.bs[0] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[0];
         m->bs[1] = pa.bs[1] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[1];
+        m->bgrid = (uint32_t)pa.zaxis;
+        m->bscale = (uint32_t)pa.bscale;
     }
     if (L->k->params[pa.base].type.dtype != dt)
         return lower_miss(L, line, "pointer %s's elements are not the loaded type", L->k->params[pa.base].name);

@@ -50,7 +50,8 @@ static const struct {
     {offsetof(tilec_tma_map, box_rows), 0},   {offsetof(tilec_tma_map, box_cols), 0},
     {offsetof(tilec_tma_map, elem_bytes), 0}, {offsetof(tilec_tma_map, bf16), 0},
     {offsetof(tilec_tma_map, batched), 0},    {offsetof(tilec_tma_map, bs[0]), 2},
-    {offsetof(tilec_tma_map, bs[1]), 2},
+    {offsetof(tilec_tma_map, bs[1]), 2},      {offsetof(tilec_tma_map, bgrid), 0},
+    {offsetof(tilec_tma_map, bscale), 0},
 };
 
 static uint32_t *map_word(tilec_tma_map *m, int f) { return (uint32_t *)(void *)((char *)m + map_words[f].at); }
