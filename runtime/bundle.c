@@ -245,6 +245,14 @@ static int twin_ok(const tilec_tma_meta *t, uint32_t nparams, const char **what)
                 return 0;
             }
         }
+    for (uint32_t m = 0; m < t->nmaps; m++) {
+        const tilec_tma_map *mp = &t->maps[m];
+        if (mp->batched > 1 || (mp->batched && (mp->bgrid < 1 || mp->bgrid > 2 || !mp->bscale))) {
+            *what = "a twin's batched tensor map with a batch on a grid axis other than 1 or 2, or its stride "
+                    "times 0";
+            return 0;
+        }
+    }
     return 1;
 }
 
