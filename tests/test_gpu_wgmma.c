@@ -286,21 +286,23 @@ static tilec_program *form_program(const char *form, char *path, size_t size, ti
  * on every shape (ragged in M, N and K: the last K tile partly past K; K
  * tiles of 16 and 32 in stages of 64, the last stage's iterations partly
  * or wholly past K). */
-static void run_forms(const char *const *forms, size_t n)
+static void run_forms_batch(const char *const *forms, size_t n, int batch)
 {
     for (size_t f = 0; f < n; f++) {
         char path[128];
         tilec_module *m = NULL;
         tilec_program *p = form_program(forms[f], path, sizeof path, &m);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
-            cr_log_info("%s: M=%d N=%d K=%d", path, c.M, c.N, c.K);
+            mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, batch, p};
+            cr_log_info("%s: M=%d N=%d K=%d batch %d", path, c.M, c.N, c.K, batch);
             run_case(&c, 0);
         }
         tilec_program_free(p);
         tilec_module_free(m);
     }
 }
+
+static void run_forms(const char *const *forms, size_t n) { run_forms_batch(forms, n, 0); }
 
 Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
 {
@@ -332,22 +334,9 @@ Test(wgmma, forms_heads_and_two_scalars, .timeout = 600)
 {
     if (!hopper)
         return;
-    static const struct {
-        const char *form;
-        int batch;
-    } forms[] = {{"head_pid1", 2}, {"head_lets", 2}, {"two_rows", 0}};
-    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
-        char path[128];
-        tilec_module *m = NULL;
-        tilec_program *p = form_program(forms[f].form, path, sizeof path, &m);
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, forms[f].batch, p};
-            cr_log_info("%s: M=%d N=%d K=%d batch %d", path, c.M, c.N, c.K, c.batch);
-            run_case(&c, 0);
-        }
-        tilec_program_free(p);
-        tilec_module_free(m);
-    }
+    static const char *const heads[] = {"head_pid1", "head_lets"}, *const rows[] = {"two_rows"};
+    run_forms_batch(heads, 2, 2);
+    run_forms(rows, 1);
 }
 
 /* tests/forms/batch_const.tile: matrix z of A, B and C at z * 4096 * 4096
