@@ -284,6 +284,34 @@ Test(forms, maps_as_reference, .timeout = 120)
     }
 }
 
+/* The persistent twin's walk over the tiles: the batch index slowest and
+ * the M tiles grouped with the other axis's, so resident blocks share A's
+ * row panels; with the batch in pid(1), axes 1 and 2 trade places (a
+ * bijection of the grid all the same). */
+Test(forms, batch_axis_slowest, .timeout = 120)
+{
+    static const struct {
+        const char *file, *want[2];
+    } cases[] = {
+        {"head_pid1.tile", {"const int tl_g1 = tl_grid2;\n", "tl_pid1 = tl_u / tl_n01"}},
+        {"head_lets.tile", {"const int tl_g1 = tl_grid2;\n", "tl_pid1 = tl_u / tl_n01"}},
+        {"batch_ptr_let.tile", {"const int tl_g1 = (tl_grid1 + 1) / 2;\n", "tl_pid2 = tl_u / tl_n01"}},
+        {"ref.tile", {"const int tl_g1 = (tl_grid1 + 1) / 2;\n", "tl_pid2 = tl_u / tl_n01"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m;
+        tilec_kernel_code code;
+        form f = {.file = cases[i].file};
+        lower_form(ctx, &m, &f, &code);
+        for (int j = 0; j < 2; j++)
+            cr_expect(strstr(code.source, cases[i].want[j]), "%s: the walk has '%s'", cases[i].file, cases[i].want[j]);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
 static char *replace(const char *src, const char *from, const char *to);
 
 /* Batch offsets the maps cannot hold: the twin goes, and the dot loop's
