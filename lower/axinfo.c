@@ -861,7 +861,7 @@ typedef struct pa_prod {
     int nleaf;
     const tilec_expr *z;
     int zaxes;
-    int ok;
+    int ok, twoz; /* twoz: a batch pid met twice */
 } pa_prod;
 
 static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
@@ -885,6 +885,7 @@ static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
         return;
     }
     if ((x = zpid_of(L, e, f->zaxes)) != NULL) {
+        f->twoz |= f->z != NULL;
         f->ok = !f->z;
         f->z = x;
         return;
@@ -918,6 +919,7 @@ static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
             f->ok = f->nsym < PA_MAX && (f->sym[f->nsym++] = g.sym[i]) >= 0;
         for (int i = 0; i < g.nleaf && f->ok; i++)
             f->ok = f->nleaf < PA_MAX && (f->leaf[f->nleaf++] = g.leaf[i]) != NULL;
+        f->twoz |= g.twoz || (f->z && g.z);
         f->ok = f->ok && g.ok && !(f->z && g.z) && !__builtin_mul_overflow(f->c, g.c, &f->c);
         if (g.z)
             f->z = g.z;
@@ -1007,7 +1009,6 @@ static const tilec_expr *coord_of(lw *L, const tilec_expr *e, int p)
  * two parameters, or a constant past 2^31: refused with why). */
 static int batch_of(lw *L, const pa_prod *f, lower_ptraff *pa)
 {
-    (void)L;
     if (f->nleaf)
         return pa->why = "a scalar offset of the pointer is not pid(2) (or a head's pid(1)) times constants and "
                          "integer parameters",
@@ -1056,9 +1057,10 @@ static int affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa, int zaxes)
         factor(L, t[i], &f, 0);
         int m = varying(L, t[i], tile);
         if (!f.ok)
-            return pa->why = f.z ? "the pointer has two batch offsets (pid(1) and pid(2), or one twice): a tensor "
-                                   "map here has one batch dimension"
-                                 : "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]",
+            return pa->why = f.twoz ? "the pointer has two batch offsets (pid(1) and pid(2), or one twice): a "
+                                      "tensor map here has one batch dimension"
+                                    : "a term of the pointer is not the pointer parameter, R[:, None] * S or "
+                                      "C[None, :]",
                    0;
         if (!m && !f.z && f.nsym <= 1 && lower_ty(L, t[i])->rank == 0) {
             /* a scalar: added to the coordinate of the axis of its stride (none: the unit-stride axis); a
