@@ -138,7 +138,7 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
                   m->bf16, m->batched);
         aot_index(c, "", m->bs[0]);
         aot_index(c, ", ", m->bs[1]);
-        sb_puts(c, "}}");
+        sb_printf(c, "}, %u, %u}", m->bgrid, m->bscale);
     }
     sb_puts(c, t->nmaps ? "}};\n" : "{0}}};\n"); /* no maps (a twin fed by cp.async): no empty braces in C11 */
 }

@@ -45,7 +45,8 @@ int main(int argc, char **argv)
                 for (unsigned m = 0; m < 2; m++)
                     ks[i].twin.maps[m] = (tilec_tma_map){.ptr = m, .rows = 3, .cols = 4, .stride = 4, .box_rows = 64,
                                                          .box_cols = 64, .elem_bytes = 2, .batched = m,
-                                                         .bs = {m ? 3 : TILEC_TMA_NONE, TILEC_TMA_NONE}};
+                                                         .bs = {m ? 3 : TILEC_TMA_NONE, TILEC_TMA_NONE},
+                                                         .bgrid = m ? 2 : 0, .bscale = m};
             }
         }
         tilec_bundle b = {counts[s], ks};

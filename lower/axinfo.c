@@ -836,13 +836,15 @@ int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow)
     return -1;
 }
 
-/* pid(2), or an integer cast of it: the pid call. */
-static const tilec_expr *pid2_of(lw *L, const tilec_expr *e)
+/* pid(a) for a grid axis in the bits of zaxes (pid(2) always; pid(1)
+ * where it is read as a batch), or an integer cast of it: the pid call. */
+static const tilec_expr *zpid_of(lw *L, const tilec_expr *e, int zaxes)
 {
     const tilec_expr *x = int_cast_of(L, e);
     if (x)
         e = x;
-    return tilec_is_builtin(e, BI_PID) && e->nargs == 1 && e->args[0]->kind == TILEC_EX_INT && e->args[0]->ival == 2
+    return tilec_is_builtin(e, BI_PID) && e->nargs == 1 && e->args[0]->kind == TILEC_EX_INT &&
+                   e->args[0]->ival >= 0 && e->args[0]->ival < 3 && (zaxes >> e->args[0]->ival & 1)
                ? e
                : NULL;
 }
@@ -850,14 +852,16 @@ static const tilec_expr *pid2_of(lw *L, const tilec_expr *e)
 enum { PA_MAX = 6 };
 
 /* One term of the pointer's sum as a product: a constant, integer
- * parameters, pid(2) and index tiles (the leaves). */
+ * parameters, the batch pid (of the axes in zaxes) and index tiles (the
+ * leaves). */
 typedef struct pa_prod {
     int64_t c;
     int sym[PA_MAX], nsym;
     const tilec_expr *leaf[PA_MAX];
     int nleaf;
     const tilec_expr *z;
-    int ok;
+    int zaxes;
+    int ok, twoz; /* twoz: a batch pid met twice */
 } pa_prod;
 
 static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
@@ -880,9 +884,10 @@ static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
             f->sym[f->nsym++] = p;
         return;
     }
-    if (pid2_of(L, e)) {
+    if ((x = zpid_of(L, e, f->zaxes)) != NULL) {
+        f->twoz |= f->z != NULL;
         f->ok = !f->z;
-        f->z = pid2_of(L, e);
+        f->z = x;
         return;
     }
     if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_MUL) {
@@ -897,8 +902,12 @@ static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
     if (e->kind == TILEC_EX_NAME && (x = def_of(L, e)) != e && lower_ty(L, e)->rank == 0) {
         /* a scalar let: its factors where it names a parameter or pid(2) (`let lda = K`, `let za = pid(2) * M *
          * K`); else the scalar itself (`let row0 = pid(0) * BM`: a coordinate) */
-        pa_prod g = {.c = 1, .ok = 1};
+        pa_prod g = {.c = 1, .ok = 1, .zaxes = f->zaxes};
         factor(L, x, &g, depth + 1);
+        if (g.ok && !g.nsym && !g.z && !g.nleaf) { /* a constant (`let sb = 4096 * 4096`) */
+            f->ok = !__builtin_mul_overflow(f->c, g.c, &f->c);
+            return;
+        }
         if (g.ok && !g.nsym && !g.z) {
             if (f->nleaf == PA_MAX)
                 f->ok = 0;
@@ -910,6 +919,7 @@ static void factor(lw *L, const tilec_expr *e, pa_prod *f, int depth)
             f->ok = f->nsym < PA_MAX && (f->sym[f->nsym++] = g.sym[i]) >= 0;
         for (int i = 0; i < g.nleaf && f->ok; i++)
             f->ok = f->nleaf < PA_MAX && (f->leaf[f->nleaf++] = g.leaf[i]) != NULL;
+        f->twoz |= g.twoz || (f->z && g.z);
         f->ok = f->ok && g.ok && !(f->z && g.z) && !__builtin_mul_overflow(f->c, g.c, &f->c);
         if (g.z)
             f->z = g.z;
@@ -995,7 +1005,33 @@ static const tilec_expr *coord_of(lw *L, const tilec_expr *e, int p)
     return NULL;
 }
 
-int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
+/* The batch stride c * X [* Y] of a term's product f into pa (more than
+ * two parameters, or a constant past 2^31: refused with why). */
+static int batch_of(lw *L, const pa_prod *f, lower_ptraff *pa)
+{
+    if (f->nleaf)
+        return pa->why = "a scalar offset of the pointer is not pid(2) (or a head's pid(1)) times constants and "
+                         "integer parameters",
+               0;
+    if (f->nsym > 2)
+        return pa->why = "the batch stride is a product of more than two integer parameters (a tensor map's "
+                         "batch stride names two)",
+               0;
+    if (f->c < 1 || f->c > INT32_MAX)
+        return pa->why = "the batch stride's constant factor is not from 1 to 2^31 - 1", 0;
+    if (f->c == 1 && !f->nsym)
+        return pa->why = "the batch stride is 1 element (the matrices would overlap)", 0;
+    pa->z = f->z;
+    pa->zaxis = (int)zpid_of(L, f->z, 6)->args[0]->ival;
+    pa->bscale = f->c;
+    /* the last factor first (pid(2) * M * K: K, M), as the maps have always listed them */
+    pa->bs[0] = f->nsym ? f->sym[f->nsym - 1] : -1;
+    pa->bs[1] = f->nsym == 2 ? f->sym[0] : -1;
+    return 1;
+}
+
+/* lower_ptr_affine with the batch index a pid of the grid axes in zaxes. */
+static int affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa, int zaxes)
 {
     const tilec_expr *t[PA_MAX];
     const tilec_type *tile = lower_ty(L, ptr);
@@ -1017,19 +1053,23 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
             pa->base = p;
             continue;
         }
-        pa_prod f = {.c = 1, .ok = 1};
+        pa_prod f = {.c = 1, .ok = 1, .zaxes = zaxes};
         factor(L, t[i], &f, 0);
         int m = varying(L, t[i], tile);
         if (!f.ok)
-            return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
+            return pa->why = f.twoz ? "the pointer has two batch offsets (pid(1) and pid(2), or one twice): a "
+                                      "tensor map here has one batch dimension"
+                                    : "a term of the pointer is not the pointer parameter, R[:, None] * S or "
+                                      "C[None, :]",
+                   0;
         if (!m && !f.z && f.nsym <= 1 && lower_ty(L, t[i])->rank == 0) {
             /* a scalar: added to the coordinate of the axis of its stride (none: the unit-stride axis); a
              * constant factor stays with the coordinate (`kt * BK * N`: kt * BK rows of stride N) */
-            if (f.nsym == 1 && (f.nleaf != 1 || lower_ty(L, f.leaf[0])->rank != 0))
+            if (f.nsym == 1 && (f.nleaf > 1 || (f.nleaf == 1 && lower_ty(L, f.leaf[0])->rank != 0)))
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters "
                                  "or a coordinate times the row stride",
                        0;
-            scal[ns] = !f.nsym ? t[i] : f.c == 1 ? f.leaf[0] : coord_of(L, t[i], f.sym[0]);
+            scal[ns] = !f.nsym ? t[i] : f.c == 1 && f.nleaf == 1 ? f.leaf[0] : coord_of(L, t[i], f.sym[0]);
             if (!scal[ns])
                 return pa->why = "a scalar offset of the pointer is not a coordinate times the row stride as one "
                                  "product (`(kt * BK) * N`)",
@@ -1037,18 +1077,20 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
             sstride[ns++] = f.nsym ? f.sym[0] : -1;
             continue;
         }
-        if (f.c != 1)
-            return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
-        if (!m) { /* constant over the tile: the batch offset pid(2) * X [* Y] */
-            if (!f.z || f.nleaf || f.nsym < 1 || f.nsym > 2 || pa->z)
+        if (!m) { /* constant over the tile: the batch offset pid(2) * c * X [* Y] */
+            if (!f.z)
                 return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters",
                        0;
-            pa->z = f.z;
-            /* the last factor first (pid(2) * M * K: K, M), as the maps have always listed them */
-            pa->bs[0] = f.sym[f.nsym - 1];
-            pa->bs[1] = f.nsym == 2 ? f.sym[0] : -1;
+            if (pa->z)
+                return pa->why = "the pointer has two batch offsets (pid(1) and pid(2), or one twice): a tensor "
+                                 "map here has one batch dimension",
+                       0;
+            if (!batch_of(L, &f, pa))
+                return 0;
             continue;
         }
+        if (f.c != 1)
+            return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
         int ax = m == 1 ? 0 : m == 2 ? 1 : -1;
         if (ax < 0 || f.z || f.nleaf != 1 || f.nsym > 1 || pa->idx[ax])
             return pa->why = "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles", 0;
@@ -1067,10 +1109,51 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa)
         return pa->why = "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles", 0;
     for (int i = 0; i < ns; i++) {
         int ax = pa->stride[0] == sstride[i] ? 0 : pa->stride[1] == sstride[i] ? 1 : -1;
-        if (ax < 0 || pa->add[ax])
+        if (ax < 0)
             return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters", 0;
-        pa->add[ax] = scal[i];
+        /* two scalars on one axis: their sum, one coordinate (compared by linear form: lower_same_first) */
+        pa->add[ax] = !pa->add[ax] ? scal[i]
+                                   : lower_scalar_op(L, TILEC_OP_ADD, (tilec_expr *)pa->add[ax], (tilec_expr *)scal[i],
+                                                     &scal[i]->loc);
+        if (!pa->add[ax])
+            return pa->why = "out of memory", 0;
     }
+    return 1;
+}
+
+int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa) { return affine(L, ptr, pa, 1 << 2); }
+
+/* Does a scalar term of ptr's sum read pid(1)? */
+static int reads_pid1(lw *L, const tilec_expr *ptr)
+{
+    const tilec_expr *t[PA_MAX];
+    int n = split(L, ptr, 0, t, 0, 0);
+    for (int i = 0; i < n; i++) {
+        pa_prod f = {.c = 1, .ok = 1, .zaxes = 1 << 1};
+        if (!lower_ty(L, t[i])->ptr && !varying(L, t[i], lower_ty(L, ptr)) && (factor(L, t[i], &f, 0), f.z))
+            return 1;
+    }
+    return 0;
+}
+
+int lower_ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2])
+{
+    bound[0] = bound[1] = -1;
+    int ok = affine(L, ptr, pa, 1 << 2);
+    if (ok && lower_mask_bounds(L, m, pa, bound))
+        return 1;
+    if (!reads_pid1(L, ptr)) /* no head offset to read otherwise */
+        return ok ? (pa->why = "the mask is not R[:, None] < rows && C[None, :] < cols", 0) : 0;
+    /* pid(1) times what the mask does not bound: the batch index (a head), not a coordinate; where that
+     * is no map either, the first reading's reason, unless only the second read every term */
+    lower_ptraff p1;
+    if (!affine(L, ptr, &p1, 1 << 2 | 1 << 1)) {
+        pa->why = ok ? "the mask is not R[:, None] < rows && C[None, :] < cols" : p1.why;
+        return 0;
+    }
+    *pa = p1;
+    if (!lower_mask_bounds(L, m, pa, bound))
+        return pa->why = "the mask is not R[:, None] < rows && C[None, :] < cols", 0;
     return 1;
 }
 
@@ -1164,6 +1247,13 @@ static int same_first(lw *L, const tilec_expr *a, const tilec_expr *b, const til
         if (f.coef[i])
             return 0;
     return 1;
+}
+
+int lower_same_first(lw *L, const tilec_expr *a, const tilec_expr *b)
+{
+    if (!a || !b)
+        return !a && !b;
+    return a == b || same_first(L, a, b, NULL);
 }
 
 /* e without lets, broadcasts and integer casts: an index's identity. */

@@ -181,8 +181,7 @@ static tilec_expr *node(lw *L, tilec_expr_kind kind, const tilec_loc *loc)
     return e;
 }
 
-/* a op b of integer scalars (an int literal when val is set); NULL out of memory. */
-static tilec_expr *scalar_op(lw *L, tilec_op op, tilec_expr *a, tilec_expr *b, const tilec_loc *loc)
+tilec_expr *lower_scalar_op(lw *L, tilec_op op, tilec_expr *a, tilec_expr *b, const tilec_loc *loc)
 {
     tilec_expr *e = node(L, TILEC_EX_BINARY, loc);
     tilec_expr **args = ar_alloc(&L->ar, 2 * sizeof *args);
@@ -210,24 +209,25 @@ static tilec_expr *offset(lw *L, const tilec_stmt *loop, tilec_expr *var, tilec_
     int64_t lo, st = 1, dv, c;
     tilec_expr *it = var;
     if (lower_const_int(L, loop->lo, &lo) || lo != 0)
-        it = scalar_op(L, TILEC_OP_SUB, var, loop->lo, loc);
+        it = lower_scalar_op(L, TILEC_OP_SUB, var, loop->lo, loc);
     if (loop->step && lower_const_int(L, loop->step, &st))
         st = 0; /* a run-time step */
     if (st == 1 && d->kind == TILEC_EX_BINARY && d->op == TILEC_OP_MUL)
         for (int i = 0; i < 2; i++) /* BK * N: (k * BK) * N, the coordinate a product of its own */
             if (lower_ty(L, d->args[i])->rank == 0 && lower_const_int(L, d->args[i], &c) == 0)
-                return scalar_op(L, TILEC_OP_MUL, scalar_op(L, TILEC_OP_MUL, it, d->args[i], loc), d->args[1 - i], loc);
+                return lower_scalar_op(L, TILEC_OP_MUL, lower_scalar_op(L, TILEC_OP_MUL, it, d->args[i], loc),
+                                       d->args[1 - i], loc);
     if (st == 1)
-        return lower_const_int(L, d, &dv) == 0 && dv == 1 ? it : scalar_op(L, TILEC_OP_MUL, it, d, loc);
+        return lower_const_int(L, d, &dv) == 0 && dv == 1 ? it : lower_scalar_op(L, TILEC_OP_MUL, it, d, loc);
     if (st && lower_const_int(L, d, &dv) == 0 && dv == st)
         return it;
     if (st && d->kind == TILEC_EX_BINARY && d->op == TILEC_OP_MUL)
         for (int i = 0; i < 2; i++)
             if (lower_ty(L, d->args[i])->rank == 0 && lower_const_int(L, d->args[i], &c) == 0 && c == st)
-                return scalar_op(L, TILEC_OP_MUL, it, d->args[1 - i], loc);
+                return lower_scalar_op(L, TILEC_OP_MUL, it, d->args[1 - i], loc);
     if (lower_const_int(L, d, &dv) == 0 && dv == 1)
-        return scalar_op(L, TILEC_OP_DIV, it, loop->step, loc);
-    return scalar_op(L, TILEC_OP_MUL, scalar_op(L, TILEC_OP_DIV, it, loop->step, loc), d, loc);
+        return lower_scalar_op(L, TILEC_OP_DIV, it, loop->step, loc);
+    return lower_scalar_op(L, TILEC_OP_MUL, lower_scalar_op(L, TILEC_OP_DIV, it, loop->step, loc), d, loc);
 }
 
 /* A name that nothing in the kernel names: stem_at0, stem_at1, ... */
@@ -327,7 +327,7 @@ static int step_one(lw *L, tilec_block *b, uint32_t li, tilec_stmt *loop, uint32
                                                                    : tilec_promote(lt->dtype, lt->weak, ht->dtype, ht->weak)};
     }
     var_e->name = var;
-    tilec_expr *sum = scalar_op(L, v->op, r0, offset(L, loop, var_e, d, &s->loc), &s->loc);
+    tilec_expr *sum = lower_scalar_op(L, v->op, r0, offset(L, loop, var_e, d, &s->loc), &s->loc);
     if (!sum)
         return 0;
     sum->type = use->type; /* x's own type */

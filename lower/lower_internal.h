@@ -99,7 +99,7 @@ typedef struct wg_plan {
     tilec_tma_map maps[3];        /* A, B, and C when the epilogue stores by TMA */
     const tilec_expr *R[3], *C[3]; /* each map's row and column index tiles */
     const tilec_expr *Ra[3], *Ca[3]; /* scalars added to their coordinates (lower_ptraff.add), or NULL */
-    const tilec_expr *Z[3];       /* a batched map's batch index (pid(2)), else NULL */
+    const tilec_expr *Z[3];       /* a batched map's batch index (pid(2) or pid(1), maps[i].bgrid), else NULL */
     int64_t M, N, stage_bytes;
     int64_t K;                    /* a stage's K depth: the K tile, or 64 halves for several iterations of a smaller
                                    * one or a part of a larger one */
@@ -359,6 +359,9 @@ const tilec_kernel *lower_ivstep(lw *L, const tilec_kernel *k);
 /* Why step statement s was left as written (its loop keeps x in
  * registers), or NULL. */
 const char *lower_ivstep_why(const lw *L, const tilec_stmt *s);
+/* A new node of the kernel's arena: a op b of integer scalars, typed as
+ * their promotion; NULL (L->failed) out of memory. */
+tilec_expr *lower_scalar_op(lw *L, tilec_op op, tilec_expr *a, tilec_expr *b, const tilec_loc *loc);
 
 /* ---- remark.c: what a check refused and why ---- */
 
@@ -501,25 +504,40 @@ int lower_stride(lw *L, const tilec_expr *e, int axis, int64_t *s);
 int lower_monotone_mask(lw *L, const tilec_expr *m, int rank, int axis);
 /* Are e's runs along axis unit-stride in aligned groups of n elements? */
 int lower_contiguous(lw *L, const tilec_expr *e, int axis, int64_t n);
-/* A pointer tile as base + (I0 + a0) * S0 + (I1 + a1) * S1 + Z * X [* Y] (axis k of the
- * tile: I_k a 1-D unit-stride index broadcast along it, S_k an integer
- * parameter or 1; Z pid(2)), followed through lets (tile, pointer and
- * scalar ones: `let lda = K`, `let ab = a + pid(2) * M * K`), broadcasts
- * before or after the product, products either way round and casts:
- * what a tensor map needs (the symbolic strides, the coordinates of the
- * first element). lower_ptr_affine fills it, or returns 0 with why. */
+/* A pointer tile as base + (I0 + a0) * S0 + (I1 + a1) * S1 + Z * c [* X [* Y]]
+ * (axis k of the tile: I_k a 1-D unit-stride index broadcast along it,
+ * S_k an integer parameter or 1; Z pid(2), or pid(1) where the mask says
+ * it is no coordinate; c a constant), followed through lets (tile,
+ * pointer and scalar ones: `let lda = K`, `let ab = a + pid(2) * M * K`,
+ * `let sb = 4096 * 4096`), broadcasts before or after the product,
+ * products either way round and casts: what a tensor map needs (the
+ * symbolic strides, the coordinates of the first element).
+ * lower_ptr_affine fills it, or returns 0 with why. */
 typedef struct lower_ptraff {
     const tilec_type *tile;    /* the pointer tile's type */
     int base;                  /* the pointer parameter */
     const tilec_expr *idx[2];  /* per axis of the tile: I_k (its first element the coordinate) */
     const tilec_expr *add[2];  /* per axis: a scalar added to that coordinate (`pa + k` with pa's columns
-                                * range(BK)[None, :]; `pid(0) * K` with the rows' stride K), or NULL */
+                                * range(BK)[None, :]; `pid(0) * K` with the rows' stride K; several scalars
+                                * of one axis: their sum, a node of the arena), or NULL */
     int stride[2];             /* per axis: S_k's integer parameter, -1 for a unit stride */
-    const tilec_expr *z;       /* the batch index pid(2) (maybe cast), or NULL */
-    int bs[2];                 /* its stride: one or two integer parameters (-1: none) */
+    const tilec_expr *z;       /* the batch index pid(2) or pid(1) (maybe cast), or NULL */
+    int zaxis;                 /* its grid axis: 2 or 1 */
+    int bs[2];                 /* its stride: c times none, one or two integer parameters (-1: none) */
+    int64_t bscale;            /* c, at least 1 */
     const char *why;
 } lower_ptraff;
 int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa);
+/* lower_ptr_affine with its mask m: a scalar term of pid(1) is a
+ * coordinate where the mask bounds it so (`b + pid(1) * BN` with
+ * `pid(1) * BN + range(BN) < N`), else the batch index (a head, `q +
+ * pid(1) * S * D`); the bounds' parameters into bound[axis] (as
+ * lower_mask_bounds). 0 with pa->why when neither reading is a map. */
+int lower_ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2]);
+/* Do scalars or index tiles a and b (either NULL: both) have the same
+ * first element as linear forms of names, pids and constants (`pid(0) *
+ * BM + range(BM)` and `range(BM) + BM * pid(0)`, let under two names)? */
+int lower_same_first(lw *L, const tilec_expr *a, const tilec_expr *b);
 /* Mask m (a conjunction through lets) as exactly I0 < B0 && I1 < B1 of the
  * indices of pa (either order, `B > I` too): the bounds' integer
  * parameters into bound[axis]; 0 when it is anything else. */

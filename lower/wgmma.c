@@ -59,7 +59,7 @@ static const tilec_expr *bcast_of(const tilec_expr *e, int axis)
 }
 
 /* A pointer tile the analysis reads as P + R[:, None] * S + C[None, :]
- * [+ pid(2) * X [* Y]] (lower_ptr_affine: through lets, pointer and
+ * [+ pid(2) * c [* X [* Y]]] (or a head's pid(1): lower_ptr_map: through lets, pointer and
  * scalar lets, broadcasts and products in any order) under a mask that is
  * exactly R < rows && C < cols along the same axes (lower_mask_bounds), of
  * elements dt: the map (box box_rows x one 128-byte row), with R (the
@@ -80,7 +80,7 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
     *cax = ptr && !(lower_stride(L, ptr, 1, &s0) && s0 == 1) && lower_stride(L, ptr, 0, &s0) && s0 == 1 ? 0 : 1;
     if (!mk)
         return lower_miss(L, line, "the load has no mask (TMA's box needs the bounds of both axes)");
-    if (!lower_ptr_affine(L, ptr, &pa))
+    if (!lower_ptr_map(L, ptr, mk, &pa, bound))
         return lower_miss(L, line, "%s", pa.why);
     *cax = pa.stride[1] < 0 ? 1 : 0;
     int rax = 1 - *cax;
@@ -88,8 +88,6 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
     *C = pa.idx[*cax];
     *Ra = pa.add[rax];
     *Ca = pa.add[*cax];
-    if (!lower_mask_bounds(L, mk, &pa, bound))
-        return lower_miss(L, line, "the mask is not R[:, None] < rows && C[None, :] < cols");
     unsigned size = tilec_dtype_size(dt);
     if (dt != TILEC_DT_F16 && dt != TILEC_DT_BF16 && dt != TILEC_DT_F32)
         return lower_miss(L, line, "elements of %s (TMA here takes f16, bf16, f32)", tilec_dtype_name(dt));
@@ -106,8 +104,10 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
     if (pa.z) {
         *Z = pa.z;
         m->batched = 1;
-        m->bs[0] = (uint32_t)pa.bs[0];
+        m->bs[0] = pa.bs[0] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[0];
         m->bs[1] = pa.bs[1] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[1];
+        m->bgrid = (uint32_t)pa.zaxis;
+        m->bscale = (uint32_t)pa.bscale;
     }
     if (L->k->params[pa.base].type.dtype != dt)
         return lower_miss(L, line, "pointer %s's elements are not the loaded type", L->k->params[pa.base].name);
@@ -1252,24 +1252,37 @@ void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t ep
     sb_add(tu, p, (size_t)(end - p));
 }
 
+/* Does a map of plan w take its batch from pid(1) (a head: bgrid 1)? */
+static int batch_in_y(const wg_plan *w)
+{
+    for (int i = 0; i < w->nmaps && i < 3; i++)
+        if (w->Z[i] && w->maps[i].bgrid == 1)
+            return 1;
+    return 0;
+}
+
 /* tl_pid0..2 of tile tl_u of the logical grid tl_grid0..2: pid(2) the
  * slowest, then the grouped order of the 2-D grid as lower_wg_preamble
- * (a bijection: every tile once). */
-static void persist_pids(strbuf *tu, int pair, int mpair)
+ * (a bijection: every tile once). With the batch in pid(1) (yz) axes 1
+ * and 2 trade places in that walk: the batch the slowest, M tiles grouped
+ * with pid(2)'s (the N tiles of a head's product), so the blocks resident
+ * at once share A's row panels as the plain product's do. */
+static void persist_pids(strbuf *tu, int pair, int mpair, int yz)
 {
     /* paired (wgpair.c): the order over pairs of tiles along axis 1 (tl_g1 of them), pid(1) the pair's first;
      * two M tiles a block: over pairs along axis 0 (tl_g0), pid(0) the pair's first */
     const char *g0 = mpair ? "tl_g0" : "tl_grid0";
     if (mpair)
         sb_puts(tu, "        const int tl_g0 = (tl_grid0 + 1) / 2;\n");
+    const char *slow = yz ? "tl_pid1" : "tl_pid2", *inner = yz ? "tl_pid2" : "tl_pid1"; /* pairs: never yz */
     sb_printf(tu, "        const int tl_g1 = %s;\n"
-                  "        const int tl_n01 = %s * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;\n"
+                  "        const int tl_n01 = %s * tl_g1, %s = tl_u / tl_n01, tl_lin = tl_u - %s * tl_n01;\n"
                   "        const int tl_gw = %d * tl_g1, tl_first = (tl_lin / tl_gw) * %d, tl_rest = %s - tl_first;\n"
                   "        const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;\n"
-                  "        const int tl_pid0 = %stl_first + tl_r %% tl_gs%s, tl_pid1 = (tl_r / tl_gs)%s;\n"
+                  "        const int tl_pid0 = %stl_first + tl_r %% tl_gs%s, %s = (tl_r / tl_gs)%s;\n"
                   "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n",
-              pair ? "(tl_grid1 + 1) / 2" : "tl_grid1", g0, WG_GROUP, WG_GROUP, g0, WG_GROUP, WG_GROUP,
-              mpair ? "(" : "", mpair ? ") * 2" : "", pair ? " * 2" : "");
+              pair ? "(tl_grid1 + 1) / 2" : yz ? "tl_grid2" : "tl_grid1", g0, slow, slow, WG_GROUP, WG_GROUP, g0,
+              WG_GROUP, WG_GROUP, mpair ? "(" : "", mpair ? ") * 2" : "", inner, pair ? " * 2" : "");
 }
 
 /* The persistent twin: the barriers set up once; the producer thread and
@@ -1301,11 +1314,11 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
     int nt = lower_wg_consumers(C); /* the consumer threads (two M tiles a block: two warp groups of C's) */
     sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", nt, nt);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu, w->pair, w->mpair);
+    persist_pids(tu, w->pair, w->mpair, !w->pair && batch_in_y(w));
     sb_add(tu, pb + P->tw.body, P->tw.epi - P->tw.body);
     sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu, w->pair, w->mpair);
+    persist_pids(tu, w->pair, w->mpair, !w->pair && batch_in_y(w));
     if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
         lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.epi, C->nt);
         lower_wg_pair_epilogue(tu, C);

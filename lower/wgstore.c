@@ -92,7 +92,9 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
     const tilec_expr *R, *C, *Z, *Ra, *Ca;
     lay wy;
     if (!L->tw.done || s != w->store || !ws_match(L, s, &m, &R, &C, &Z, &Ra, &Ca) || memcmp(&m, &w->maps[2], sizeof m) ||
-        R != w->R[2] || C != w->C[2] || Z != w->Z[2] || Ra != w->Ra[2] || Ca != w->Ca[2] || !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
+        !lower_same_first(L, R, w->R[2]) || !lower_same_first(L, C, w->C[2]) || !lower_same_first(L, Z, w->Z[2]) ||
+        !lower_same_first(L, Ra, w->Ra[2]) || !lower_same_first(L, Ca, w->Ca[2]) || !lower_wg_layout(L, w->M, w->N, &wy) ||
+        !lower_same_layout(L, y, &wy))
         return 0; /* the names mean something else here: the plain store */
     const tilec_expr *e = s->value, *value = e->args[1];
     const tilec_type *pt = lower_ty(L, e->args[0]);

@@ -50,7 +50,8 @@ static const struct {
     {offsetof(tilec_tma_map, box_rows), 0},   {offsetof(tilec_tma_map, box_cols), 0},
     {offsetof(tilec_tma_map, elem_bytes), 0}, {offsetof(tilec_tma_map, bf16), 0},
     {offsetof(tilec_tma_map, batched), 0},    {offsetof(tilec_tma_map, bs[0]), 2},
-    {offsetof(tilec_tma_map, bs[1]), 2},
+    {offsetof(tilec_tma_map, bs[1]), 2},      {offsetof(tilec_tma_map, bgrid), 0},
+    {offsetof(tilec_tma_map, bscale), 0},
 };
 
 static uint32_t *map_word(tilec_tma_map *m, int f) { return (uint32_t *)(void *)((char *)m + map_words[f].at); }
@@ -244,6 +245,14 @@ static int twin_ok(const tilec_tma_meta *t, uint32_t nparams, const char **what)
                 return 0;
             }
         }
+    for (uint32_t m = 0; m < t->nmaps; m++) {
+        const tilec_tma_map *mp = &t->maps[m];
+        if (mp->batched > 1 || (mp->batched && (mp->bgrid < 1 || mp->bgrid > 2 || !mp->bscale))) {
+            *what = "a twin's batched tensor map with a batch on a grid axis other than 1 or 2, or its stride "
+                    "times 0";
+            return 0;
+        }
+    }
     return 1;
 }
 

@@ -8,8 +8,9 @@
  * stride not a multiple of 16 bytes or narrower than a row, an empty or
  * too large extent) or a map the driver refuses sends the launch to the
  * variant's own kernel: never a wrong answer. A batched map (a product
- * per pid(2)) is 3-D: its matrix stride from the arguments, its batch
- * extent the grid's z. A persistent twin takes the program's grid as three
+ * per pid(2), or per head in pid(1)) is 3-D: its matrix stride its
+ * constant times the arguments it names, its batch extent the grid's z
+ * (or y). A persistent twin takes the program's grid as three
  * more parameters and is launched with one block per multiprocessor (fewer
  * for fewer tiles; one per tile past TMA_PERSIST_WAVES tiles a
  * multiprocessor). With TILEC_LOGS=tma (read when the kernel is
@@ -84,7 +85,9 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
             pk->d.kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
             (t->elem_bytes == 4 && t->bf16) || !t->box_rows || t->box_rows > 256 ||
             !swizzle_of(t->box_cols * t->elem_bytes) || t->batched > 1 ||
-            (t->batched && (t->bs[0] >= pk->d.nparams || (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->d.nparams))))
+            (t->batched && ((t->bs[0] != TILEC_TMA_NONE && t->bs[0] >= pk->d.nparams) ||
+                            (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->d.nparams) || t->bgrid < 1 ||
+                            t->bgrid > 2 || !t->bscale)))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
     if (m->persistent > 3)
@@ -193,15 +196,18 @@ static int64_t int_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t i)
     }
 }
 
-/* A batched map's matrix stride in elements (the product of its
+/* A batched map's matrix stride in elements (its constant times its
  * parameters), -1 when it is negative or too large for a tensor map. */
 static int64_t batch_stride(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args)
 {
-    int64_t a = int_arg(pk, args, m->bs[0]), b = m->bs[1] == TILEC_TMA_NONE ? 1 : int_arg(pk, args, m->bs[1]);
-    int64_t lim = (INT64_C(1) << 39) / m->elem_bytes;
-    if (a < 0 || b < 0 || (b && a > lim / b))
-        return -1;
-    return a * b;
+    int64_t lim = (INT64_C(1) << 39) / m->elem_bytes, s = m->bscale;
+    for (int i = 0; i < 2; i++) {
+        int64_t a = m->bs[i] == TILEC_TMA_NONE ? 1 : int_arg(pk, args, m->bs[i]);
+        if (a < 0 || s > lim || (a && s > lim / a))
+            return -1;
+        s *= a;
+    }
+    return s > lim ? -1 : s;
 }
 
 /* The key of map i (base, rows, cols, stride, and for a batched map its
@@ -219,14 +225,15 @@ static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg
         return 0;
     int64_t bstride = m->batched ? batch_stride(pk, m, args) : 0;
     /* matrices one after another, each at a 16-byte multiple: no overlap, as TMA needs */
-    if (m->batched && (bstride < rows * stride || (bstride * m->elem_bytes) % 16 || !grid[2] || grid[2] > INT32_MAX))
+    uint32_t nz = m->batched ? grid[m->bgrid] : 0; /* the batch index pid(bgrid) takes these values */
+    if (m->batched && (bstride < rows * stride || (bstride * m->elem_bytes) % 16 || !nz || nz > INT32_MAX))
         return 0;
     key[0] = base;
     key[1] = (uint64_t)rows;
     key[2] = (uint64_t)cols;
     key[3] = (uint64_t)stride;
     key[4] = m->batched ? (uint64_t)bstride : 0;
-    key[5] = m->batched ? grid[2] : 0;
+    key[5] = nz;
     return 1;
 }
 

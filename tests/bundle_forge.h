@@ -75,6 +75,8 @@ static inline tilec_bundle *make_bundle(uint32_t n, unsigned seed)
                 mp->batched = m == 2;
                 mp->bs[0] = m == 2 ? 0 : TILEC_TMA_NONE;
                 mp->bs[1] = TILEC_TMA_NONE;
+                mp->bgrid = m == 2 ? 1 + (i + seed) % 2 : 0; /* a batch in pid(2) or a head in pid(1) */
+                mp->bscale = m == 2 ? 1 + seed : 0;
             }
         }
     }

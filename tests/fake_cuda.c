@@ -517,12 +517,15 @@ static CUresult fake_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType 
                                           CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill)
 {
     (void)estr, (void)il, (void)l2, (void)fill;
-    if (rank != 2 || (uintptr_t)base % 16 || strides[0] % 16)
+    if (rank < 2 || rank > 3 || (uintptr_t)base % 16 || strides[0] % 16 || (rank == 3 && strides[1] % 16))
         return CUDA_ERROR_INVALID_VALUE;
     int i = state.tma_encodes++ % 3;
     state.tma_maps[i].base = (unsigned long long)(uintptr_t)base;
+    state.tma_maps[i].rank = rank;
     state.tma_maps[i].dims[0] = dims[0], state.tma_maps[i].dims[1] = dims[1];
+    state.tma_maps[i].dims[2] = rank == 3 ? dims[2] : 0;
     state.tma_maps[i].stride = strides[0];
+    state.tma_maps[i].bstride = rank == 3 ? strides[1] : 0;
     state.tma_maps[i].box[0] = box[0], state.tma_maps[i].box[1] = box[1];
     state.tma_maps[i].dtype = (unsigned)dt;
     state.tma_maps[i].swizzle = (unsigned)sw;

@@ -94,8 +94,8 @@ typedef struct fake_cuda_state {
     unsigned long long tma_args[3]; /* first word of each map tw_v0_tma got */
     int tma_grid[3];                /* and the program's grid after them (a persistent twin) */
     struct {
-        unsigned long long base, dims[2], stride;
-        unsigned box[2], dtype, swizzle;
+        unsigned long long base, dims[3], stride, bstride; /* dims[2], bstride: a 3-D (batched) map's */
+        unsigned rank, box[2], dtype, swizzle;
     } tma_maps[3];                  /* the last three maps made */
     /* split-K (tests/test_runtime.c): sk_v0(ptr x, i32 n, ptr part, ptr cnt)
      * records its two hidden pointers and whether cnt's first 64 words

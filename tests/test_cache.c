@@ -509,8 +509,9 @@ Test(bundle, forged_fields)
     bundle_put32(buf, 0);
     expect_rejected(buf, len, KEY, "bad magic", "zeroed magic");
 
-    FORGE(bundle_put32(buf + 8, 1), "version 1", "the previous version");
-    FORGE(bundle_put32(buf + 8, 3), "version 3", "a later version");
+    FORGE(bundle_put32(buf + 8, 1), "version 1", "an older version");
+    FORGE(bundle_put32(buf + 8, 2), "version 2", "the previous version (no batch axis or constant in a map)");
+    FORGE(bundle_put32(buf + 8, 4), "version 4", "a later version");
     FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
     FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
     FORGE(buf[47] = 1, "reserved", "reserved byte");
@@ -554,7 +555,7 @@ Test(bundle, forged_fields)
     /* a second kernel named like the first */
     const size_t k1 = size0 + 8 + b->kernels[0].size;
     FORGE(memcpy(buf + k1 + 4, buf + K0 + 4, name0), "appears twice", "duplicate names");
-    /* kernel 2's twin: name, threads, smem, nmaps, persistent, then maps of 11 words */
+    /* kernel 2's twin: name, threads, smem, nmaps, persistent, then maps of 13 words */
     const tilec_bundle_kernel *kb1 = &b->kernels[1], *kb2 = &b->kernels[2];
     const size_t k2 = k1 + 4 + strlen(kb1->name) + 12 + kb1->nparams + 20 + 8 + kb1->size;
     const size_t twin2 = k2 + 4 + strlen(kb2->name) + 12 + kb2->nparams + 20, tn2 = strlen(kb2->twin.name);
@@ -564,8 +565,13 @@ Test(bundle, forged_fields)
     FORGE(bundle_put32(buf + twin2 + tn2 + 8, 4), "tensor maps", "4 maps");
     FORGE(bundle_put32(buf + twin2 + tn2 + 12, 4), "persistence", "persistent 4");
     FORGE(bundle_put32(buf + twin2 + tn2 + 16, kb2->nparams), "past the parameter count", "map 0's pointer");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 11 + 4 * 9, kb2->nparams + 1), "past the parameter count",
+    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 13 + 4 * 9, kb2->nparams + 1), "past the parameter count",
           "map 1's batch stride");
+    /* map 2 is batched: its grid axis 1 or 2, its constant at least 1 */
+    cr_assert(kb2->twin.maps[2].batched);
+    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 13 * 2 + 4 * 11, 0), "batch", "map 2's batch on grid axis 0");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 13 * 2 + 4 * 11, 3), "batch", "map 2's batch on grid axis 3");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 13 * 2 + 4 * 12, 0), "batch", "map 2's batch stride times 0");
     /* a 0-byte image is refused by parse as by serialize */
     FORGE((bundle_put64(buf + size0, 0),
            memmove(buf + size0 + 8, buf + size0 + 8 + b->kernels[0].size, len - size0 - 8 - b->kernels[0].size),

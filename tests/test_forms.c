@@ -41,6 +41,8 @@ typedef struct form {
     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load" PAIR "); elsewhere cp.async "        \
     "pipeline + mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
 
+#define HEAD_ONE "one N tile a block (not two: B's N index is not pid(1) * 128 plus what does not read pid(1))"
+
 /* A MN-major (A^T stored [K, M], dW = G^T @ X): wgmma's transpose bit for A, its TMA boxes of K rows along M;
  * elsewhere B alone on a cp.async ring (the mma.sync pipeline reads A as [M][K]) */
 #define AT_PATH                                                                                                        \
@@ -136,6 +138,14 @@ static const form forms[] = {
      "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages", NULL, 1, 64},
     {"ptr_step_tiles.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages", NULL, 1, 64},
+    /* a batch or head index in pid(1) (the mask bounds no pid(1) term: the batch, not a coordinate), N tiles in
+     * pid(2): one N tile a block (the pairs walk pid(1)) */
+    {"head_pid1.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, " HEAD_ONE "); elsewhere", NULL, 1, 64},
+    {"head_lets.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, " HEAD_ONE "); elsewhere", NULL, 1, 64},
+    /* a batch stride of literal sizes, a let of them, a module constant */
+    {"batch_const.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
+    /* two scalars on the rows' axis: their sum one coordinate, compared with the store's by linear form */
+    {"two_rows.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
 };
 enum { NFORMS = sizeof forms / sizeof forms[0] };
 
@@ -222,6 +232,7 @@ Test(forms, maps_as_reference, .timeout = 120)
         {"batch_stride_let.tile", "batch_ptr_let.tile"}, {"bt_ptr_base.tile", "bt.tile"},
         {"scalar_bases.tile", "ref.tile"},       {"ptr_step.tile", "ref.tile"},
         {"ptr_step_tiles.tile", "ref.tile"},      {"base_inline.tile", "ref.tile"},
+        {"two_rows.tile", "ref.tile"},            {"head_lets.tile", "head_pid1.tile"},
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         tilec_tma_meta a, b;
@@ -250,6 +261,98 @@ Test(forms, maps_as_reference, .timeout = 120)
         cr_expect(mp->batched && ((mp->bs[0] == want[i].rows && mp->bs[1] == want[i].cols) ||
                                   (mp->bs[0] == want[i].cols && mp->bs[1] == want[i].rows)),
                   "%s map %u: batched by pid(2) * %u * %u", want[i].file, want[i].ptr, mp->bs[0], mp->bs[1]);
+        cr_expect(mp->bgrid == 2 && mp->bscale == 1, "%s map %u: pid(2) * 1 * ..., not %u * %u", want[i].file,
+                  want[i].ptr, mp->bgrid, mp->bscale);
+    }
+    /* the head in pid(1): the same matrices, the batch index the grid's y; a constant stride: no parameter */
+    tilec_tma_meta h, bp, bc;
+    twin_maps("head_pid1.tile", &h);
+    twin_maps("batch_ptr_let.tile", &bp);
+    twin_maps("batch_const.tile", &bc);
+    cr_expect_eq(h.nmaps, 3);
+    cr_expect_eq(bc.nmaps, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        const tilec_tma_map *x = &h.maps[i], *r = &bp.maps[i], *c = &bc.maps[i];
+        cr_expect(x->batched && x->bgrid == 1 && x->bscale == 1 && x->ptr == r->ptr && x->rows == r->rows &&
+                      x->cols == r->cols && x->stride == r->stride && x->bs[0] == r->bs[0] && x->bs[1] == r->bs[1],
+                  "head_pid1.tile map %u: batched %u by pid(%u) * %u * %u * %u", i, x->batched, x->bgrid, x->bscale,
+                  x->bs[0], x->bs[1]);
+        cr_expect(c->batched && c->bgrid == 2 && c->bscale == 4096u * 4096u && c->bs[0] == TILEC_TMA_NONE &&
+                      c->bs[1] == TILEC_TMA_NONE && c->ptr == r->ptr && c->stride == r->stride,
+                  "batch_const.tile map %u: batched %u by pid(%u) * %u * %u * %u", i, c->batched, c->bgrid, c->bscale,
+                  c->bs[0], c->bs[1]);
+    }
+}
+
+/* The persistent twin's walk over the tiles: the batch index slowest and
+ * the M tiles grouped with the other axis's, so resident blocks share A's
+ * row panels; with the batch in pid(1), axes 1 and 2 trade places (a
+ * bijection of the grid all the same). */
+Test(forms, batch_axis_slowest, .timeout = 120)
+{
+    static const struct {
+        const char *file, *want[2];
+    } cases[] = {
+        {"head_pid1.tile", {"const int tl_g1 = tl_grid2;\n", "tl_pid1 = tl_u / tl_n01"}},
+        {"head_lets.tile", {"const int tl_g1 = tl_grid2;\n", "tl_pid1 = tl_u / tl_n01"}},
+        {"batch_ptr_let.tile", {"const int tl_g1 = (tl_grid1 + 1) / 2;\n", "tl_pid2 = tl_u / tl_n01"}},
+        {"ref.tile", {"const int tl_g1 = (tl_grid1 + 1) / 2;\n", "tl_pid2 = tl_u / tl_n01"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m;
+        tilec_kernel_code code;
+        form f = {.file = cases[i].file};
+        lower_form(ctx, &m, &f, &code);
+        for (int j = 0; j < 2; j++)
+            cr_expect(strstr(code.source, cases[i].want[j]), "%s: the walk has '%s'", cases[i].file, cases[i].want[j]);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
+static char *replace(const char *src, const char *from, const char *to);
+
+/* Batch offsets the maps cannot hold: the twin goes, and the dot loop's
+ * remark names why; a pid(1) term the mask bounds stays a coordinate. */
+Test(forms, batch_offsets_refused, .timeout = 120)
+{
+    static const struct {
+        const char *file, *from, *to, *why;
+    } cases[] = {
+        /* a batch and a head: two batch dimensions */
+        {"head_pid1.tile", "a + pid(1) * M * K +", "a + pid(2) * M * K + pid(1) * M * K +",
+         "the pointer has two batch offsets (pid(1) and pid(2), or one twice): a tensor map here has one batch "
+         "dimension"},
+        {"head_pid1.tile", "b + pid(1) * K * N +", "b + pid(1) * K * N * batch +",
+         "the batch stride is a product of more than two integer parameters"},
+        {"batch_const.tile", "pid(2) * 4096 * 4096", "pid(2) * 65536 * 65536",
+         "the batch stride's constant factor is not from 1 to 2^31 - 1"},
+        {"head_pid1.tile", "a + pid(1) * M * K +", "a + pid(1) * pid(1) * M * K +",
+         "the pointer has two batch offsets"},
+        {"batch_const.tile", "pid(2) * 4096 * 4096", "pid(2)", "the batch stride is 1 element"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "tests/forms/%s", cases[i].file);
+        char *base = read_file(path, NULL);
+        cr_assert_not_null(base);
+        char *src = replace(base, cases[i].from, cases[i].to);
+        cr_assert(strcmp(src, base), "%s: '%s' replaced", cases[i].file, cases[i].from);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        cr_assert_eq(tilec_parse_string(ctx, "g.tile", src, strlen(src), &m), TILEC_OK, "%s", src);
+        cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "gemm"), 0, &code), TILEC_OK);
+        cr_expect(strstr(code.remarks, cases[i].why), "%s -> %s: the remark says '%s':\n%s", cases[i].from,
+                  cases[i].to, cases[i].why, code.remarks);
+        cr_expect(!code.tma.name || !code.tma.nmaps, "%s: no twin on tensor maps", cases[i].to);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+        free(src);
+        free(base);
     }
 }
 

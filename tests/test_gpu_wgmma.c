@@ -15,7 +15,8 @@
  * a K-major B for wgmma) in every variant of tests/gpu/linear_bt.tile.
  * An epilogue that reads an f32 tile back through shared memory beside
  * the ring (tests/gpu/epilogue_readback.tile: persistent and gather twins
- * whose stages leave room for it).
+ * whose stages leave room for it). Batched forms whose batch index is
+ * pid(1) (a head) or whose batch stride is a constant.
  * Without a GPU one SKIP line; on a GPU other than 9.0 the twin checks are
  * skipped. */
 #include <criterion/criterion.h>
@@ -285,21 +286,23 @@ static tilec_program *form_program(const char *form, char *path, size_t size, ti
  * on every shape (ragged in M, N and K: the last K tile partly past K; K
  * tiles of 16 and 32 in stages of 64, the last stage's iterations partly
  * or wholly past K). */
-static void run_forms(const char *const *forms, size_t n)
+static void run_forms_batch(const char *const *forms, size_t n, int batch)
 {
     for (size_t f = 0; f < n; f++) {
         char path[128];
         tilec_module *m = NULL;
         tilec_program *p = form_program(forms[f], path, sizeof path, &m);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-            mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, p};
-            cr_log_info("%s: M=%d N=%d K=%d", path, c.M, c.N, c.K);
+            mm_case c = {"gemm", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2], 0, batch, p};
+            cr_log_info("%s: M=%d N=%d K=%d batch %d", path, c.M, c.N, c.K, batch);
             run_case(&c, 0);
         }
         tilec_program_free(p);
         tilec_module_free(m);
     }
 }
+
+static void run_forms(const char *const *forms, size_t n) { run_forms_batch(forms, n, 0); }
 
 Test(wgmma, forms_k_tiles_and_warps, .timeout = 600)
 {
@@ -320,6 +323,76 @@ Test(wgmma, forms_steps_and_inline, .timeout = 600)
         return;
     static const char *const forms[] = {"ptr_step", "ptr_step_tiles", "base_inline"};
     run_forms(forms, sizeof forms / sizeof forms[0]);
+}
+
+/* tests/forms whose batch index is pid(1) (head_pid1, head_lets: a head
+ * as attention writes it, N tiles in pid(2)): the 3-D maps' batch extent
+ * is the grid's y; two products a call, every shape. two_rows: the first
+ * row in two scalars on one axis (a group of M tiles and the tile in
+ * it), its store by TMA. */
+Test(wgmma, forms_heads_and_two_scalars, .timeout = 600)
+{
+    if (!hopper)
+        return;
+    static const char *const heads[] = {"head_pid1", "head_lets"}, *const rows[] = {"two_rows"};
+    run_forms_batch(heads, 2, 2);
+    run_forms(rows, 1);
+}
+
+/* tests/forms/batch_const.tile: matrix z of A, B and C at z * 4096 * 4096
+ * elements (literal sizes, a let of them, a module constant), whatever M,
+ * N and K are: each product in its own 32 MiB slot, two a call, checked
+ * against the CPU on the shapes up to 1000 (the slots' constant, not M *
+ * K, is the stride). */
+Test(wgmma, forms_constant_batch_stride, .timeout = 600)
+{
+    if (!hopper)
+        return;
+    char path[128];
+    tilec_module *m = NULL;
+    tilec_program *p = form_program("batch_const", path, sizeof path, &m);
+    const size_t slot = (size_t)4096 * 4096, nbat = 2;
+    uint64_t da, db, dc;
+    CHECK_RT(tilec_rt_malloc(rt, slot * nbat * 2, &da));
+    CHECK_RT(tilec_rt_malloc(rt, slot * nbat * 2, &db));
+    CHECK_RT(tilec_rt_malloc(rt, slot * nbat * 2, &dc));
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+        if (M > 1000 || N > 1000)
+            continue;
+        size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+        float *a = malloc(na * nbat * 4), *b = malloc(nb * nbat * 4), *got = malloc(nc * 4);
+        uint16_t *ah = rand16(na * nbat, 0, a), *bh = rand16(nb * nbat, 0, b), *got16 = malloc(nc * 2);
+        double *want = ref_batched(a, b, (int)nbat, M, N, K);
+        CHECK_RT(tilec_rt_memset_d32(rt, dc, 0x7e007e00u, slot * nbat / 2)); /* f16 NaN */
+        for (size_t z = 0; z < nbat; z++) {
+            CHECK_RT(tilec_rt_memcpy_htod(rt, da + z * slot * 2, ah + z * na, na * 2));
+            CHECK_RT(tilec_rt_memcpy_htod(rt, db + z * slot * 2, bh + z * nb, nb * 2));
+        }
+        tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K},
+                                {.i32 = (int32_t)nbat}};
+        CHECK_RT(tilec_program_launch(p, "gemm", 0, args, 7, NULL));
+        CHECK_RT(tilec_rt_synchronize(rt));
+        for (size_t z = 0; z < nbat; z++) {
+            CHECK_RT(tilec_rt_memcpy_dtoh(rt, got16, dc + z * slot * 2, nc * 2));
+            for (size_t i = 0; i < nc; i++)
+                got[i] = f16_to_f32(got16[i]);
+            double err = rel_l2(got, want + z * nc, nc);
+            cr_expect(err < 2e-3, "%s, M=%d N=%d K=%d, matrix %zu: rel. error %g", path, M, N, K, z, err);
+        }
+        free(a);
+        free(b);
+        free(got);
+        free(ah);
+        free(bh);
+        free(got16);
+        free(want);
+    }
+    tilec_rt_free(rt, da);
+    tilec_rt_free(rt, db);
+    tilec_rt_free(rt, dc);
+    tilec_program_free(p);
+    tilec_module_free(m);
 }
 
 /* x @ W.T (tests/gpu/linear_bt.tile, issue 29 item 2): W stored [N, K],

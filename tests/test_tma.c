@@ -47,8 +47,10 @@ typedef struct env {
 } env;
 
 /* Build kernel `name` of MM_TILE_FMT with A's mask `amask` on the fake
- * device; with a cache in dir when dir is not NULL. */
-static void env_build_hints(env *e, const char *dir, const char *name, const char *amask, const char *hints)
+ * device, its text edited by the pairs of `edits` (n pairs); with a cache
+ * in dir when dir is not NULL. */
+static void env_build_edits(env *e, const char *dir, const char *name, const char *amask, const char *const *edits,
+                            int n)
 {
     memset(e, 0, sizeof *e);
     cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e->rt), TILEC_RT_OK);
@@ -58,8 +60,8 @@ static void env_build_hints(env *e, const char *dir, const char *name, const cha
     e->ctx = tilec_ctx_new();
     char src[2048];
     snprintf(src, sizeof src, MM_TILE_FMT, name, amask);
-    if (hints)
-        edit_src(src, sizeof src, "BM = 128, BN = 128, BK = 64, warps = 8", hints);
+    for (int i = 0; i < n; i++)
+        edit_src(src, sizeof src, edits[2 * i], edits[2 * i + 1]);
     cr_assert_eq(tilec_parse_string(e->ctx, "tw.tile", src, strlen(src), &e->m), TILEC_OK);
     if (dir)
         cr_assert_eq(tilec_cache_open(dir, &e->cache), TILEC_RT_OK);
@@ -70,6 +72,12 @@ static void env_build_hints(env *e, const char *dir, const char *name, const cha
     cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->a), TILEC_RT_OK);
     cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->b), TILEC_RT_OK);
     cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->c), TILEC_RT_OK);
+}
+
+static void env_build_hints(env *e, const char *dir, const char *name, const char *amask, const char *hints)
+{
+    const char *edits[2] = {"BM = 128, BN = 128, BK = 64, warps = 8", hints};
+    env_build_edits(e, dir, name, amask, edits, hints ? 1 : 0);
 }
 
 static void env_build_mm(env *e, const char *dir, const char *name, const char *amask)
@@ -149,6 +157,39 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect_eq(fake->tma_encodes, 9);
     cr_expect(fake->tma_grid[0] == 64 && fake->tma_grid[1] == 64 && fake->grid[0] == 2048 && fake->grid[1] == 1);
     cr_expect_eq(fake->tma_one_launches, 2, "the pairs again");
+    env_free(&e);
+}
+
+/* Batched maps (3-D): a head in pid(1), the batch extent the grid's y
+ * (2, where z is 3),
+ * its stride the parameters it names or a constant (B: 65536 elements);
+ * matrices that would overlap (K * N past the constant) take the variant. */
+Test(tma, a_head_in_pid1_and_a_constant_stride, .timeout = 120)
+{
+    static const char *const edits[] = {
+        "grid (cdiv(M, BM), cdiv(N, BN))", "grid (cdiv(M, BM), 2, cdiv(N, BN))",
+        "let rn = pid(1) * BN", "let rn = pid(2) * BN",
+        "load(a + rm", "load(a + pid(1) * M * K + rm",
+        "load(b + rk", "load(b + pid(1) * 65536 + rk",
+        "store(c + rm", "store(c + cast(pid(1), i64) * M * N + rm",
+    };
+    env e;
+    env_build_edits(&e, NULL, "tw", MM_TILE_MASK, edits, 5);
+    cr_assert(tilec_program_has_twin(e.p, "tw", 0));
+    cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+    cr_expect_eq(fake->tma_launches, 1, "the twin ran");
+    cr_expect_eq(fake->tma_encodes, 3);
+    static const unsigned long long bstride[3] = {300 * 200 * 2, 65536 * 2, 300 * 264 * 2};
+    for (int i = 0; i < 3; i++)
+        cr_expect(fake->tma_maps[i].rank == 3 && fake->tma_maps[i].dims[2] == 2 &&
+                      fake->tma_maps[i].bstride == bstride[i],
+                  "map %d: rank %u, %llu matrices %llu bytes apart", i, fake->tma_maps[i].rank,
+                  fake->tma_maps[i].dims[2], fake->tma_maps[i].bstride);
+    cr_expect(fake->tma_grid[0] == 3 && fake->tma_grid[1] == 2 && fake->tma_grid[2] == 3, "grid %d x %d x %d",
+              fake->tma_grid[0], fake->tma_grid[1], fake->tma_grid[2]);
+    /* K * N = 300 * 264 > 65536: B's matrices would overlap, no map */
+    cr_assert_eq(launch(&e, e.a, 300, 264, 300), TILEC_RT_OK);
+    cr_expect_eq(fake->tma_launches, 1, "the variant ran");
     env_free(&e);
 }
 
@@ -320,9 +361,9 @@ static const tilec_rt_param_kind tw_kinds[] = {TILEC_RT_PARAM_POINTER, TILEC_RT_
 static char tw_twin[] = "tw_v0_tma";
 /* what `--emit c --aot sm_90a` writes for tw (tests/test_wrapper_run.c) */
 static const tilec_tma_meta tw_meta = {tw_twin, 384, 230496, 3, 1, {
-    {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}},
-    {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}},
-    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}}}};
+    {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0},
+    {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0},
+    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0}}};
 static const char tw_image[] = "// fake module\n";
 
 /* Load one entry for tw with twin metadata m (NULL: none) and launch it on

@@ -34,7 +34,8 @@ tables. Usage (from the repository root, on the GPU machine):
           each against torch.matmul, then one table (form, time, cuBLAS,
           ratio, ratio to the reference form); not part of a plain run;
           TILEC_FORM_SIZES=2048,4096,8192 runs every form at each size,
-          each compared with the reference form at its own size
+          each compared with the reference form at its own size (a form
+          with a `/// sizes:` line only at those)
 
   python3 bench/harness/bench.py --family matmul --family handtuned --out tuned.jsonl --no-compile
           issue 31: the benchmark's f16 and bf16 GEMMs (bench/harness/gemm.tile:
@@ -780,8 +781,9 @@ FORM_BATCH = 2  # the matrices a call of a batched form multiplies
 
 
 def form_info(path):
-    """The `/// form:`, `/// args:` and `/// dtype:` lines of a form's file."""
-    info = {"form": "", "args": "plain", "dtype": "f16"}
+    """The `/// form:`, `/// args:`, `/// dtype:` and `/// sizes:` lines of a form's file (sizes: the
+    only sizes a form whose strides are literal sizes is right at, "" for any)."""
+    info = {"form": "", "args": "plain", "dtype": "f16", "sizes": ""}
     with open(os.path.join(ROOT, path)) as f:
         for line in f:
             for key in info:
@@ -847,7 +849,11 @@ def form_workloads(size=None):
     # the reference first: the table compares every form with it
     names.sort(key=lambda f: f != "ref.tile")
     sizes = [size] if size else form_sizes()
-    w = [w_form(f"{FORMS_DIR}/{f}", s) for s in sizes for f in names]
+
+    def fits(f, s):  # `/// sizes: 4096`: a batch stride of literal sizes (batch_const.tile) is right there alone
+        only = form_info(f"{FORMS_DIR}/{f}")["sizes"]
+        return not only or s in [int(x) for x in only.split(",") if x.strip()]
+    w = [w_form(f"{FORMS_DIR}/{f}", s) for s in sizes for f in names if fits(f, s)]
     # A given MN-major (issue 29 item 2: dW = G^T @ X) at 8192 too: `--only "form at"` runs every A^T form
     return w + ([w_form(f"{FORMS_DIR}/{f}", 8192) for f in names if f.startswith("at")] if 8192 not in sizes else [])
 

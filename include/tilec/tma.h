@@ -33,11 +33,14 @@ typedef struct tilec_tma_map {
     uint32_t box_rows, box_cols;
     uint32_t elem_bytes; /* 2 (f16, bf16) or 4 (f32) */
     uint32_t bf16;       /* 1: bfloat16, 0: float16 (elem_bytes 2) */
-    /* batched: 1 for a 3-D map, matrix z at base + z * bs[0] * bs[1] (bs[1]
-     * TILEC_TMA_NONE: bs[0] alone; parameter indices), z < the grid's
-     * third extent (the batch index is pid(2)); boxes of one matrix. */
+    /* batched: 1 for a 3-D map, matrix z at base + z * bscale * bs[0] *
+     * bs[1] (bs[0], bs[1] parameter indices or TILEC_TMA_NONE: a factor
+     * of 1), z < the grid's extent along axis bgrid (2: the batch index
+     * is pid(2); 1: pid(1), a head); boxes of one matrix. */
     uint32_t batched;
     uint32_t bs[2];
+    uint32_t bgrid;  /* batched: 1 or 2 */
+    uint32_t bscale; /* batched: a constant factor of the matrix stride, at least 1 */
 } tilec_tma_map;
 
 #define TILEC_TMA_NONE UINT32_MAX

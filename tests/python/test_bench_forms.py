@@ -113,6 +113,10 @@ class FormsFamilyTests(unittest.TestCase):
                 os.environ["TILEC_FORM_SIZES"] = old
         names = [w.name for w in ws]
         self.assertEqual(names[0], "form ref 2048")
+        # `/// sizes: 4096`: a form whose batch stride is literal sizes runs at 4096 alone
+        self.assertNotIn("form batch_const 2048", names)
+        self.assertEqual(self.bench.form_info("tests/forms/batch_const.tile")["sizes"], "4096")
+        self.assertIn("form batch_const 4096", [w.name for w in self.bench.form_workloads(4096)])
         self.assertIn("form ref 8192", names)
         self.assertEqual(len([n for n in names if n.endswith(" 8192")]), len([n for n in names if n.endswith(" 2048")]))
         dev = lambda w, side, ms: {"kind": "device", "family": "forms", "workload": w, "side": side,  # noqa: E731
