@@ -87,10 +87,10 @@ Test(api, walk_matmul_example)
     cr_expect_eq(k->params[0].type.kind, TILEC_TE_POINTER);
     cr_expect_eq(k->params[0].type.dtype, TILEC_DT_F16);
     cr_expect_eq(k->ngrid, 2);
-    cr_expect_str_eq(k->variant_sym, "M");
-    cr_expect_eq(k->variant_param, 3);
+    cr_expect(k->has_variants);
+    cr_expect(!k->variants_keyed);
     cr_assert_eq(k->nvariants, 3);
-    cr_expect_eq(k->variants[0].size, 64);
+    cr_expect_eq(k->variants[0].noverrides, 3); /* { BM = 64, BN = 64, warps = 4 } */
     cr_expect_eq(tilec_kernel_hint(k, -1, "BM", 0), 128);
     cr_expect_eq(tilec_kernel_hint(k, 0, "BM", 0), 64);
     cr_expect_eq(tilec_kernel_hint(k, 0, "warps", 0), 4);
