@@ -108,6 +108,40 @@ Test(api, walk_matmul_example)
     tilec_ctx_free(ctx);
 }
 
+/* Issue 31 item 1: variants are override sets numbered 0, 1, ... in the
+ * order written; the old keyed spelling, whose keys read like sizes the
+ * runtime never compared, is an error at the first key naming the rewrite. */
+Test(api, variants_are_numbered_in_order_and_keys_are_refused)
+{
+    static const char listed[] = "kernel k(x: *f32, n: i32) grid (cdiv(n, B)) hints { B = 128, warps = 4 }\n"
+                                 "    variants { { B = 64 }, {}, { B = 256, warps = 8 } } {\n"
+                                 "    let o = pid(0) * B + range(B);\n    store(x + o, 1.0, o < n);\n}\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "v.tile", listed, sizeof listed - 1, &m), TILEC_OK);
+    const tilec_kernel *k = tilec_module_find_kernel(m, "k");
+    cr_assert(k);
+    cr_assert_eq(k->nvariants, 3);
+    cr_expect_eq(tilec_kernel_hint(k, 0, "B", 0), 64);
+    cr_expect_eq(tilec_kernel_hint(k, 1, "B", 0), 128);
+    cr_expect_eq(tilec_kernel_hint(k, 2, "B", 0), 256);
+    cr_expect_eq(tilec_kernel_hint(k, 2, "warps", 0), 8);
+    tilec_module_free(m);
+    static const char keyed[] = "kernel k(x: *f32, n: i32) grid (cdiv(n, B)) hints { B = 128 }\n"
+                                "    variants n { 1024: { B = 64 }, 4096: {} } {\n"
+                                "    let o = pid(0) * B + range(B);\n    store(x + o, 1.0, o < n);\n}\n";
+    m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "v.tile", keyed, sizeof keyed - 1, &m), TILEC_ERR_INPUT);
+    cr_expect_null(m);
+    cr_assert_eq(tilec_ctx_error_count(ctx), 1);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_expect_eq(d->line, 2);
+    cr_expect_eq(d->col, 18);
+    cr_expect(strstr(d->message, "variant keys are labels the runtime never compares: write `variants { {"), "%s",
+              d->message);
+    tilec_ctx_free(ctx);
+}
+
 Test(api, walk_graph_example)
 {
     tilec_ctx *ctx = tilec_ctx_new();
