@@ -937,7 +937,7 @@ char *gen_kernel(const uint8_t *data, size_t size)
     sb_printf(&h, "    grid (cdiv(n, DA)%s)\n", g->grid2 ? ", 2" : "");
     sb_printf(&h, "    hints { DA = %d, DB = %d, DC = %d, warps = %d }\n", g->dim[0], g->dim[1], g->dim[2], warps);
     if (pick(g, 3) == 0)
-        sb_printf(&h, "    variants n { 1024: { warps = %d }, 1048576: {} }\n", warps == 1 ? 2 : warps / 2);
+        sb_printf(&h, "    variants { { warps = %d }, {} }\n", warps == 1 ? 2 : warps / 2);
     sb_puts(&h, "{\n");
     sb_puts(&h, sb_str(&g->b));
     sb_puts(&h, "}\n\n");

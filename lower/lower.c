@@ -64,8 +64,7 @@ void lower_emit_kernel(lw *L, const char *fname)
     if (k->nvariants && k->ntune_hints)
         lower_line(L, "/* %s, tune candidate %d: %s */", k->name, L->variant, sb_str(&hints));
     else if (k->nvariants)
-        lower_line(L, "/* %s, variant %s = %lld: %s */", k->name, k->variant_sym, (long long)k->variants[L->variant].size,
-             sb_str(&hints));
+        lower_line(L, "/* %s, variant %d: %s */", k->name, L->variant, sb_str(&hints));
     else
         lower_line(L, "/* %s: %s */", k->name, sb_str(&hints));
     sb_free(&hints);

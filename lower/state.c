@@ -34,8 +34,8 @@ void lower_fail(lw *L, const tilec_loc *loc, const char *fmt, ...)
                 sb_str(&b));
         sb_free(&c);
     } else if (L->k->nvariants)
-        diag_at(L->ctx, &L->m->src, loc, TILEC_SEV_ERROR, "kernel '%s' (variant %s = %lld): %s", L->k->name,
-                L->k->variant_sym, (long long)L->k->variants[L->variant].size, sb_str(&b));
+        diag_at(L->ctx, &L->m->src, loc, TILEC_SEV_ERROR, "kernel '%s' (variant %d): %s", L->k->name, L->variant,
+                sb_str(&b));
     else
         diag_at(L->ctx, &L->m->src, loc, TILEC_SEV_ERROR, "kernel '%s': %s", L->k->name, sb_str(&b));
     sb_free(&b);

@@ -223,8 +223,9 @@ tilec_kernel *prs_kernel(prs_state *ps, const lex_token *kw, const lex_token *na
         }
     }
     if (variants) {
-        k->variant_sym = variants->sym.str;
-        k->variant_loc = variants->sym.loc;
+        k->has_variants = true;
+        k->variants_keyed = variants->keyed;
+        k->variant_loc = variants->loc;
         FLATTEN(ps, variants->list, k->variants, k->nvariants);
     }
     k->body.stmts = (tilec_stmt **)body->v;
@@ -352,23 +353,23 @@ tilec_hint *prs_hint(prs_state *ps, const lex_token *name, tilec_expr *value)
     return h;
 }
 
-prs_variants *prs_variants_new(prs_state *ps, const lex_token *sym, ar_vec *list)
+prs_variants *prs_variants_new(prs_state *ps, const lex_token *kw, bool keyed, ar_vec *list)
 {
     NEED(list);
     prs_variants *v = ar_alloc(ps->ar, sizeof *v);
     NEED(v);
-    v->sym = *sym;
+    v->loc = kw->loc;
+    v->keyed = keyed;
     v->list = list;
     return v;
 }
 
-tilec_variant *prs_variant(prs_state *ps, const lex_token *size, ar_vec *overrides)
+tilec_variant *prs_variant(prs_state *ps, const lex_token *at, ar_vec *overrides)
 {
     NEED(overrides);
     tilec_variant *v = ar_alloc(ps->ar, sizeof *v);
     NEED(v);
-    v->size = size->ival;
-    v->loc = size->loc;
+    v->loc = at->loc;
     FLATTEN(ps, overrides, v->overrides, v->noverrides);
     return v;
 }

@@ -235,25 +235,18 @@ void chk_kernel(checker *ck, tilec_kernel *k)
             hints_ok = 0;
     }
     /* variants */
-    if (k->variant_sym) {
-        const tilec_param *p = NULL;
-        for (uint32_t i = 0; i < k->nparams; i++)
-            if (!strcmp(k->params[i].name, k->variant_sym)) {
-                p = &k->params[i];
-                k->variant_param = i;
-            }
-        if (!p) {
-            chk_err(ck, &k->variant_loc, "variants refer to '%s', which is not a parameter of kernel '%s'", k->variant_sym,
-                k->name);
-            ok = 0;
-        } else if (p->type.kind != TILEC_TE_SCALAR || (tilec_dtype_class(p->type.dtype) != 's' &&
-                                                         tilec_dtype_class(p->type.dtype) != 'u')) {
-            chk_err(ck, &k->variant_loc, "variants need an integer scalar parameter, but '%s' is %s", k->variant_sym,
-                chk_tyexpr_str(ck, &p->type));
-            ok = 0;
-        }
+    if (k->has_variants && k->variants_keyed) {
+        /* The keys were labels only: the runtime times every variant and
+         * never compares a key with anything, so they read like sizes
+         * that matter. Say how to write it; check nothing else of it. */
+        chk_err(ck, k->nvariants ? &k->variants[0].loc : &k->variant_loc,
+                "variant keys are labels the runtime never compares: write `variants { { NAME = v, ... }, {}, ... }` "
+                "(drop the name after `variants` and each `key:`; the sets are variant 0, 1, ... in order)");
+        ok = 0;
+    } else if (k->has_variants) {
         if (!k->nvariants) {
-            chk_err(ck, &k->variant_loc, "variants of '%s' list no sizes", k->name);
+            chk_err(ck, &k->variant_loc, "variants of '%s' list no override sets; write `variants { {} }` or remove them",
+                    k->name);
             ok = 0;
         } else if (k->nvariants > TILEC_MAX_VARIANTS) {
             chk_err(ck, &k->variant_loc, "kernel '%s' lists %u variants, more than %d (the most the runtime times)",
@@ -262,17 +255,6 @@ void chk_kernel(checker *ck, tilec_kernel *k)
         }
         for (uint32_t i = 0; i < k->nvariants; i++) {
             tilec_variant *v = &k->variants[i];
-            if (v->size <= 0) {
-                chk_err(ck, &v->loc, "a variant size must be positive, got %lld", (long long)v->size);
-                ok = 0;
-            }
-            for (uint32_t j = 0; j < i; j++)
-                if (k->variants[j].size == v->size) {
-                    chk_err(ck, &v->loc, "variant %s = %lld is listed twice", k->variant_sym, (long long)v->size);
-                    chk_note(ck, &k->variants[j].loc, "the first %s = %lld is here", k->variant_sym, (long long)v->size);
-                    ok = 0;
-                    break;
-                }
             for (uint32_t j = 0; j < v->noverrides; j++) {
                 tilec_hint *o = &v->overrides[j];
                 int found = 0;
@@ -280,13 +262,12 @@ void chk_kernel(checker *ck, tilec_kernel *k)
                     found |= !strcmp(k->hints[h].name, o->name);
                 for (uint32_t h = 0; h < j; h++)
                     if (!strcmp(v->overrides[h].name, o->name)) {
-                        chk_err(ck, &o->loc, "variant %s = %lld overrides '%s' twice", k->variant_sym, (long long)v->size,
-                            o->name);
+                        chk_err(ck, &o->loc, "variant %u overrides '%s' twice", i, o->name);
                         ok = 0;
                     }
                 if (!found) {
-                    chk_err(ck, &o->loc, "variant %s = %lld overrides '%s', which is not a hint of kernel '%s'",
-                        k->variant_sym, (long long)v->size, o->name, k->name);
+                    chk_err(ck, &o->loc, "variant %u overrides '%s', which is not a hint of kernel '%s'", i, o->name,
+                            k->name);
                     ok = 0;
                 } else if (eval_hint(ck, o, "a hint value")) {
                     ok = 0;

@@ -96,11 +96,11 @@ int chk_list_header(checker *ck, const tilec_kernel *k)
     const tilec_param *l = chk_first_list(k);
     if (!l)
         return 1;
-    if (k->variant_sym || k->tune) {
-        chk_err(ck, k->variant_sym ? &k->variant_loc : &k->tune_loc,
+    if (k->has_variants || k->tune) {
+        chk_err(ck, k->has_variants ? &k->variant_loc : &k->tune_loc,
             "kernel '%s' takes the tensor list '%s', so it has one variant: the runtime times variants on scratch "
             "copies of the buffers a kernel writes, which it does not make for tensor lists (drop the %s)",
-            k->name, l->name, k->variant_sym ? "variants" : "tune space");
+            k->name, l->name, k->has_variants ? "variants" : "tune space");
         return 0;
     }
     return 1;

@@ -57,10 +57,8 @@ __attribute__((format(printf, 4, 0))) static void verr(checker *ck, const tilec_
             ck->oom = 1;
         }
         sb_free(&key);
-        if (ck->variant >= 0 && ck->k->variant_sym) {
-            const tilec_variant *v = &ck->k->variants[ck->variant];
-            sb_printf(&b, "%svariant %s = %lld)", ck->k->generic ? "" : " (in ", ck->k->variant_sym, (long long)v->size);
-        }
+        if (ck->variant >= 0 && ck->k->has_variants)
+            sb_printf(&b, "%svariant %d)", ck->k->generic ? "" : " (in ", ck->variant);
     }
     diag_at(ck->ctx, &ck->mod->src, loc, sev, "%s", sb_str(&b));
     sb_free(&b);

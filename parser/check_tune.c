@@ -144,7 +144,7 @@ static int names_free(const tilec_kernel *k, const char *name)
  * tile hint of its kind's space (BM, BN, BK; ROWS, BLOCK; BLOCK). */
 static tilec_tune_kind wants_default(const tilec_kernel *k)
 {
-    if (k->tune || k->nhints || k->variant_sym || chk_first_list(k)) /* a list kernel has one variant */
+    if (k->tune || k->nhints || k->has_variants || chk_first_list(k)) /* a list kernel has one variant */
         return TILEC_TUNE_OTHER;
     tilec_tune_kind kind = chk_tune_kind(k);
     if (kind == TILEC_TUNE_OTHER)
@@ -172,11 +172,11 @@ void chk_tune_note_undefined(checker *ck, const char *name)
         return;
     const tilec_param *l = chk_first_list(k);
     tilec_tune_kind kind = chk_tune_kind(k);
-    const char *what = k->nhints && k->variant_sym ? "hints and variants" : k->nhints ? "hints" : "variants";
+    const char *what = k->nhints && k->has_variants ? "hints and variants" : k->nhints ? "hints" : "variants";
     if (k->tune)
         chk_note(ck, &k->loc, "kernel '%s' has a tune space of its own, so it gets no default one; add %s to it as an axis "
                  "(%s = 64 | 128) or to its hints", k->name, name, name);
-    else if (k->nhints || k->variant_sym)
+    else if (k->nhints || k->has_variants)
         chk_note(ck, &k->loc, "kernel '%s' has %s, so it gets no default tune space; define %s in its hints (%s = 1024) "
                  "or drop its %s (docs/tuning.md, \"Default spaces\")", k->name, what, name, name, what);
     else if (l)
@@ -347,7 +347,7 @@ int chk_tune_header(checker *ck, tilec_kernel *k)
                 k->name);
         return 0;
     }
-    if (k->variant_sym) {
+    if (k->has_variants) {
         chk_err(ck, &k->variant_loc, "kernel '%s' has both tune and variants; tune's candidates are its variants",
                 k->name);
         chk_note(ck, &k->tune_loc, "the tune space is here");
@@ -472,7 +472,7 @@ int chk_tune_configs(checker *ck, tilec_kernel *k)
             return 0;
         }
         cand->variant = (int)c;
-        v->size = c;
+        v->cand = c;
         v->loc = k->tune_loc;
         v->noverrides = k->ntune;
         uint32_t rest = c;
@@ -570,7 +570,7 @@ void chk_tune_keep_variants(tilec_kernel *k, const uint32_t *keep, uint32_t n)
         k->tune_cands[i].variant = -1;
     for (uint32_t j = 0; j < n; j++)
         for (uint32_t i = 0; i < k->ntune_cands; i++)
-            if ((uint32_t)k->variants[j].size == i)
+            if (k->variants[j].cand == i)
                 k->tune_cands[i].variant = (int)j;
     for (uint32_t i = 0; i < k->ngrid; i++)
         remap_expr(k->grid[i], keep, n);

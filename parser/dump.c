@@ -325,10 +325,10 @@ static void dump_kernel(strbuf *b, const tilec_kernel *k)
             sb_puts(b, "\n");
         }
     }
-    if (k->variant_sym) {
-        sb_printf(b, "    variants %s {\n", k->variant_sym);
+    if (k->has_variants) {
+        sb_puts(b, "    variants {\n");
         for (uint32_t i = 0; i < k->nvariants; i++) {
-            sb_printf(b, "        %lld: ", (long long)k->variants[i].size);
+            sb_printf(b, "        /* %u */ ", i);
             dump_hints(b, k->variants[i].overrides, k->variants[i].noverrides);
             sb_puts(b, "\n");
         }

@@ -140,9 +140,13 @@ tune_alts(L) ::= tune_alts(A) PIPE tune_val(V). { L = prs_push(ps, A, V); }
 %type tune_val {tilec_expr *}
 tune_val(V) ::= INT(N).          { V = prs_literal(ps, TILEC_EX_INT, &N); }
 
+/* variants { { NAME = v, ... }, {}, ... }: override sets, variant 0.. in
+ * order. The old keyed spelling `variants SYM { size: { ... } }` parses so
+ * that the checker can say how to rewrite it. */
 %type variants_opt {prs_variants *}
 variants_opt(V) ::= .            { V = NULL; }
-variants_opt(V) ::= VARIANTS IDENT(S) LBRACE variant_list(L) RBRACE. { V = prs_variants_new(ps, &S, L); }
+variants_opt(V) ::= VARIANTS(T) LBRACE variant_list(L) RBRACE. { V = prs_variants_new(ps, &T, false, L); }
+variants_opt(V) ::= VARIANTS(T) IDENT LBRACE keyed_list(L) RBRACE. { V = prs_variants_new(ps, &T, true, L); }
 %type variant_list {ar_vec *}
 variant_list(L) ::= .            { L = prs_list(ps); }
 variant_list(L) ::= variant_items(A). { L = A; }
@@ -151,7 +155,16 @@ variant_list(L) ::= variant_items(A) COMMA. { L = A; }
 variant_items(L) ::= variant(V). { L = prs_push(ps, prs_list(ps), V); }
 variant_items(L) ::= variant_items(A) COMMA variant(V). { L = prs_push(ps, A, V); }
 %type variant {tilec_variant *}
-variant(V) ::= INT(N) COLON LBRACE hint_list(L) RBRACE. { V = prs_variant(ps, &N, L); }
+variant(V) ::= LBRACE(B) hint_list(L) RBRACE. { V = prs_variant(ps, &B, L); }
+%type keyed_list {ar_vec *}
+keyed_list(L) ::= .              { L = prs_list(ps); }
+keyed_list(L) ::= keyed_items(A). { L = A; }
+keyed_list(L) ::= keyed_items(A) COMMA. { L = A; }
+%type keyed_items {ar_vec *}
+keyed_items(L) ::= keyed(V).     { L = prs_push(ps, prs_list(ps), V); }
+keyed_items(L) ::= keyed_items(A) COMMA keyed(V). { L = prs_push(ps, A, V); }
+%type keyed {tilec_variant *}
+keyed(V) ::= INT(N) COLON LBRACE hint_list(L) RBRACE. { V = prs_variant(ps, &N, L); }
 
 /* ---- statements ---- */
 %type block {ar_vec *}

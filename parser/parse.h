@@ -14,7 +14,8 @@
 enum { PRS_MAX_NESTING = TILEC_MAX_NESTING }; /* Lemon stack entries: bounds nesting depth */
 
 typedef struct prs_variants {
-    lex_token sym;
+    tilec_loc loc; /* the word `variants` */
+    bool keyed;    /* the old spelling `variants SYM { size: { ... } }` */
     ar_vec *list;
 } prs_variants;
 
@@ -80,8 +81,8 @@ tilec_param *prs_param_out(prs_state *ps, const lex_token *qual, const lex_token
 tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *at, const lex_token *dtype,
                        ar_vec *dims);
 tilec_hint *prs_hint(prs_state *ps, const lex_token *name, tilec_expr *value);
-prs_variants *prs_variants_new(prs_state *ps, const lex_token *sym, ar_vec *list);
-tilec_variant *prs_variant(prs_state *ps, const lex_token *size, ar_vec *overrides);
+prs_variants *prs_variants_new(prs_state *ps, const lex_token *kw, bool keyed, ar_vec *list);
+tilec_variant *prs_variant(prs_state *ps, const lex_token *at, ar_vec *overrides);
 /* tune [keep N] [for { classes }] { axes }: `word` must be keep */
 prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word, const lex_token *n, ar_vec *classes,
                        ar_vec *axes);

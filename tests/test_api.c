@@ -87,10 +87,10 @@ Test(api, walk_matmul_example)
     cr_expect_eq(k->params[0].type.kind, TILEC_TE_POINTER);
     cr_expect_eq(k->params[0].type.dtype, TILEC_DT_F16);
     cr_expect_eq(k->ngrid, 2);
-    cr_expect_str_eq(k->variant_sym, "M");
-    cr_expect_eq(k->variant_param, 3);
+    cr_expect(k->has_variants);
+    cr_expect(!k->variants_keyed);
     cr_assert_eq(k->nvariants, 3);
-    cr_expect_eq(k->variants[0].size, 64);
+    cr_expect_eq(k->variants[0].noverrides, 3); /* { BM = 64, BN = 64, warps = 4 } */
     cr_expect_eq(tilec_kernel_hint(k, -1, "BM", 0), 128);
     cr_expect_eq(tilec_kernel_hint(k, 0, "BM", 0), 64);
     cr_expect_eq(tilec_kernel_hint(k, 0, "warps", 0), 4);
@@ -105,6 +105,40 @@ Test(api, walk_matmul_example)
     cr_expect_eq(acc->value->type.dims[0], 128);
     cr_expect_eq(acc->value->type.dtype, TILEC_DT_F32);
     tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* Issue 31 item 1: variants are override sets numbered 0, 1, ... in the
+ * order written; the old keyed spelling, whose keys read like sizes the
+ * runtime never compared, is an error at the first key naming the rewrite. */
+Test(api, variants_are_numbered_in_order_and_keys_are_refused)
+{
+    static const char listed[] = "kernel k(x: *f32, n: i32) grid (cdiv(n, B)) hints { B = 128, warps = 4 }\n"
+                                 "    variants { { B = 64 }, {}, { B = 256, warps = 8 } } {\n"
+                                 "    let o = pid(0) * B + range(B);\n    store(x + o, 1.0, o < n);\n}\n";
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "v.tile", listed, sizeof listed - 1, &m), TILEC_OK);
+    const tilec_kernel *k = tilec_module_find_kernel(m, "k");
+    cr_assert(k);
+    cr_assert_eq(k->nvariants, 3);
+    cr_expect_eq(tilec_kernel_hint(k, 0, "B", 0), 64);
+    cr_expect_eq(tilec_kernel_hint(k, 1, "B", 0), 128);
+    cr_expect_eq(tilec_kernel_hint(k, 2, "B", 0), 256);
+    cr_expect_eq(tilec_kernel_hint(k, 2, "warps", 0), 8);
+    tilec_module_free(m);
+    static const char keyed[] = "kernel k(x: *f32, n: i32) grid (cdiv(n, B)) hints { B = 128 }\n"
+                                "    variants n { 1024: { B = 64 }, 4096: {} } {\n"
+                                "    let o = pid(0) * B + range(B);\n    store(x + o, 1.0, o < n);\n}\n";
+    m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "v.tile", keyed, sizeof keyed - 1, &m), TILEC_ERR_INPUT);
+    cr_expect_null(m);
+    cr_assert_eq(tilec_ctx_error_count(ctx), 1);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_expect_eq(d->line, 2);
+    cr_expect_eq(d->col, 18);
+    cr_expect(strstr(d->message, "variant keys are labels the runtime never compares: write `variants { {"), "%s",
+              d->message);
     tilec_ctx_free(ctx);
 }
 

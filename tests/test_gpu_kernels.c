@@ -683,7 +683,7 @@ Test(gpu, tune_cli_stores_choices_ahead_of_time, .timeout = 600)
 Test(gpu, multikernel_timing_leaves_a_nested_atomic_output_alone, .timeout = 120)
 {
     static const char src[] =
-        "kernel count(y: *i32, n: i32) grid (1) hints { warps = 4 } variants n { 1: {}, 1024: { warps = 2 } }\n"
+        "kernel count(y: *i32, n: i32) grid (1) hints { warps = 4 } variants { {}, { warps = 2 } }\n"
         "{\n"
         "    let i = range(32);\n"
         "    let old = atomic_add(y + i, 1, i < 1) * 2;\n"
@@ -857,7 +857,7 @@ Test(gpu, scans_every_axis_and_direction, .timeout = 120)
                 for (int j = 0; j < C; j++)
                     want[op * n + i * C + j] = scan_ref(x, R, C, op, i, j);
         uint64_t dx = upload(x, (size_t)n * 4), dy = poisoned((size_t)n * 8);
-        tilec_rt_arg args[3] = {{.ptr = dx}, {.ptr = dy}, {.i32 = v + 1}};
+        tilec_rt_arg args[2] = {{.ptr = dx}, {.ptr = dy}};
         CHECK_RT(gk_launch(&g, args, NULL));
         static const char *const names[] = {"cumsum axis 1", "exclusive cumsum axis 0", "reverse cummax axis 1",
                                             "exclusive reverse cummin axis 0", "exclusive scan(+) axis -1",

@@ -411,8 +411,8 @@ HAND_GEMM = "tests/gemm_variants.tile"  # issue 31: the benchmark's GEMMs as the
 
 
 def w_matmul_gelu(m, n, k, hand=False):
-    """hand: the hand-tuned form (tests/gemm_variants.tile: 3 variants keyed
-    by M), beside bench/harness/gemm.tile's, which has no tile hints."""
+    """hand: the hand-tuned form (tests/gemm_variants.tile: 3 variants of
+    its tiles), beside bench/harness/gemm.tile's, which has no tile hints."""
     def make():
         return {"a": randn(m, k, dtype=torch.float16), "b": randn(k, n, dtype=torch.float16),
                 "bias": randn(n, dtype=torch.float16), "c": torch.empty(m, n, device=DEV, dtype=torch.float16)}

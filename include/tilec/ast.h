@@ -134,9 +134,12 @@ typedef struct tilec_hint {
     int64_t value; /* set by the checker */
 } tilec_hint;
 
+/* One variant: an override set of `variants { { ... }, ... }`, numbered
+ * 0.. in order (the number the runtime reports), or a kept configuration
+ * of a tune space. */
 typedef struct tilec_variant {
-    int64_t size; /* the size hint: SYM = size */
-    tilec_loc loc;
+    uint32_t cand; /* tune kernels: the candidate of the space it is */
+    tilec_loc loc; /* its '{' (the old spelling: its key) */
     tilec_hint *overrides;
     uint32_t noverrides;
     int64_t *values; /* set by the checker: every hint of the kernel under
@@ -187,9 +190,10 @@ typedef struct tilec_kernel {
     uint32_t ngrid;
     tilec_hint *hints;
     uint32_t nhints;
-    const char *variant_sym; /* NULL without variants */
-    tilec_loc variant_loc;
-    uint32_t variant_param; /* index of the parameter named variant_sym */
+    bool has_variants;  /* `variants { ... }` written (tune fills variants too) */
+    bool variants_keyed; /* written in the old keyed spelling `variants SYM
+                          * { size: { ... } }`, which the checker rejects */
+    tilec_loc variant_loc; /* the word `variants` */
     tilec_variant *variants;
     uint32_t nvariants;
     tilec_block body;

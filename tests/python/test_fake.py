@@ -710,7 +710,7 @@ graph lviews(xs: [*f32], n: i64) {
 kernel skmm(a: *f16, b: *f16, c: *f16, M: i32, N: i32, K: i32)
     grid (cdiv(M, BM), cdiv(N, BN))
     hints { BM = 16, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 }
-    variants M { 16: { split_k = 4 }, 4096: {} }
+    variants { { split_k = 4 }, {} }
 {
     let rm = pid(0) * BM + range(BM);
     let rn = pid(1) * BN + range(BN);

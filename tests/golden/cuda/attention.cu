@@ -99,7 +99,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* attention_d64, variant S = 64: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
+/* attention_d64, variant 0: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -783,7 +783,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* attention_d64, variant S = 64: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
+/* attention_d64, variant 0: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -1360,7 +1360,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
 }
 #endif
 
-/* attention_d64, variant S = 128: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
+/* attention_d64, variant 1: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -2044,7 +2044,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* attention_d64, variant S = 128: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
+/* attention_d64, variant 1: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -2621,7 +2621,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
 }
 #endif
 
-/* attention_d64, variant S = 256: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
+/* attention_d64, variant 2: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -3297,7 +3297,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* attention_d64, variant S = 256: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
+/* attention_d64, variant 2: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -3860,7 +3860,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
 }
 #endif
 
-/* attention_d128, variant S = 64: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
+/* attention_d128, variant 0: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -4536,7 +4536,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* attention_d128, variant S = 64: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
+/* attention_d128, variant 0: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -5093,7 +5093,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
 }
 #endif
 
-/* attention_d128, variant S = 128: BM = 128, BN = 64, D = 128, warps = 8, stages = 2 */
+/* attention_d128, variant 1: BM = 128, BN = 64, D = 128, warps = 8, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -5769,7 +5769,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* attention_d128, variant S = 128: BM = 128, BN = 64, D = 128, warps = 8, stages = 2 */
+/* attention_d128, variant 1: BM = 128, BN = 64, D = 128, warps = 8, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -6326,7 +6326,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
 }
 #endif
 
-/* attention_d128, variant S = 256: BM = 128, BN = 32, D = 128, warps = 8, stages = 2 */
+/* attention_d128, variant 2: BM = 128, BN = 32, D = 128, warps = 8, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
@@ -7002,7 +7002,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* attention_d128, variant S = 256: BM = 128, BN = 32, D = 128, warps = 8, stages = 2 */
+/* attention_d128, variant 2: BM = 128, BN = 32, D = 128, warps = 8, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {

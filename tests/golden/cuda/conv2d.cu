@@ -99,7 +99,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* conv2d_f16, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
+/* conv2d_f16, variant 0: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -395,7 +395,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
+/* conv2d_f16, variant 0: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -656,7 +656,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
 }
 #endif
 
-/* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* conv2d_f16, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -952,7 +952,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* conv2d_f16, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -1213,7 +1213,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
 }
 #endif
 
-/* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
+/* conv2d_f16, variant 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -1509,7 +1509,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
+/* conv2d_f16, variant 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -1770,7 +1770,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
 }
 #endif
 
-/* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
+/* conv2d_f16, variant 3: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -2066,7 +2066,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
+/* conv2d_f16, variant 3: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -2287,7 +2287,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
 }
 #endif
 
-/* conv2d_f16, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* conv2d_f16, variant 4: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -2583,7 +2583,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* conv2d_f16, variant 4: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
 {
@@ -2812,7 +2812,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
 }
 #endif
 
-/* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
+/* conv2d_f16, variant 5: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -3108,7 +3108,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
+/* conv2d_f16, variant 5: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -3369,7 +3369,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
 }
 #endif
 
-/* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
+/* conv2d_f16, variant 6: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -3665,7 +3665,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
+/* conv2d_f16, variant 6: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -3886,7 +3886,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
 }
 #endif
 
-/* conv2d_f16, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
+/* conv2d_f16, variant 7: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -4182,7 +4182,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
+/* conv2d_f16, variant 7: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 33, 34, 35, 36, 37, 38, 40, 43, 45, 46, 47, 49, 52, 53), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -4443,7 +4443,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
 }
 #endif
 
-/* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
+/* conv2d_nhwc, variant 0: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -4761,7 +4761,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc, variant K = 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
+/* conv2d_nhwc, variant 0: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -5044,7 +5044,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
 }
 #endif
 
-/* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* conv2d_nhwc, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -5362,7 +5362,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc, variant K = 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* conv2d_nhwc, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -5645,7 +5645,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
 }
 #endif
 
-/* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
+/* conv2d_nhwc, variant 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -5963,7 +5963,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc, variant K = 3: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
+/* conv2d_nhwc, variant 2: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 8, PR = 16, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -6246,7 +6246,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
 }
 #endif
 
-/* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
+/* conv2d_nhwc, variant 3: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -6564,7 +6564,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc, variant K = 4: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
+/* conv2d_nhwc, variant 3: BM = 128, BN = 64, BK = 32, warps = 4, stages = 3, PW = 64, PR = 2, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -6807,7 +6807,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
 }
 #endif
 
-/* conv2d_nhwc, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* conv2d_nhwc, variant 4: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -7125,7 +7125,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc, variant K = 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
+/* conv2d_nhwc, variant 4: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, PW = 32, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0)
 {
@@ -7376,7 +7376,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
 }
 #endif
 
-/* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
+/* conv2d_nhwc, variant 5: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -7694,7 +7694,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc, variant K = 6: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
+/* conv2d_nhwc, variant 5: BM = 64, BN = 128, BK = 32, warps = 4, stages = 3, PW = 8, PR = 8, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -7977,7 +7977,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
 }
 #endif
 
-/* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
+/* conv2d_nhwc, variant 6: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -8295,7 +8295,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc, variant K = 7: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
+/* conv2d_nhwc, variant 6: BM = 64, BN = 64, BK = 32, warps = 4, stages = 4, PW = 16, PR = 4, blocks = 0 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -8538,7 +8538,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
 }
 #endif
 
-/* conv2d_nhwc, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
+/* conv2d_nhwc, variant 7: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -8856,7 +8856,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc, variant K = 8: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
+/* conv2d_nhwc, variant 7: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, PW = 16, PR = 8, blocks = 2 */
 /* indexing: 64-bit for tiles, img, oh0, ow0, oh, ow, pix (lines 66, 67, 68, 69, 70, 71, 73, 76, 78, 79, 80, 82, 86, 87), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {

@@ -97,7 +97,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* cumsum_rows, variant C = 4096: W = 8, BW = 512, warps = 8 */
+/* cumsum_rows, variant 0: W = 8, BW = 512, warps = 8 */
 /* indexing: 64-bit for base (lines 12, 19, 22), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, float *v_y, int v_R, int v_C)
 {
@@ -376,7 +376,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
     }
 }
 
-/* cumsum_rows, variant C = 32768: W = 8, BW = 1024, warps = 8 */
+/* cumsum_rows, variant 1: W = 8, BW = 1024, warps = 8 */
 /* indexing: 64-bit for base (lines 12, 19, 22), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, float *v_y, int v_R, int v_C)
 {
@@ -664,7 +664,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
     }
 }
 
-/* cumsum_rows, variant C = 1: W = 4, BW = 1024, warps = 4 */
+/* cumsum_rows, variant 2: W = 4, BW = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 12, 19, 22), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v2(float *v_x, float *v_y, int v_R, int v_C)
 {
@@ -952,7 +952,7 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v2(float *v_x, flo
     }
 }
 
-/* cumsum_rows, variant C = 2: W = 4, BW = 512, warps = 4 */
+/* cumsum_rows, variant 3: W = 4, BW = 512, warps = 4 */
 /* indexing: 64-bit for base (lines 12, 19, 22), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v3(float *v_x, float *v_y, int v_R, int v_C)
 {

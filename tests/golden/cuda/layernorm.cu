@@ -97,7 +97,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* layernorm, variant cols = 1024: BLOCK = 1024, warps = 4 */
+/* layernorm, variant 0: BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 10, 15, 19, 24, 30, 37, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
@@ -539,7 +539,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
     }
 }
 
-/* layernorm, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* layernorm, variant 1: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for base (lines 10, 15, 19, 24, 30, 37, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
@@ -981,7 +981,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
     }
 }
 
-/* layernorm, variant cols = 16384: BLOCK = 16384, warps = 16 */
+/* layernorm, variant 2: BLOCK = 16384, warps = 16 */
 /* indexing: 64-bit for base (lines 10, 15, 19, 24, 30, 37, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {

@@ -97,7 +97,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* layernorm_rows, variant cols = 128: ROWS = 16, BLOCK = 128, warps = 4 */
+/* layernorm_rows, variant 0: ROWS = 16, BLOCK = 128, warps = 4 */
 /* indexing: 64-bit for base (lines 13, 19, 25, 30, 37, 44, 45), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
@@ -606,7 +606,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
     }
 }
 
-/* layernorm_rows, variant cols = 512: ROWS = 8, BLOCK = 512, warps = 4 */
+/* layernorm_rows, variant 1: ROWS = 8, BLOCK = 512, warps = 4 */
 /* indexing: 64-bit for base (lines 13, 19, 25, 30, 37, 44, 45), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
@@ -1115,7 +1115,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
     }
 }
 
-/* layernorm_rows, variant cols = 513: ROWS = 4, BLOCK = 512, warps = 4 */
+/* layernorm_rows, variant 2: ROWS = 4, BLOCK = 512, warps = 4 */
 /* indexing: 64-bit for base (lines 13, 19, 25, 30, 37, 44, 45), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
@@ -1624,7 +1624,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
     }
 }
 
-/* layernorm_rows, variant cols = 1024: ROWS = 4, BLOCK = 1024, warps = 4 */
+/* layernorm_rows, variant 3: ROWS = 4, BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 13, 19, 25, 30, 37, 44, 45), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {
@@ -2133,7 +2133,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
     }
 }
 
-/* layernorm_rows, variant cols = 1025: ROWS = 2, BLOCK = 1024, warps = 4 */
+/* layernorm_rows, variant 4: ROWS = 2, BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 13, 19, 25, 30, 37, 44, 45), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, float *v_w, float *v_b, float *v_y, int v_rows, int v_cols, float v_eps)
 {

@@ -99,7 +99,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* rmsnorm_fwd__f16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* rmsnorm_fwd__f16, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -501,7 +501,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* rmsnorm_fwd__f16, variant 1: BLOCK = 4096, warps = 4 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -903,7 +903,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* rmsnorm_fwd__f16, variant 2: BLOCK = 4096, warps = 16 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -1305,7 +1305,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* rmsnorm_fwd__f16, variant 3: BLOCK = 8192, warps = 8 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -1707,7 +1707,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* rmsnorm_fwd__f16, variant 4: BLOCK = 8192, warps = 4 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -2109,7 +2109,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
     }
 }
 
-/* rmsnorm_fwd__f16, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* rmsnorm_fwd__f16, variant 5: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_x, __half *v_w, __half *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -2511,7 +2511,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
     }
 }
 
-/* rmsnorm_fwd__bf16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* rmsnorm_fwd__bf16, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -2913,7 +2913,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* rmsnorm_fwd__bf16, variant 1: BLOCK = 4096, warps = 4 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -3315,7 +3315,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* rmsnorm_fwd__bf16, variant 2: BLOCK = 4096, warps = 16 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -3717,7 +3717,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* rmsnorm_fwd__bf16, variant 3: BLOCK = 8192, warps = 8 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -4119,7 +4119,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* rmsnorm_fwd__bf16, variant 4: BLOCK = 8192, warps = 4 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -4521,7 +4521,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__bf16, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* rmsnorm_fwd__bf16, variant 5: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -4923,7 +4923,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
     }
 }
 
-/* rmsnorm_fwd__f32, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* rmsnorm_fwd__f32, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -5253,7 +5253,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* rmsnorm_fwd__f32, variant 1: BLOCK = 4096, warps = 4 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -5583,7 +5583,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* rmsnorm_fwd__f32, variant 2: BLOCK = 4096, warps = 16 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -5913,7 +5913,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* rmsnorm_fwd__f32, variant 3: BLOCK = 8192, warps = 8 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -6243,7 +6243,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* rmsnorm_fwd__f32, variant 4: BLOCK = 8192, warps = 4 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -6573,7 +6573,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
     }
 }
 
-/* rmsnorm_fwd__f32, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* rmsnorm_fwd__f32, variant 5: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for base (lines 26, 32, 36, 41, 49, 50), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x, float *v_w, float *v_y, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -6903,7 +6903,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
     }
 }
 
-/* rmsnorm_bwd__f16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* rmsnorm_bwd__f16, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -7567,7 +7567,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* rmsnorm_bwd__f16, variant 1: BLOCK = 4096, warps = 4 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -8231,7 +8231,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* rmsnorm_bwd__f16, variant 2: BLOCK = 4096, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -8895,7 +8895,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* rmsnorm_bwd__f16, variant 3: BLOCK = 8192, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -9559,7 +9559,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* rmsnorm_bwd__f16, variant 4: BLOCK = 8192, warps = 4 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -10223,7 +10223,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
     }
 }
 
-/* rmsnorm_bwd__f16, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* rmsnorm_bwd__f16, variant 5: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_dy, __half *v_x, __half *v_w, float *v_rstd, __half *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -10887,7 +10887,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
     }
 }
 
-/* rmsnorm_bwd__bf16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* rmsnorm_bwd__bf16, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -11551,7 +11551,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* rmsnorm_bwd__bf16, variant 1: BLOCK = 4096, warps = 4 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -12215,7 +12215,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* rmsnorm_bwd__bf16, variant 2: BLOCK = 4096, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -12879,7 +12879,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* rmsnorm_bwd__bf16, variant 3: BLOCK = 8192, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -13543,7 +13543,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* rmsnorm_bwd__bf16, variant 4: BLOCK = 8192, warps = 4 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -14207,7 +14207,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__bf16, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* rmsnorm_bwd__bf16, variant 5: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -14871,7 +14871,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
     }
 }
 
-/* rmsnorm_bwd__f32, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* rmsnorm_bwd__f32, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -15431,7 +15431,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, variant cols = 4097: BLOCK = 4096, warps = 4 */
+/* rmsnorm_bwd__f32, variant 1: BLOCK = 4096, warps = 4 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -15991,7 +15991,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, variant cols = 4098: BLOCK = 4096, warps = 16 */
+/* rmsnorm_bwd__f32, variant 2: BLOCK = 4096, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -16551,7 +16551,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, variant cols = 8192: BLOCK = 8192, warps = 8 */
+/* rmsnorm_bwd__f32, variant 3: BLOCK = 8192, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -17111,7 +17111,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, variant cols = 8193: BLOCK = 8192, warps = 4 */
+/* rmsnorm_bwd__f32, variant 4: BLOCK = 8192, warps = 4 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -17671,7 +17671,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
     }
 }
 
-/* rmsnorm_bwd__f32, variant cols = 8194: BLOCK = 8192, warps = 16 */
+/* rmsnorm_bwd__f32, variant 5: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 69, 70, 76, 77, 78, 79, 80, 84, 92, 93, 94, 99, 100, 106, 107, 109), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_dy, float *v_x, float *v_w, float *v_rstd, float *v_dx, float *v_dwp, int v_rows, int v_cols, int v_rpp)
 {
@@ -18231,7 +18231,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
     }
 }
 
-/* layernorm_fwd__f16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* layernorm_fwd__f16, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *v_x, __half *v_w, __half *v_b, __half *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -18820,7 +18820,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
     }
 }
 
-/* layernorm_fwd__f16, variant cols = 8192: BLOCK = 8192, warps = 16 */
+/* layernorm_fwd__f16, variant 1: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *v_x, __half *v_w, __half *v_b, __half *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -19409,7 +19409,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
     }
 }
 
-/* layernorm_fwd__bf16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* layernorm_fwd__bf16, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_b, __nv_bfloat16 *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -19998,7 +19998,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
     }
 }
 
-/* layernorm_fwd__bf16, variant cols = 8192: BLOCK = 8192, warps = 16 */
+/* layernorm_fwd__bf16, variant 1: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bfloat16 *v_x, __nv_bfloat16 *v_w, __nv_bfloat16 *v_b, __nv_bfloat16 *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -20587,7 +20587,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
     }
 }
 
-/* layernorm_fwd__f32, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* layernorm_fwd__f32, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v_x, float *v_w, float *v_b, float *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -21080,7 +21080,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
     }
 }
 
-/* layernorm_fwd__f32, variant cols = 8192: BLOCK = 8192, warps = 16 */
+/* layernorm_fwd__f32, variant 1: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for base (lines 124, 129, 137, 142, 148, 157, 158), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v_x, float *v_w, float *v_b, float *v_y, float *v_mean, float *v_rstd, int v_rows, int v_cols, float v_eps)
 {
@@ -21573,7 +21573,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
     }
 }
 
-/* layernorm_bwd__f16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* layernorm_bwd__f16, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *v_dy, __half *v_x, __half *v_w, float *v_mean, float *v_rstd, __half *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
@@ -22443,7 +22443,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
     }
 }
 
-/* layernorm_bwd__f16, variant cols = 8192: BLOCK = 8192, warps = 16 */
+/* layernorm_bwd__f16, variant 1: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *v_dy, __half *v_x, __half *v_w, float *v_mean, float *v_rstd, __half *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
@@ -23313,7 +23313,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
     }
 }
 
-/* layernorm_bwd__bf16, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* layernorm_bwd__bf16, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_mean, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
@@ -24183,7 +24183,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
     }
 }
 
-/* layernorm_bwd__bf16, variant cols = 8192: BLOCK = 8192, warps = 16 */
+/* layernorm_bwd__bf16, variant 1: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bfloat16 *v_dy, __nv_bfloat16 *v_x, __nv_bfloat16 *v_w, float *v_mean, float *v_rstd, __nv_bfloat16 *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
@@ -25053,7 +25053,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
     }
 }
 
-/* layernorm_bwd__f32, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* layernorm_bwd__f32, variant 0: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v_dy, float *v_x, float *v_w, float *v_mean, float *v_rstd, float *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
@@ -25819,7 +25819,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
     }
 }
 
-/* layernorm_bwd__f32, variant cols = 8192: BLOCK = 8192, warps = 16 */
+/* layernorm_bwd__f32, variant 1: BLOCK = 8192, warps = 16 */
 /* indexing: 64-bit for r0, r, base (lines 175, 176, 177, 184, 185, 186, 187, 188, 194, 204, 205, 206, 207, 213, 215, 222), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v_dy, float *v_x, float *v_w, float *v_mean, float *v_rstd, float *v_dx, float *v_dwp, float *v_dbp, int v_rows, int v_cols, int v_rpp)
 {
@@ -26585,7 +26585,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
     }
 }
 
-/* col_sum__f16, variant rows = 32: BR = 32, BC = 32, warps = 4 */
+/* col_sum__f16, variant 0: BR = 32, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
@@ -26708,7 +26708,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
     }
 }
 
-/* col_sum__f16, variant rows = 33: BR = 32, BC = 32, warps = 8 */
+/* col_sum__f16, variant 1: BR = 32, BC = 32, warps = 8 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
@@ -26831,7 +26831,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __
     }
 }
 
-/* col_sum__f16, variant rows = 128: BR = 128, BC = 32, warps = 4 */
+/* col_sum__f16, variant 2: BR = 128, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
@@ -26954,7 +26954,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __
     }
 }
 
-/* col_sum__f16, variant rows = 129: BR = 128, BC = 32, warps = 8 */
+/* col_sum__f16, variant 3: BR = 128, BC = 32, warps = 8 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __half *v_out, int v_rows, int v_cols)
 {
@@ -27077,7 +27077,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __
     }
 }
 
-/* col_sum__bf16, variant rows = 32: BR = 32, BC = 32, warps = 4 */
+/* col_sum__bf16, variant 0: BR = 32, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
@@ -27200,7 +27200,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
     }
 }
 
-/* col_sum__bf16, variant rows = 33: BR = 32, BC = 32, warps = 8 */
+/* col_sum__bf16, variant 1: BR = 32, BC = 32, warps = 8 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
@@ -27323,7 +27323,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, _
     }
 }
 
-/* col_sum__bf16, variant rows = 128: BR = 128, BC = 32, warps = 4 */
+/* col_sum__bf16, variant 2: BR = 128, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
@@ -27446,7 +27446,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, _
     }
 }
 
-/* col_sum__bf16, variant rows = 129: BR = 128, BC = 32, warps = 8 */
+/* col_sum__bf16, variant 3: BR = 128, BC = 32, warps = 8 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, __nv_bfloat16 *v_out, int v_rows, int v_cols)
 {
@@ -27569,7 +27569,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, _
     }
 }
 
-/* col_sum__f32, variant rows = 32: BR = 32, BC = 32, warps = 4 */
+/* col_sum__f32, variant 0: BR = 32, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, float *v_out, int v_rows, int v_cols)
 {
@@ -27692,7 +27692,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
     }
 }
 
-/* col_sum__f32, variant rows = 33: BR = 32, BC = 32, warps = 8 */
+/* col_sum__f32, variant 1: BR = 32, BC = 32, warps = 8 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, float *v_out, int v_rows, int v_cols)
 {
@@ -27815,7 +27815,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
     }
 }
 
-/* col_sum__f32, variant rows = 128: BR = 128, BC = 32, warps = 4 */
+/* col_sum__f32, variant 2: BR = 128, BC = 32, warps = 4 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, float *v_out, int v_rows, int v_cols)
 {
@@ -27938,7 +27938,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
     }
 }
 
-/* col_sum__f32, variant rows = 129: BR = 128, BC = 32, warps = 8 */
+/* col_sum__f32, variant 3: BR = 128, BC = 32, warps = 8 */
 /* indexing: 64-bit (line 246), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, float *v_out, int v_rows, int v_cols)
 {
@@ -28061,7 +28061,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
     }
 }
 
-/* rope__f16, variant heads = 4: H = 32, warps = 4 */
+/* rope__f16, variant 0: H = 32, warps = 4 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
@@ -28296,7 +28296,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
     }
 }
 
-/* rope__f16, variant heads = 2: H = 32, warps = 2 */
+/* rope__f16, variant 1: H = 32, warps = 2 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
@@ -28531,7 +28531,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
     }
 }
 
-/* rope__f16, variant heads = 8: H = 32, warps = 8 */
+/* rope__f16, variant 2: H = 32, warps = 8 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
@@ -28766,7 +28766,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
     }
 }
 
-/* rope__bf16, variant heads = 4: H = 32, warps = 4 */
+/* rope__bf16, variant 0: H = 32, warps = 4 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
@@ -29001,7 +29001,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
     }
 }
 
-/* rope__bf16, variant heads = 2: H = 32, warps = 2 */
+/* rope__bf16, variant 1: H = 32, warps = 2 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
@@ -29236,7 +29236,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
     }
 }
 
-/* rope__bf16, variant heads = 8: H = 32, warps = 8 */
+/* rope__bf16, variant 2: H = 32, warps = 8 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
@@ -29471,7 +29471,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
     }
 }
 
-/* rope__f32, variant heads = 4: H = 32, warps = 4 */
+/* rope__f32, variant 0: H = 32, warps = 4 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
@@ -29650,7 +29650,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
     }
 }
 
-/* rope__f32, variant heads = 2: H = 32, warps = 2 */
+/* rope__f32, variant 1: H = 32, warps = 2 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
@@ -29829,7 +29829,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
     }
 }
 
-/* rope__f32, variant heads = 8: H = 32, warps = 8 */
+/* rope__f32, variant 2: H = 32, warps = 8 */
 /* indexing: 64-bit for at (lines 265, 266, 267, 268, 269, 270, 271), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
@@ -30008,7 +30008,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
     }
 }
 
-/* swiglu__f16, variant n = 2048: BLOCK = 2048, warps = 4 */
+/* swiglu__f16, variant 0: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -30138,7 +30138,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
     }
 }
 
-/* swiglu__f16, variant n = 2049: BLOCK = 2048, warps = 8 */
+/* swiglu__f16, variant 1: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -30268,7 +30268,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
     }
 }
 
-/* swiglu__f16, variant n = 1024: BLOCK = 1024, warps = 4 */
+/* swiglu__f16, variant 2: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -30398,7 +30398,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
     }
 }
 
-/* swiglu__f16, variant n = 1025: BLOCK = 1024, warps = 8 */
+/* swiglu__f16, variant 3: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -30496,7 +30496,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
     }
 }
 
-/* swiglu__bf16, variant n = 2048: BLOCK = 2048, warps = 4 */
+/* swiglu__bf16, variant 0: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -30626,7 +30626,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
     }
 }
 
-/* swiglu__bf16, variant n = 2049: BLOCK = 2048, warps = 8 */
+/* swiglu__bf16, variant 1: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -30756,7 +30756,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
     }
 }
 
-/* swiglu__bf16, variant n = 1024: BLOCK = 1024, warps = 4 */
+/* swiglu__bf16, variant 2: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -30886,7 +30886,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
     }
 }
 
-/* swiglu__bf16, variant n = 1025: BLOCK = 1024, warps = 8 */
+/* swiglu__bf16, variant 3: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -30984,7 +30984,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
     }
 }
 
-/* swiglu__f32, variant n = 2048: BLOCK = 2048, warps = 4 */
+/* swiglu__f32, variant 0: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -31082,7 +31082,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
     }
 }
 
-/* swiglu__f32, variant n = 2049: BLOCK = 2048, warps = 8 */
+/* swiglu__f32, variant 1: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -31180,7 +31180,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
     }
 }
 
-/* swiglu__f32, variant n = 1024: BLOCK = 1024, warps = 4 */
+/* swiglu__f32, variant 2: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -31278,7 +31278,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
     }
 }
 
-/* swiglu__f32, variant n = 1025: BLOCK = 1024, warps = 8 */
+/* swiglu__f32, variant 3: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -31376,7 +31376,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
     }
 }
 
-/* geglu__f16, variant n = 2048: BLOCK = 2048, warps = 4 */
+/* geglu__f16, variant 0: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -31506,7 +31506,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
     }
 }
 
-/* geglu__f16, variant n = 2049: BLOCK = 2048, warps = 8 */
+/* geglu__f16, variant 1: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -31636,7 +31636,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
     }
 }
 
-/* geglu__f16, variant n = 1024: BLOCK = 1024, warps = 4 */
+/* geglu__f16, variant 2: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -31766,7 +31766,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
     }
 }
 
-/* geglu__f16, variant n = 1025: BLOCK = 1024, warps = 8 */
+/* geglu__f16, variant 3: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, __half *v_up, __half *v_out, long long v_n)
 {
@@ -31864,7 +31864,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
     }
 }
 
-/* geglu__bf16, variant n = 2048: BLOCK = 2048, warps = 4 */
+/* geglu__bf16, variant 0: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -31994,7 +31994,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
     }
 }
 
-/* geglu__bf16, variant n = 2049: BLOCK = 2048, warps = 8 */
+/* geglu__bf16, variant 1: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -32124,7 +32124,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
     }
 }
 
-/* geglu__bf16, variant n = 1024: BLOCK = 1024, warps = 4 */
+/* geglu__bf16, variant 2: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -32254,7 +32254,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
     }
 }
 
-/* geglu__bf16, variant n = 1025: BLOCK = 1024, warps = 8 */
+/* geglu__bf16, variant 3: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *v_gate, __nv_bfloat16 *v_up, __nv_bfloat16 *v_out, long long v_n)
 {
@@ -32352,7 +32352,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
     }
 }
 
-/* geglu__f32, variant n = 2048: BLOCK = 2048, warps = 4 */
+/* geglu__f32, variant 0: BLOCK = 2048, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -32450,7 +32450,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
     }
 }
 
-/* geglu__f32, variant n = 2049: BLOCK = 2048, warps = 8 */
+/* geglu__f32, variant 1: BLOCK = 2048, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -32548,7 +32548,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
     }
 }
 
-/* geglu__f32, variant n = 1024: BLOCK = 1024, warps = 4 */
+/* geglu__f32, variant 2: BLOCK = 1024, warps = 4 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -32646,7 +32646,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
     }
 }
 
-/* geglu__f32, variant n = 1025: BLOCK = 1024, warps = 8 */
+/* geglu__f32, variant 3: BLOCK = 1024, warps = 8 */
 /* indexing: 32-bit, every index value is proven to fit */
 extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, float *v_up, float *v_out, long long v_n)
 {
@@ -32744,7 +32744,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
     }
 }
 
-/* ce_fwd_bwd__f16, variant rows = 4096: BLOCK = 2048, warps = 8 */
+/* ce_fwd_bwd__f16, variant 0: BLOCK = 2048, warps = 8 */
 /* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x, int *v_tgt, float *v_loss, __half *v_dx, int v_rows, int v_V, float v_scale)
 {
@@ -33006,7 +33006,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
     }
 }
 
-/* ce_fwd_bwd__f16, variant rows = 128: BLOCK = 8192, warps = 32 */
+/* ce_fwd_bwd__f16, variant 1: BLOCK = 8192, warps = 32 */
 /* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_x, int *v_tgt, float *v_loss, __half *v_dx, int v_rows, int v_V, float v_scale)
 {
@@ -33268,7 +33268,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
     }
 }
 
-/* ce_fwd_bwd__bf16, variant rows = 4096: BLOCK = 2048, warps = 8 */
+/* ce_fwd_bwd__bf16, variant 0: BLOCK = 2048, warps = 8 */
 /* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloat16 *v_x, int *v_tgt, float *v_loss, __nv_bfloat16 *v_dx, int v_rows, int v_V, float v_scale)
 {
@@ -33530,7 +33530,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
     }
 }
 
-/* ce_fwd_bwd__bf16, variant rows = 128: BLOCK = 8192, warps = 32 */
+/* ce_fwd_bwd__bf16, variant 1: BLOCK = 8192, warps = 32 */
 /* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bfloat16 *v_x, int *v_tgt, float *v_loss, __nv_bfloat16 *v_dx, int v_rows, int v_V, float v_scale)
 {
@@ -33792,7 +33792,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
     }
 }
 
-/* ce_fwd_bwd__f32, variant rows = 4096: BLOCK = 2048, warps = 8 */
+/* ce_fwd_bwd__f32, variant 0: BLOCK = 2048, warps = 8 */
 /* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x, int *v_tgt, float *v_loss, float *v_dx, int v_rows, int v_V, float v_scale)
 {
@@ -34022,7 +34022,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
     }
 }
 
-/* ce_fwd_bwd__f32, variant rows = 128: BLOCK = 8192, warps = 32 */
+/* ce_fwd_bwd__f32, variant 1: BLOCK = 8192, warps = 32 */
 /* indexing: 64-bit (lines 314, 332), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x, int *v_tgt, float *v_loss, float *v_dx, int v_rows, int v_V, float v_scale)
 {
@@ -35270,7 +35270,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
 }
 #endif
 
-/* gemm_nn, variant M = 128: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 4 */
+/* gemm_nn, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 4 */
 /* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
 {
@@ -35510,7 +35510,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
     }
 }
 
-/* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
+/* gemm_nn, variant 1: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
 /* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
@@ -35781,7 +35781,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128_2(float *d, float *e, 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
+/* gemm_nn, variant 1: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
 /* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -36046,7 +36046,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n64(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* gemm_nn, variant M = 129: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
+/* gemm_nn, variant 1: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
 /* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -36190,7 +36190,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
 }
 #endif
 
-/* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
+/* gemm_nn, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
 /* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
@@ -36461,7 +36461,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_2(float *d, float *e, 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
+/* gemm_nn, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
 /* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -36730,7 +36730,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* gemm_nn, variant M = 1024: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
+/* gemm_nn, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
 /* indexing: 64-bit (lines 393, 394, 397), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {

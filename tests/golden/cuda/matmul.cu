@@ -99,7 +99,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
+/* matmul, variant 0: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
@@ -370,7 +370,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128_2(float *d, float *e, u
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
+/* matmul, variant 0: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -637,7 +637,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* matmul, variant M = 64: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
+/* matmul, variant 0: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma_1(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -782,7 +782,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma_1(__half *v_a
 }
 #endif
 
-/* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
+/* matmul, variant 1: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
@@ -1053,7 +1053,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128_2(float *d, float *e, u
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
+/* matmul, variant 1: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -1320,7 +1320,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* matmul, variant M = 256: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
+/* matmul, variant 1: BM = 128, BN = 64, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma_1(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -1465,7 +1465,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma_1(__half *v_a
 }
 #endif
 
-/* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
+/* matmul, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
@@ -1736,7 +1736,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n256_2(float *d, float *e, u
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
+/* matmul, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -2061,7 +2061,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* matmul, variant M = 4096: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
+/* matmul, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit (lines 13, 14, 17), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma_1(__half *v_a, __half *v_b, float *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {

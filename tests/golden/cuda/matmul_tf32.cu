@@ -97,7 +97,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* matmul_tf32, variant M = 64: BM = 64, BN = 64, BK = 32, warps = 4, stages = 1, tf32 = 1 */
+/* matmul_tf32, variant 0: BM = 64, BN = 64, BK = 32, warps = 4, stages = 1, tf32 = 1 */
 /* indexing: 64-bit (lines 14, 15, 18), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) matmul_tf32_v0(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
 {
@@ -240,7 +240,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_tf32_v0(float *v_a, flo
     }
 }
 
-/* matmul_tf32, variant M = 4096: BM = 128, BN = 256, BK = 32, warps = 8, stages = 3, tf32 = 1 */
+/* matmul_tf32, variant 1: BM = 128, BN = 256, BK = 32, warps = 8, stages = 3, tf32 = 1 */
 /* indexing: 64-bit (lines 14, 15, 18), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, float *v_b, float *v_c, int v_M, int v_N, int v_K)
 {

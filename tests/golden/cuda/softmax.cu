@@ -97,7 +97,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* softmax, variant cols = 1024: BLOCK = 1024, warps = 4 */
+/* softmax, variant 0: BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 10, 13, 15, 20, 26, 31), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *v_y, int v_rows, int v_cols)
 {
@@ -424,7 +424,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
     }
 }
 
-/* softmax, variant cols = 4096: BLOCK = 4096, warps = 8 */
+/* softmax, variant 1: BLOCK = 4096, warps = 8 */
 /* indexing: 64-bit for base (lines 10, 13, 15, 20, 26, 31), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *v_y, int v_rows, int v_cols)
 {
@@ -751,7 +751,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
     }
 }
 
-/* softmax, variant cols = 16384: BLOCK = 16384, warps = 16 */
+/* softmax, variant 2: BLOCK = 16384, warps = 16 */
 /* indexing: 64-bit for base (lines 10, 13, 15, 20, 26, 31), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *v_y, int v_rows, int v_cols)
 {

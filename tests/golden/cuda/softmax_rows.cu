@@ -97,7 +97,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* softmax_multirow, variant cols = 128: ROWS = 16, BLOCK = 128, warps = 4 */
+/* softmax_multirow, variant 0: ROWS = 16, BLOCK = 128, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x, float *v_y, int v_rows, int v_cols)
 {
@@ -487,7 +487,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x
     }
 }
 
-/* softmax_multirow, variant cols = 512: ROWS = 8, BLOCK = 512, warps = 4 */
+/* softmax_multirow, variant 1: ROWS = 8, BLOCK = 512, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x, float *v_y, int v_rows, int v_cols)
 {
@@ -877,7 +877,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x
     }
 }
 
-/* softmax_multirow, variant cols = 513: ROWS = 4, BLOCK = 512, warps = 4 */
+/* softmax_multirow, variant 2: ROWS = 4, BLOCK = 512, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x, float *v_y, int v_rows, int v_cols)
 {
@@ -1267,7 +1267,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x
     }
 }
 
-/* softmax_multirow, variant cols = 1024: ROWS = 4, BLOCK = 1024, warps = 4 */
+/* softmax_multirow, variant 3: ROWS = 4, BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x, float *v_y, int v_rows, int v_cols)
 {
@@ -1657,7 +1657,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x
     }
 }
 
-/* softmax_multirow, variant cols = 1025: ROWS = 2, BLOCK = 1024, warps = 4 */
+/* softmax_multirow, variant 4: ROWS = 2, BLOCK = 1024, warps = 4 */
 /* indexing: 64-bit for base (lines 14, 19, 21, 26, 32, 38), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x, float *v_y, int v_rows, int v_cols)
 {

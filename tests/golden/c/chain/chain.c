@@ -300,17 +300,17 @@ static const char tl_source[] =
     "2)\n    grid (cdiv(n, BLOCK))\n    hints { BLOCK = 1024, warps = 4 }\n{\n    let i ="
     " pid(0) * BLOCK + range(BLOCK);\n    store(y + i, cast(load(x + i, i < n), f16), "
     "i < n);\n}\n\nkernel softmax(x: *f32, y: *f32, rows: i32, cols: i32)\n    grid (rows"
-    ")\n    hints { BLOCK = 1024, warps = 4 }\n    variants cols { 1024: {}, 4096: { BL"
-    "OCK = 4096, warps = 8 } }\n{\n    let c = range(BLOCK);\n    let base = pid(0) * co"
-    "ls;\n    let v = load(x + base + c, c < cols, -inf);\n    let e = exp(v - max(v, 0"
-    "));\n    store(y + base + c, e / sum(e, 0), c < cols);\n}\n\ngraph chain(x: f32[R, C"
-    "]) -> (y: f32[R, C], h: f16[R, C]) {\n    /// four steps; each intermediate dies "
-    "after the next one\n    let a = empty(f32, [R, C]);\n    scale_shift(x, a, R * C, "
-    "2.0, 0.0);\n    let b = empty(f32, [R, C]);\n    scale_shift(a, b, C * R, 1.0, -1."
-    "0);\n    let c = empty(f32, [R, C]);\n    softmax(b, c, R, C);\n    let d = empty(f"
-    "32, [R, C]);\n    scale_shift(c, d, R * C, 0.5, 0.0);\n    let h = empty(f16, [R, "
-    "C]);\n    to_half(d, h, R * C);\n    let y = empty(f32, [R, C]);\n    scale_shift(d"
-    ", y, R * C, 1.0, 0.0);\n    return y, h;\n}\n";
+    ")\n    hints { BLOCK = 1024, warps = 4 }\n    variants { {}, { BLOCK = 4096, warps"
+    " = 8 } }\n{\n    let c = range(BLOCK);\n    let base = pid(0) * cols;\n    let v = l"
+    "oad(x + base + c, c < cols, -inf);\n    let e = exp(v - max(v, 0));\n    store(y +"
+    " base + c, e / sum(e, 0), c < cols);\n}\n\ngraph chain(x: f32[R, C]) -> (y: f32[R, "
+    "C], h: f16[R, C]) {\n    /// four steps; each intermediate dies after the next on"
+    "e\n    let a = empty(f32, [R, C]);\n    scale_shift(x, a, R * C, 2.0, 0.0);\n    le"
+    "t b = empty(f32, [R, C]);\n    scale_shift(a, b, C * R, 1.0, -1.0);\n    let c = e"
+    "mpty(f32, [R, C]);\n    softmax(b, c, R, C);\n    let d = empty(f32, [R, C]);\n    "
+    "scale_shift(c, d, R * C, 0.5, 0.0);\n    let h = empty(f16, [R, C]);\n    to_half("
+    "d, h, R * C);\n    let y = empty(f32, [R, C]);\n    scale_shift(d, y, R * C, 1.0, "
+    "0.0);\n    return y, h;\n}\n";
 
 /* freed intermediates kept for the next call, by size: cuMemAlloc and cuMemFree
    cost far more than the kernels of a small graph */

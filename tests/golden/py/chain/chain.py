@@ -35,7 +35,7 @@ TILE_SOURCE = (
     b"kernel softmax(x: *f32, y: *f32, rows: i32, cols: i32)\n"
     b"    grid (rows)\n"
     b"    hints { BLOCK = 1024, warps = 4 }\n"
-    b"    variants cols { 1024: {}, 4096: { BLOCK = 4096, warps = 8 } }\n"
+    b"    variants { {}, { BLOCK = 4096, warps = 8 } }\n"
     b"{\n"
     b"    let c = range(BLOCK);\n"
     b"    let base = pid(0) * cols;\n"
