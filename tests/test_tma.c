@@ -357,8 +357,10 @@ static const tilec_tma_meta tw_meta = {tw_twin, 384, 230496, 3, 1, {
 static const char tw_image[] = "// fake module\n";
 
 /* Load one entry for tw with twin metadata m (NULL: none) and launch it on
- * 300 x 264 x 200: 1 when the twin ran with its three maps. */
-static int aot_twin_ran(const tilec_tma_meta *m, int *has_twin)
+ * an M x N x K product: the blocks its twin ran on (0: the twin did not
+ * run); *maps_ok 1 when it ran with its three maps after the arguments, B's
+ * row stride N halves and the twin's shared memory. */
+static unsigned aot_run(const tilec_tma_meta *m, int M, int N, int K, int *has_twin, int *maps_ok)
 {
     tilec_rt *rt = NULL;
     cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
@@ -373,17 +375,33 @@ static int aot_twin_ran(const tilec_tma_meta *m, int *has_twin)
     cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &b), TILEC_RT_OK);
     cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &c), TILEC_RT_OK);
     int launches = fake->tma_launches, encodes = fake->tma_encodes;
-    tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i32 = 300}, {.i32 = 264}, {.i32 = 200}};
+    tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
     cr_assert_eq(tilec_program_launch(p, "tw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    int ran = fake->tma_launches - launches == 1 && fake->tma_encodes - encodes == 3 && fake->tma_args[0] == a &&
-              fake->tma_args[1] == b && fake->tma_args[2] == c && fake->tma_maps[1].stride == 528 &&
-              fake->smem == 230496 && fake->grid[0] == 9;
+    unsigned blocks = fake->tma_launches - launches == 1 ? fake->grid[0] : 0;
+    *maps_ok = fake->tma_encodes - encodes == 3 && fake->tma_args[0] == a && fake->tma_args[1] == b &&
+               fake->tma_args[2] == c && fake->tma_maps[1].stride == 2 * (uint64_t)N && fake->smem == 230496;
     tilec_rt_free(rt, a);
     tilec_rt_free(rt, b);
     tilec_rt_free(rt, c);
     tilec_program_free(p);
     tilec_rt_close(rt);
-    return ran;
+    return blocks;
+}
+
+/* 1 when the twin of an AOT entry with metadata m ran on 300 x 264 x 200
+ * as a built program's does: its three maps, 9 blocks. */
+static int aot_twin_ran(const tilec_tma_meta *m, int *has_twin)
+{
+    int maps_ok = 0;
+    return aot_run(m, 300, 264, 200, has_twin, &maps_ok) == 9 && maps_ok;
+}
+
+/* The blocks the twin of an AOT entry for tw with metadata m ran on for
+ * an M x N x K product (0: the twin did not run). */
+static unsigned aot_blocks(const tilec_tma_meta *m, int M, int N, int K)
+{
+    int has = 0, maps_ok = 0;
+    return aot_run(m, M, N, K, &has, &maps_ok);
 }
 
 /* A table entry that names its twin loads it beside the variant and its
@@ -404,32 +422,6 @@ Test(tma, an_aot_table_entry_launches_its_twin, .timeout = 60)
     cr_expect(!has, "metadata naming parameter 6 of 6");
 }
 
-/* The blocks the twin of an AOT entry for tw with metadata m ran on for
- * an M x N x K product (0: the twin did not run). */
-static unsigned aot_blocks(const tilec_tma_meta *m, int M, int N, int K)
-{
-    tilec_rt *rt = NULL;
-    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
-    const tilec_aot_kernel ks[] = {
-        {"tw", 0, 1, "tw_v0", tw_image, sizeof tw_image, 256, 107520, 6, tw_kinds, 0x4, tw_grid, 0, 0, m},
-    };
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    uint64_t a, b, c;
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &a), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &b), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &c), TILEC_RT_OK);
-    int launches = fake->tma_launches;
-    tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
-    cr_assert_eq(tilec_program_launch(p, "tw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    unsigned blocks = fake->tma_launches - launches == 1 ? fake->grid[0] : 0;
-    tilec_rt_free(rt, a);
-    tilec_rt_free(rt, b);
-    tilec_rt_free(rt, c);
-    tilec_program_free(p);
-    tilec_rt_close(rt);
-    return blocks;
-}
 
 /* An AOT table's twin carries its loop's trips to the launch rule: 8192 x
  * 8192 (4096 tiles, 31 a multiprocessor) at K 256 walks on 132 blocks with
