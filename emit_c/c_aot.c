@@ -140,7 +140,10 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
         aot_index(c, ", ", m->bs[1]);
         sb_printf(c, "}, %u, %u}", m->bgrid, m->bscale);
     }
-    sb_puts(c, t->nmaps ? "}};\n" : "{0}}};\n"); /* no maps (a twin fed by cp.async): no empty braces in C11 */
+    sb_puts(c, t->nmaps ? "}, " : "{0}}, "); /* no maps (a twin fed by cp.async): no empty braces in C11 */
+    /* the dot loop's trips a tile, which the launch weighs (kper 0: not known) */
+    aot_index(c, "", t->kbound);
+    sb_printf(c, ", %u, %u};\n", t->kfrom, t->kper);
 }
 
 /* A variant's grid as C: tl_grid_ID(args, grid). */
@@ -234,6 +237,10 @@ static int aot_arch(tilec_emit *e, strbuf *c, const char *arch, const char *sfx,
     aot_walk a = {ctx, c, {0}, 0, !strcmp(arch, "sm_90a"), sfx};
     sb_init(&a.table);
     sb_printf(c, "/* the kernels, compiled ahead of time for %s */\n", arch);
+    if (a.twins) /* the twins' metadata is a positional initialiser of tilec_tma_meta: of this layout */
+        sb_printf(c, "#if TILEC_TMA_META_LAYOUT != %d\n#error \"tilec_tma_meta is not of the layout this wrapper's "
+                     "sm_90a tables were written for: emit the wrapper again with this tilec\"\n#endif\n",
+                  TILEC_TMA_META_LAYOUT);
     wir_compile_fn compile = emit_session_compile(e); /* the API's: tilec_program_compile */
     int bad = compile(ctx, tilec_emit_module(e), arch, emit_session_build(e), aot_variant, &a) != TILEC_OK;
     sb_printf(c, "\n#define TL_NKERNELS%s %uu\nstatic const tilec_aot_kernel tl_kernels%s[%s] = {\n", sfx, a.total, sfx,

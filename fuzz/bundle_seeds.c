@@ -38,10 +38,12 @@ int main(int argc, char **argv)
                 ks[i].split_k = 4;
                 ks[i].split_bytes = 64 * 64 * 4;
             }
-            if (i == 2 || i == 4) { /* a twin whose maps name parameters, one batched */
+            if (i == 2 || i == 4) { /* a twin whose maps name parameters, one batched; the persistent one knows
+                                     * its loop's trips (K, parameter 4, over 64) */
                 static char twin[] = "k_tma";
                 ks[i].twin = (tilec_tma_meta){.name = twin, .threads = 384, .smem_bytes = 99000, .nmaps = 2,
-                                              .persistent = i == 4};
+                                              .persistent = i == 4, .kbound = i == 4 ? 4 : TILEC_TMA_NONE,
+                                              .kper = i == 4 ? 64 : 0};
                 for (unsigned m = 0; m < 2; m++)
                     ks[i].twin.maps[m] = (tilec_tma_map){.ptr = m, .rows = 3, .cols = 4, .stride = 4, .box_rows = 64,
                                                          .box_cols = 64, .elem_bytes = 2, .batched = m,

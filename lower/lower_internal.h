@@ -104,6 +104,7 @@ typedef struct wg_plan {
     int64_t K;                    /* a stage's K depth: the K tile, or 64 halves for several iterations of a smaller
                                    * one or a part of a larger one */
     int64_t kt;                   /* the loop's K tile (BK) */
+    uint32_t kbound, kfrom, kper; /* the loop's trips a tile from the arguments (tilec_tma_meta), kper 0: unknown */
     int iters;                    /* loop iterations a stage: K / kt (1, or 2, 4 for K tiles of 32, 16 halves) */
     int kparts;                   /* stages a loop iteration: kt / K (1, or 2, 3, 4 for K tiles of 128, 192, 256
                                    * halves, each part a stage 64 deep: the K tile's k-th 64 columns) */

@@ -613,6 +613,32 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
     return (int)(WG_ROW_BYTES / kb);
 }
 
+/* The trips of dot loop `loop` a tile as the launch can count them from
+ * the arguments (tilec_tma_meta.kbound, kfrom, kper): `for k in F .. P
+ * step S` with P an integer parameter and F >= 0, S > 0 constants is
+ * ceil((P - F) / S) trips; `for k in 0 .. cdiv(P, c) step S` is
+ * ceil(P / (c * S)). Any other loop: kper 0, not known. */
+static void wg_trips(lw *L, const tilec_stmt *loop, wg_plan *w)
+{
+    int64_t st = 1, lo, c = 1;
+    w->kbound = TILEC_TMA_NONE;
+    w->kfrom = w->kper = 0;
+    if ((loop->step && lower_const_int(L, loop->step, &st)) || st <= 0 || lower_const_int(L, loop->lo, &lo) || lo < 0 ||
+        lo > UINT32_MAX)
+        return;
+    const tilec_expr *hi = lower_look(L, loop->hi);
+    if (lo == 0 && tilec_is_builtin(hi, BI_CDIV) && hi->nargs == 2 && !lower_const_int(L, hi->args[1], &c) && c > 0)
+        hi = lower_look(L, hi->args[0]); /* ceil(ceil(P / c) / S) = ceil(P / (c * S)) */
+    else
+        c = 1;
+    int p = lower_param_of(L, hi, 0, 1);
+    if (p < 0 || c > UINT32_MAX / st)
+        return;
+    w->kbound = (uint32_t)p;
+    w->kfrom = (uint32_t)lo;
+    w->kper = (uint32_t)(c * st);
+}
+
 /* Stages one iteration of plan w's K tile K makes: 1, or for a tile
  * wider than one 128-byte swizzled row (K tiles of 128, 192, 256 halves;
  * wg_shape_ok took only whole rows) one per row, each the K tile's next 64
@@ -743,6 +769,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->bk = cax[1] == (pp->tr[1] ? 1 : 0);
     w->kt = K;
     w->iters = ok && !w->gather ? wg_stage_iters(L, loop, w, &w->one_why) : 1;
+    wg_trips(L, loop, w);
     lower_leave(L);
     if (!ok)
         return;
@@ -1370,6 +1397,9 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     /* 2: pairs of tiles along y, 3: along x (wgpair.c) */
     meta->persistent = (uint32_t)(w->pair ? 2 : w->mpair ? 3 : w->persist);
     memcpy(meta->maps, w->maps, sizeof w->maps);
+    meta->kbound = w->kbound;
+    meta->kfrom = w->kfrom;
+    meta->kper = w->kper;
     return 1;
 }
 

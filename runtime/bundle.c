@@ -29,11 +29,12 @@ _Static_assert(H_HEADER_SUM + 8 == TILEC_BUNDLE_HEADER_SIZE, "the header is 64 b
  * (u32 each), written (u64), split-K slices and bytes, the twin's name
  * length (u32 each) and image size (u64); the name, kinds, the twin and
  * the image are extra. A twin is its name, threads, smem, nmaps,
- * persistent (u32 each) and nmaps maps of TWIN_MAP_WORDS u32. */
+ * persistent, kbound, kfrom, kper (u32 each) and nmaps maps of
+ * TWIN_MAP_WORDS u32. */
 enum {
     K_FIXED = 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 8,
     K_MIN = K_FIXED + 1 + 1,
-    TWIN_FIXED = 4 * 4,
+    TWIN_FIXED = 8 * 4,
     TWIN_MAP_WORDS = sizeof(tilec_tma_map) / sizeof(uint32_t),
 };
 _Static_assert(sizeof(tilec_tma_map) == TWIN_MAP_WORDS * sizeof(uint32_t), "a tensor map is a row of u32");
@@ -230,11 +231,16 @@ static int split_ok(uint32_t split_k, uint32_t split_bytes, uint64_t written, ui
 }
 
 /* Check a twin's fields but its name: block size, map count, persistence,
- * every map's parameter indices below nparams. */
+ * every map's parameter indices below nparams, and the K loop's bound
+ * parameter below nparams where its trips are known (kper not 0). */
 static int twin_ok(const tilec_tma_meta *t, uint32_t nparams, const char **what)
 {
     if (t->threads == 0 || t->threads > TILEC_RT_MAX_BLOCK || t->nmaps > TILEC_TMA_MAX_MAPS || t->persistent > 3) {
         *what = "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 to 3";
+        return 0;
+    }
+    if (t->kper && t->kbound >= nparams) {
+        *what = "a twin's K loop bound names a parameter past the parameter count";
         return 0;
     }
     for (uint32_t m = 0; m < t->nmaps; m++)
@@ -335,6 +341,10 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
             put32(p + 4, k->twin.smem_bytes);
             put32(p + 8, k->twin.nmaps);
             put32(p + 12, k->twin.persistent);
+            put32(p + 16, k->twin.kbound);
+            put32(p + 20, k->twin.kfrom);
+            put32(p + 24, k->twin.kper);
+            put32(p + 28, 0); /* reserved */
             p += TWIN_FIXED;
             for (uint32_t m = 0; m < k->twin.nmaps; m++)
                 for (int f = 0; f < TWIN_MAP_WORDS; f++, p += 4)
@@ -433,6 +443,11 @@ static tilec_rt_status read_kernel(reader *r, uint32_t i, krec *k, char *why, si
         k->twin.smem_bytes = get32(at + 4);
         k->twin.nmaps = get32(at + 8);
         k->twin.persistent = get32(at + 12);
+        k->twin.kbound = get32(at + 16);
+        k->twin.kfrom = get32(at + 20);
+        k->twin.kper = get32(at + 24);
+        if (get32(at + 28))
+            return BAD("kernel %u: its twin's reserved word is not 0", i);
         if (k->twin.nmaps > TILEC_TMA_MAX_MAPS)
             return BAD("kernel %u: a twin with %u tensor maps (at most %d)", i, k->twin.nmaps, TILEC_TMA_MAX_MAPS);
         for (uint32_t m = 0; m < k->twin.nmaps; m++)

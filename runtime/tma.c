@@ -13,7 +13,8 @@
  * (or y). A persistent twin takes the program's grid as three
  * more parameters and is launched with one block per multiprocessor (fewer
  * for fewer tiles; one per tile past TMA_PERSIST_WAVES tiles a
- * multiprocessor). With TILEC_LOGS=tma (read when the kernel is
+ * multiprocessor, unless each tile's dot loop is at most
+ * TMA_PERSIST_KSTEPS trips). With TILEC_LOGS=tma (read when the kernel is
  * resolved) each twin says on stderr whether it was resolved, or why not,
  * and each launch of its variant which kernel ran, and why when not the
  * twin. Metadata only, no AST. */
@@ -34,6 +35,16 @@ enum { TMA_CACHE = 4, TMA_WORDS = 6, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
  * 128 x 256) gain 2-12% on the persistent grid; 16 (8192^3 at 128 x 256)
  * lost 6-9%. */
 enum { TMA_PERSIST_WAVES = 8 };
+/* ... unless each tile's dot loop runs at most this many trips (the
+ * twin's tilec_tma_meta.kbound, kfrom, kper): then the block's fixed cost
+ * a tile (the accumulator's zeroing, the epilogue's loads, conversion and
+ * store, the ring's first fill) weighs against a short loop, and walking
+ * the tiles hides it under the next tile's loads however many tiles there
+ * are. Measured on the H100 (docs/performance.md, "llm: a persistent
+ * launch weighed by K steps"): the fused linear cross-entropy's gemm_dw,
+ * 243 tiles a multiprocessor, 16 trips (C = 1024) and 8 (C = 512) of 64,
+ * 13-17% faster walking; 8192^3 at 128 trips lost 6-9% walking. */
+enum { TMA_PERSIST_KSTEPS = 32 };
 /* A paired twin's unit (two tiles along y, lower/wgpair.c) takes this
  * many hundredths of one tile's time: measured on the H100 at 4096^3 in
  * 128 x 128 tiles (docs/lowering.md, "Two N tiles a block"), 0.185
@@ -53,7 +64,7 @@ struct rt_tma {
     CUfunction fn;
     CUfunction fn1;     /* persistent 2: the one-tile twin NAME_1 beside the paired one, or NULL */
     int pair_mode;      /* TILEC_TMA_PAIR: 1 always the pairs, 0 always the one-tile twin, -1 the cost */
-    int persist_mode;   /* TILEC_TMA_PERSIST: 1 always min(units, SMs) blocks, 0 always a block a unit, -1 the waves */
+    int persist_mode;   /* TILEC_TMA_PERSIST: 1 always min(units, SMs) blocks, 0 always a block a unit, -1 the rule */
     PFN_cuTensorMapEncodeTiled_v12000 encode;
     PFN_cuLaunchKernel_v4000 launch;
     uint32_t sms;       /* the device's multiprocessors: a persistent twin's blocks */
@@ -90,7 +101,7 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
                             t->bgrid > 2 || !t->bscale)))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
-    if (m->persistent > 3)
+    if (m->persistent > 3 || (m->kper && m->kbound >= pk->d.nparams))
         return TILEC_RT_OK;
     rt_tma *t = calloc(1, sizeof *t);
     char *name = t ? strdup(m->name) : NULL;
@@ -283,6 +294,31 @@ static int maps_for(rt_tma *t, const pkernel *pk, const tilec_rt_arg *args, cons
     return 1;
 }
 
+/* The trips of twin t's dot loop a tile for these arguments (tilec/tma.h:
+ * ceil((P - kfrom) / kper)), or -1 when the metadata does not say (kper
+ * 0) or the bound is not an integer argument. */
+static int64_t loop_trips(const pkernel *pk, const tilec_tma_meta *m, const tilec_rt_arg *args)
+{
+    if (!m->kper || m->kbound >= pk->d.nparams)
+        return -1;
+    int64_t p = int_arg(pk, args, m->kbound);
+    if (p < 0 && pk->d.kinds[m->kbound] != TILEC_RT_PARAM_I32 && pk->d.kinds[m->kbound] != TILEC_RT_PARAM_I64)
+        return -1; /* not an integer parameter (int_arg's -1), or a u64 past INT64_MAX */
+    return p <= (int64_t)m->kfrom ? 0 : (p - (int64_t)m->kfrom - 1) / m->kper + 1;
+}
+
+/* Whether a persistent twin walks its `units` on min(units, sms) blocks
+ * (1) or takes a block a unit (0): it walks up to TMA_PERSIST_WAVES units
+ * a multiprocessor, and past that where each tile's dot loop runs at most
+ * TMA_PERSIST_KSTEPS trips. */
+static int persist_walks(const pkernel *pk, const tilec_rt_arg *args, uint64_t units, uint32_t sms)
+{
+    if (units <= (uint64_t)TMA_PERSIST_WAVES * sms)
+        return 1;
+    int64_t trips = loop_trips(pk, &pk->tma->meta, args);
+    return trips >= 0 && trips <= TMA_PERSIST_KSTEPS;
+}
+
 int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
                   tilec_rt_status *st)
 {
@@ -328,9 +364,7 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             logical[i] = (int32_t)grid[i];
             params[pk->d.nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
         }
-        /* a block a unit (each block then takes one) past TMA_PERSIST_WAVES units an SM, unless
-         * TILEC_TMA_PERSIST says */
-        int walk = t->persist_mode < 0 ? units <= (uint64_t)TMA_PERSIST_WAVES * t->sms : t->persist_mode;
+        int walk = t->persist_mode < 0 ? persist_walks(pk, args, units, t->sms) : t->persist_mode;
         blocks[0] = walk && units > t->sms ? t->sms : (uint32_t)units;
         blocks[1] = blocks[2] = 1;
     }

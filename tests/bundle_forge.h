@@ -67,6 +67,10 @@ static inline tilec_bundle *make_bundle(uint32_t n, unsigned seed)
             k->twin.smem_bytes = 1000u * i + seed;
             k->twin.nmaps = k->nparams ? (i + seed) % (TILEC_TMA_MAX_MAPS + 1) : 0;
             k->twin.persistent = (i + seed) % 3; /* 2: paired tiles (tilec/tma.h) */
+            /* the dot loop's trips: known (a bound parameter, a start, a step) or not (kper 0) */
+            k->twin.kper = k->nparams && (i + seed) % 2 ? 64u << (seed % 3) : 0;
+            k->twin.kbound = k->twin.kper ? (i + seed) % k->nparams : TILEC_TMA_NONE;
+            k->twin.kfrom = k->twin.kper ? seed * 16u : 0;
             for (uint32_t m = 0; m < k->twin.nmaps; m++) {
                 tilec_tma_map *mp = &k->twin.maps[m];
                 mp->ptr = m % k->nparams;
@@ -97,7 +101,8 @@ static inline int bundle_eq(const tilec_bundle *a, const tilec_bundle *b)
             return 0;
         if (x->twin.name && (strcmp(x->twin.name, y->twin.name) || x->twin.threads != y->twin.threads ||
                              x->twin.smem_bytes != y->twin.smem_bytes || x->twin.nmaps != y->twin.nmaps ||
-                             x->twin.persistent != y->twin.persistent ||
+                             x->twin.persistent != y->twin.persistent || x->twin.kbound != y->twin.kbound ||
+                             x->twin.kfrom != y->twin.kfrom || x->twin.kper != y->twin.kper ||
                              memcmp(x->twin.maps, y->twin.maps, x->twin.nmaps * sizeof x->twin.maps[0])))
             return 0;
     }

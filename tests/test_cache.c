@@ -420,6 +420,8 @@ Test(bundle, serialize_checks_the_bundle)
     EXPECT_REFUSED("a twin of 0 threads");
     k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .nmaps = TILEC_TMA_MAX_MAPS + 1};
     EXPECT_REFUSED("a twin of 4 maps");
+    k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .kbound = k->nparams, .kper = 64};
+    EXPECT_REFUSED("a twin's K loop bound past the parameters");
     k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .nmaps = 1, .maps = {{.bs = {TILEC_TMA_NONE, 0}}}};
     cr_expect_eq(tilec_bundle_serialize(b, KEY, &buf, &len), TILEC_RT_OK, "a twin of one map is all right");
     free(buf);
@@ -510,7 +512,8 @@ Test(bundle, forged_fields)
     expect_rejected(buf, len, KEY, "bad magic", "zeroed magic");
 
     FORGE(bundle_put32(buf + 8, 1), "version 1", "an older version");
-    FORGE(bundle_put32(buf + 8, 2), "version 2", "the previous version (no batch axis or constant in a map)");
+    FORGE(bundle_put32(buf + 8, 2), "version 2", "an older version (no batch axis or constant in a map)");
+    FORGE(bundle_put32(buf + 8, 3), "version 3", "the previous version (no loop trips in the twin)");
     FORGE(bundle_put32(buf + 8, 4), "version 4", "a later version");
     FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
     FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
@@ -555,7 +558,8 @@ Test(bundle, forged_fields)
     /* a second kernel named like the first */
     const size_t k1 = size0 + 8 + b->kernels[0].size;
     FORGE(memcpy(buf + k1 + 4, buf + K0 + 4, name0), "appears twice", "duplicate names");
-    /* kernel 2's twin: name, threads, smem, nmaps, persistent, then maps of 13 words */
+    /* kernel 2's twin: name, threads, smem, nmaps, persistent, kbound, kfrom, kper, a reserved word, then
+     * maps of 13 words */
     const tilec_bundle_kernel *kb1 = &b->kernels[1], *kb2 = &b->kernels[2];
     const size_t k2 = k1 + 4 + strlen(kb1->name) + 12 + kb1->nparams + 20 + 8 + kb1->size;
     const size_t twin2 = k2 + 4 + strlen(kb2->name) + 12 + kb2->nparams + 20, tn2 = strlen(kb2->twin.name);
@@ -564,8 +568,22 @@ Test(bundle, forged_fields)
     FORGE(bundle_put32(buf + twin2 + tn2, 0), "twin with a block size", "a twin of 0 threads");
     FORGE(bundle_put32(buf + twin2 + tn2 + 8, 4), "tensor maps", "4 maps");
     FORGE(bundle_put32(buf + twin2 + tn2 + 12, 4), "persistence", "persistent 4");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 16, kb2->nparams), "past the parameter count", "map 0's pointer");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 13 + 4 * 9, kb2->nparams + 1), "past the parameter count",
+    cr_assert(kb2->twin.kper, "kernel 2's twin knows its loop's trips");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 16, kb2->nparams), "K loop bound names a parameter past",
+          "the loop's bound past the parameters");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 28, 1), "reserved word", "the twin's reserved word");
+    { /* trips not known (kper 0): the bound is not read */
+        memcpy(buf, good, len);
+        bundle_put32(buf + twin2 + tn2 + 16, UINT32_MAX);
+        bundle_put32(buf + twin2 + tn2 + 24, 0);
+        bundle_reseal(buf, len);
+        tilec_bundle *p = NULL;
+        cr_expect_eq(tilec_bundle_parse(buf, len, KEY, &p, NULL, 0), TILEC_RT_OK, "kper 0, kbound 2^32-1");
+        cr_expect(p && p->kernels[2].twin.kper == 0);
+        tilec_bundle_free(p);
+    }
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32, kb2->nparams), "past the parameter count", "map 0's pointer");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 + 4 * 9, kb2->nparams + 1), "past the parameter count",
           "map 1's batch stride");
     /* map 2 is batched: its grid axis 1 or 2, its constant at least 1 */
     cr_assert(kb2->twin.maps[2].batched);

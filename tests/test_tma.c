@@ -152,8 +152,8 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect(fake->tma_grid[0] == 32 && fake->tma_grid[1] == 16 && fake->grid[0] == 132 && fake->grid[1] == 1);
     /* 256 pairs in 2 rounds (3.64 tiles' time) against 512 tiles in 4: the pairs */
     cr_expect_eq(fake->tma_one_launches, 2, "%d", fake->tma_one_launches);
-    /* more than 8 pairs a multiprocessor: one block per pair */
-    cr_assert_eq(launch(&e, e.a, 8192, 8192, 256), TILEC_RT_OK);
+    /* more than 8 pairs a multiprocessor, each tile's loop 128 trips of 64 (K 8192): one block per pair */
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 8192), TILEC_RT_OK);
     cr_expect_eq(fake->tma_encodes, 9);
     cr_expect(fake->tma_grid[0] == 64 && fake->tma_grid[1] == 64 && fake->grid[0] == 2048 && fake->grid[1] == 1);
     cr_expect_eq(fake->tma_one_launches, 2, "the pairs again");
@@ -211,8 +211,8 @@ Test(tma, two_m_tiles_a_block_count_pairs_along_x, .timeout = 120)
               fake->tma_grid[0], fake->tma_grid[1], fake->tma_grid[2]);
     cr_expect(fake->grid[0] == 6 && fake->grid[1] == 1, "%u blocks: a unit each", fake->grid[0]);
     cr_expect_eq(fake->tma_one_launches, 0, "no one-tile twin");
-    /* 8192 x 8192: 128 x 32 tiles, 2048 units, more than 8 an SM: a block a unit */
-    cr_assert_eq(launch(&e, e.a, 8192, 8192, 256), TILEC_RT_OK);
+    /* 8192 x 8192: 128 x 32 tiles, 2048 units, more than 8 an SM, 128 trips a tile: a block a unit */
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 8192), TILEC_RT_OK);
     cr_expect(fake->grid[0] == 2048 && fake->grid[1] == 1, "%u blocks", fake->grid[0]);
     env_free(&e);
 }
@@ -266,28 +266,54 @@ Test(tma, pair_mode_from_the_environment, .timeout = 120)
     unsetenv("TILEC_TMA_PAIR");
 }
 
-/* TILEC_TMA_PERSIST overrides the waves rule: 1 walks 2048 pairs (16 a
- * multiprocessor) on 132 blocks, where the launch takes a block a pair;
- * 0 a block a pair where it walks 256 on 132 blocks; another value: the
- * rule. */
+/* TILEC_TMA_PERSIST overrides the rule: 1 walks 2048 pairs (16 a
+ * multiprocessor, 128 trips a tile) on 132 blocks, where the launch takes
+ * a block a pair; 0 a block a pair where it walks 256 on 132 blocks;
+ * another value: the rule. */
 Test(tma, persist_mode_from_the_environment, .timeout = 120)
 {
     static const struct {
         const char *mode;
-        int M, N;
+        int M, N, K;
         unsigned blocks;
-    } cases[] = {{"1", 8192, 8192, 132}, {"0", 4096, 2048, 256}, {"2", 8192, 8192, 2048}, {"1", 300, 264, 9}};
+    } cases[] = {{"1", 8192, 8192, 8192, 132}, {"0", 4096, 2048, 256, 256}, {"2", 8192, 8192, 8192, 2048},
+                 {"0", 8192, 8192, 256, 2048}, {"1", 300, 264, 256, 9}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         env e;
         setenv("TILEC_TMA_PERSIST", cases[i].mode, 1);
         env_build(&e);
         int before = fake->tma_launches;
-        cr_assert_eq(launch(&e, e.a, cases[i].M, cases[i].N, 256), TILEC_RT_OK);
+        cr_assert_eq(launch(&e, e.a, cases[i].M, cases[i].N, cases[i].K), TILEC_RT_OK);
         cr_expect(fake->tma_launches == before + 1 && fake->grid[0] == cases[i].blocks, "TILEC_TMA_PERSIST=%s, %d x %d: %u blocks",
                   cases[i].mode, cases[i].M, cases[i].N, fake->grid[0]);
         env_free(&e);
     }
     unsetenv("TILEC_TMA_PERSIST");
+}
+
+/* The launch rule weighs each tile's dot loop trips (the twin's kbound,
+ * kfrom, kper: K over 64 for tw): past 8 units a multiprocessor (8192 x
+ * 8192: 2048 pairs) it walks them on 132 blocks where a tile's loop is at
+ * most 32 trips (K 256: 4; 2048: 32; 8: 1), and takes a block a pair
+ * where it is more (2056: 33; 8192: 128). */
+Test(tma, persist_rule_weighs_the_loop_s_trips, .timeout = 120)
+{
+    static const struct {
+        int K;
+        unsigned blocks;
+    } cases[] = {{256, 132}, {2048, 132}, {2056, 2048}, {8192, 2048}, {8, 132}, {64, 132}};
+    env e;
+    env_build(&e);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int before = fake->tma_launches;
+        cr_assert_eq(launch(&e, e.a, 8192, 8192, cases[i].K), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+        cr_expect(fake->tma_launches == before + 1 && fake->grid[0] == cases[i].blocks, "K %d: %u blocks",
+                  cases[i].K, fake->grid[0]);
+    }
+    /* few units: walked whatever the trips */
+    cr_assert_eq(launch(&e, e.a, 4096, 2048, 8192), TILEC_RT_OK);
+    cr_expect_eq(fake->grid[0], 132);
+    env_free(&e);
 }
 
 Test(tma, unfit_operands_take_the_variant, .timeout = 120)
@@ -324,8 +350,9 @@ Test(tma, disabled_or_no_encoder_means_no_twin, .timeout = 120)
     expect_no_twin("FAKE_CUDA_MODE", "notma"); /* a driver without cuTensorMapEncodeTiled */
 }
 
-/* The bundle holds the twin's image but not its metadata: a warm build
- * lowers again for it (api/build.c, twin_meta). */
+/* The cached bundle holds the twin and its metadata (docs/runtime.md, "The
+ * bundle format"): a warm build launches it as a cold one does, its loop's
+ * trips included (8192 x 8192: walked at K 256, a block a pair at 8192). */
 Test(tma, a_cache_hit_keeps_the_twin, .timeout = 120)
 {
     char dir[64];
@@ -342,6 +369,10 @@ Test(tma, a_cache_hit_keeps_the_twin, .timeout = 120)
     cr_expect(tilec_program_has_twin(e.p, "tw", 0), "and still has the twin");
     cr_assert_eq(launch(&e, e.a, 256, 256, 256), TILEC_RT_OK);
     cr_expect_eq(fake->tma_launches, 1);
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 256), TILEC_RT_OK);
+    cr_expect(fake->tma_launches == 2 && fake->grid[0] == 132, "%u blocks", fake->grid[0]);
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 8192), TILEC_RT_OK);
+    cr_expect(fake->tma_launches == 3 && fake->grid[0] == 2048, "%u blocks", fake->grid[0]);
     env_free(&e);
     rm_dir(dir);
 }
@@ -363,12 +394,14 @@ static char tw_twin[] = "tw_v0_tma";
 static const tilec_tma_meta tw_meta = {tw_twin, 384, 230496, 3, 1, {
     {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0},
     {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0},
-    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0}}};
+    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0}}, 5, 0, 64};
 static const char tw_image[] = "// fake module\n";
 
 /* Load one entry for tw with twin metadata m (NULL: none) and launch it on
- * 300 x 264 x 200: 1 when the twin ran with its three maps. */
-static int aot_twin_ran(const tilec_tma_meta *m, int *has_twin)
+ * an M x N x K product: the blocks its twin ran on (0: the twin did not
+ * run); *maps_ok 1 when it ran with its three maps after the arguments, B's
+ * row stride N halves and the twin's shared memory. */
+static unsigned aot_run(const tilec_tma_meta *m, int M, int N, int K, int *has_twin, int *maps_ok)
 {
     tilec_rt *rt = NULL;
     cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
@@ -383,17 +416,33 @@ static int aot_twin_ran(const tilec_tma_meta *m, int *has_twin)
     cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &b), TILEC_RT_OK);
     cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &c), TILEC_RT_OK);
     int launches = fake->tma_launches, encodes = fake->tma_encodes;
-    tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i32 = 300}, {.i32 = 264}, {.i32 = 200}};
+    tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
     cr_assert_eq(tilec_program_launch(p, "tw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    int ran = fake->tma_launches - launches == 1 && fake->tma_encodes - encodes == 3 && fake->tma_args[0] == a &&
-              fake->tma_args[1] == b && fake->tma_args[2] == c && fake->tma_maps[1].stride == 528 &&
-              fake->smem == 230496 && fake->grid[0] == 9;
+    unsigned blocks = fake->tma_launches - launches == 1 ? fake->grid[0] : 0;
+    *maps_ok = fake->tma_encodes - encodes == 3 && fake->tma_args[0] == a && fake->tma_args[1] == b &&
+               fake->tma_args[2] == c && fake->tma_maps[1].stride == 2 * (uint64_t)N && fake->smem == 230496;
     tilec_rt_free(rt, a);
     tilec_rt_free(rt, b);
     tilec_rt_free(rt, c);
     tilec_program_free(p);
     tilec_rt_close(rt);
-    return ran;
+    return blocks;
+}
+
+/* 1 when the twin of an AOT entry with metadata m ran on 300 x 264 x 200
+ * as a built program's does: its three maps, 9 blocks. */
+static int aot_twin_ran(const tilec_tma_meta *m, int *has_twin)
+{
+    int maps_ok = 0;
+    return aot_run(m, 300, 264, 200, has_twin, &maps_ok) == 9 && maps_ok;
+}
+
+/* The blocks the twin of an AOT entry for tw with metadata m ran on for
+ * an M x N x K product (0: the twin did not run). */
+static unsigned aot_blocks(const tilec_tma_meta *m, int M, int N, int K)
+{
+    int has = 0, maps_ok = 0;
+    return aot_run(m, M, N, K, &has, &maps_ok);
 }
 
 /* A table entry that names its twin loads it beside the variant and its
@@ -412,6 +461,33 @@ Test(tma, an_aot_table_entry_launches_its_twin, .timeout = 60)
     bad.maps[1].ptr = 6;
     cr_expect(!aot_twin_ran(&bad, &has));
     cr_expect(!has, "metadata naming parameter 6 of 6");
+}
+
+
+/* An AOT table's twin carries its loop's trips to the launch rule: 8192 x
+ * 8192 (4096 tiles, 31 a multiprocessor) at K 256 walks on 132 blocks with
+ * the trips (4 of 64), takes a block a tile at K 8192 (128 trips) and
+ * without them (kper 0: a table of the layout before, or a loop end that
+ * is not a parameter), and where kbound names a pointer parameter; a
+ * kbound past the parameters is metadata the runtime cannot honour: no
+ * twin. */
+Test(tma, an_aot_table_s_trips_reach_the_rule, .timeout = 60)
+{
+    cr_expect_eq(aot_blocks(&tw_meta, 8192, 8192, 256), 132);
+    cr_expect_eq(aot_blocks(&tw_meta, 8192, 8192, 8192), 4096);
+    tilec_tma_meta m = tw_meta;
+    m.kper = 0;
+    cr_expect_eq(aot_blocks(&m, 8192, 8192, 256), 4096, "trips not known");
+    m = tw_meta;
+    m.kbound = 0;
+    cr_expect_eq(aot_blocks(&m, 8192, 8192, 256), 4096, "the bound a pointer");
+    m = tw_meta;
+    m.kfrom = 192;
+    cr_expect_eq(aot_blocks(&m, 8192, 8192, 2240), 132, "(2240 - 192) / 64: 32 trips");
+    cr_expect_eq(aot_blocks(&m, 8192, 8192, 2248), 4096, "(2248 - 192) / 64: 33 trips");
+    m = tw_meta;
+    m.kbound = 6;
+    cr_expect_eq(aot_blocks(&m, 8192, 8192, 256), 0, "kbound 6 of 6 parameters: no twin");
 }
 
 /* A wrapper for several architectures (`--aot sm_80,sm_90a`): the fake

@@ -883,3 +883,52 @@ Test(wgmma, a_mn_major)
 #undef B_LOAD
 #undef BT_LOAD
 }
+
+/* The twin's metadata says how many trips its dot loop makes a tile, from
+ * the arguments (tilec_tma_meta.kbound, kfrom, kper: ceil((P - kfrom) /
+ * kper)), which the launch weighs in choosing a persistent grid
+ * (runtime/tma.c): `0 .. K step BK` is K's parameter (5) over 64; a loop
+ * from a constant counts from it; `0 .. cdiv(K, BK)` (a step of 1, the K
+ * index k * BK) over 64 too; gemm_dw's (examples/llm.tile) K is parameter
+ * 5 of its 7; an end that is not a parameter is not known (kper 0). */
+Test(wgmma, twin_meta_counts_the_loop_s_trips)
+{
+    static const struct {
+        const char *from[2], *to[2];
+        uint32_t kbound, kfrom, kper;
+    } cases[] = {
+        {{NULL, NULL}, {NULL, NULL}, 5, 0, 64},
+        {{"for k in 0 .. K step BK", NULL}, {"for k in 128 .. K step BK", NULL}, 5, 128, 64},
+        {{"for k in 0 .. K step BK", "let rk = k + range(BK);"},
+         {"for k in 0 .. cdiv(K, BK)", "let rk = k * BK + range(BK);"}, 5, 0, 64},
+        {{"for k in 0 .. K step BK", NULL}, {"for k in 0 .. K * 2 step BK", NULL}, TILEC_TMA_NONE, 0, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *edits[4];
+        int n = 0;
+        for (int i = 0; i < 2 && cases[c].from[i]; i++, n++) {
+            edits[2 * n] = cases[c].from[i];
+            edits[2 * n + 1] = cases[c].to[i];
+        }
+        tilec_module *m;
+        tilec_kernel_code code;
+        tilec_ctx *ctx = lower_mm(edits, n, &m, &code);
+        cr_assert_not_null(code.tma.name, "case %zu: a twin", c);
+        cr_expect(code.tma.kbound == cases[c].kbound && code.tma.kfrom == cases[c].kfrom &&
+                      code.tma.kper == cases[c].kper,
+                  "case %zu: kbound %u, kfrom %u, kper %u", c, code.tma.kbound, code.tma.kfrom, code.tma.kper);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "examples/llm.tile");
+    tilec_kernel_code code;
+    lower_variant(ctx, m, "gemm_dw", 0, &code);
+    cr_assert_not_null(code.tma.name);
+    cr_expect(code.tma.kbound == 5 && code.tma.kfrom == 0 && code.tma.kper == 64, "gemm_dw: %u %u %u",
+              code.tma.kbound, code.tma.kfrom, code.tma.kper);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}

@@ -86,10 +86,11 @@ def main():
     with open(red_path, "w") as f:
         f.write(GEMM_DW_RED)
     red = tilec.load(red_path)
-    # gemm_dw again, its persistent twin walking its tiles on one block an SM
-    # (TILEC_TMA_PERSIST=1, read when the kernel is resolved: its first call
-    # below); the launch's default is a block a tile past 8 tiles an SM
-    # (runtime/tma.c), and gemm_dw has 243
+    # gemm_dw again, its persistent twin launched a block a tile
+    # (TILEC_TMA_PERSIST=0, read when the kernel is resolved: its first call
+    # below); the launch's default walks its tiles on one block an SM, since
+    # each tile's loop is at most 32 K steps (runtime/tma.c,
+    # TMA_PERSIST_KSTEPS): the row says what that default gains
     dwp_path = os.path.join(os.path.dirname(red_path), "gemm_dw_persist.tile")
     with open(dwp_path, "w") as f:
         f.write(kernel_text(os.path.join(ROOT, "examples", "llm.tile"), "gemm_dw"))
@@ -111,7 +112,7 @@ def main():
         g = logits.clone()
         m.ce_fwd_bwd(g, tc, lc, g, C, V, 1.0 / T)
         if dwp is None:
-            os.environ["TILEC_TMA_PERSIST"] = "1"
+            os.environ["TILEC_TMA_PERSIST"] = "0"
             dwp = tilec.load(dwp_path)
             dwp.gemm_dw(g, hc, dw, V, D, C, 1)
             torch.cuda.synchronize()
@@ -126,7 +127,7 @@ def main():
             ("sum_slices dH_c", lambda: m.sum_slices(part, dhc, C * D, S), None, 0.0),
             ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(g, hc, dw, V, D, C, 1),
              lambda: torch.addmm(dw, g.t(), hc, out=dw), 2.0 * C * V * D),
-            ("gemm_dw on a persistent grid (TILEC_TMA_PERSIST=1; not in the graph)",
+            ("gemm_dw a block a tile (TILEC_TMA_PERSIST=0; not in the graph)",
              lambda: dwp.gemm_dw(g, hc, dw, V, D, C, 1), None, 2.0 * C * V * D),
             ("gemm_dw_red (bf16 atomic epilogue; not in the graph)", lambda: red.gemm_dw_red(g, hc, dw, V, D, C), None,
              2.0 * C * V * D),

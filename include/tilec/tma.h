@@ -63,7 +63,19 @@ typedef struct tilec_tma_meta {
      * skipped), ceil(x / 2) * y * z units (lower/wgpair.c). */
     uint32_t persistent;
     tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
+    /* The dot loop's K steps a tile, which the launch weighs in choosing a
+     * persistent grid (runtime/tma.c): ceil((P - kfrom) / kper), P the
+     * value of integer parameter kbound (0 steps when P <= kfrom). kper 0:
+     * not known (the loop's end is not a parameter, or a twin of another
+     * loop), and the launch weighs the tiles alone. Last, so that a table
+     * of the layout before (TILEC_TMA_META_LAYOUT 1) reads as not known. */
+    uint32_t kbound, kfrom, kper;
 } tilec_tma_meta;
+
+/* The layout of tilec_tma_meta, which ahead-of-time tables initialise by
+ * position (emit_c/c_aot.c checks it where they are compiled): 2 added
+ * kbound, kfrom and kper, and the maps' bgrid and bscale. */
+#define TILEC_TMA_META_LAYOUT 2
 
 #ifdef __cplusplus
 }

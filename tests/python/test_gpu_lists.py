@@ -6,7 +6,7 @@ runtime splits the list into several launches), passed as Python lists of
 torch tensors and as tilec.TensorList, against
 torch.optim.AdamW(fused=True) over the same tensors and against an f64
 reference, for three steps; bf16 parameters against torch's fused bf16
-step; an empty list changes nothing; lists of different lengths are refused
+step (the kernel, and graph adamw_step_bf16); an empty list changes nothing; lists of different lengths are refused
 before anything runs. The same step as a graph (docs/language.md §9,
 "Tensor lists"): graph adamw_step's generated Python wrapper, given the
 same lists and TensorLists, against the same references, and in CUDA-graph
@@ -178,17 +178,27 @@ class AdamWOverATensorList(unittest.TestCase):
 @unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
 class AdamWStepGraph(AdamWOverATensorList):
     """graph adamw_step of examples/adamw_multi.tile through its generated
-    Python wrapper (f32 lists: the graph's parameters are [*f32])."""
+    Python wrapper (its lists are [*f32]); the bf16 case through graph
+    adamw_step_bf16 (lists [*bf16]: the same kernel instantiated for bf16)."""
 
     @classmethod
     def setUpClass(cls):
         cls.graph = graph_module("adamw_step")
+        cls.graph_bf16 = graph_module("adamw_step_bf16")
+
+    def check(self, dtype, *rest):
+        self.dtype = dtype
+        super().check(dtype, *rest)
 
     def step(self, *args):
-        self.graph.call(*args)
+        (self.graph_bf16 if self.dtype == torch.bfloat16 else self.graph).call(*args)
 
-    def test_bf16_matches_torch_fused(self):
-        self.skipTest("the graph's lists are [*f32]")
+    def test_bf16_graph_refuses_f32_lists(self):
+        ps = [torch.ones(5, device="cuda") for _ in range(3)]
+        with self.assertRaises(TypeError) as cm:
+            self.graph_bf16.call(ps, ps, ps, ps, LR, BETAS[0], BETAS[1], EPS, WD, 1.0)
+        self.assertEqual(str(cm.exception), "adamw_step_bf16: parameter 'params' ([*bf16]), argument 1, tensor 0 of "
+                                            "the list: expects a bf16 tensor; got a f32 tensor")
 
     def test_empty_lists(self):
         self.graph.call([], [], [], [], LR, BETAS[0], BETAS[1], EPS, WD, 1.0)  # one launch of none
