@@ -514,7 +514,7 @@ Test(bundle, forged_fields)
     FORGE(bundle_put32(buf + 8, 1), "version 1", "an older version");
     FORGE(bundle_put32(buf + 8, 2), "version 2", "an older version (no batch axis or constant in a map)");
     FORGE(bundle_put32(buf + 8, 3), "version 3", "the previous version (no loop trips in the twin)");
-    FORGE(bundle_put32(buf + 8, 4), "version 4", "a later version");
+    FORGE(bundle_put32(buf + 8, 5), "version 5", "a later version");
     FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
     FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
     FORGE(buf[47] = 1, "reserved", "reserved byte");
@@ -587,9 +587,9 @@ Test(bundle, forged_fields)
           "map 1's batch stride");
     /* map 2 is batched: its grid axis 1 or 2, its constant at least 1 */
     cr_assert(kb2->twin.maps[2].batched);
-    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 13 * 2 + 4 * 11, 0), "batch", "map 2's batch on grid axis 0");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 13 * 2 + 4 * 11, 3), "batch", "map 2's batch on grid axis 3");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 16 + 4 * 13 * 2 + 4 * 12, 0), "batch", "map 2's batch stride times 0");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 * 2 + 4 * 11, 0), "batch", "map 2's batch on grid axis 0");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 * 2 + 4 * 11, 3), "batch", "map 2's batch on grid axis 3");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 * 2 + 4 * 12, 0), "batch", "map 2's batch stride times 0");
     /* a 0-byte image is refused by parse as by serialize */
     FORGE((bundle_put64(buf + size0, 0),
            memmove(buf + size0 + 8, buf + size0 + 8 + b->kernels[0].size, len - size0 - 8 - b->kernels[0].size),
