@@ -33,8 +33,9 @@ static const char *sm90a_thread_ids(lw *L)
 {
     if (!L->tw.plan.attn)
         return NULL;
-    return lower_fmt(L, "const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 %% %d, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;",
-                     L->nt);
+    return lower_fmt(
+        L, "const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 %% %d, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;",
+        L->nt);
 }
 
 static const char *sm90a_grid_value(lw *L, const tilec_expr *e, int a)
@@ -115,8 +116,44 @@ static void persist_why(const lw *C, const lw *P, char *buf, size_t n)
     else if (P->smem != C->smem)
         snprintf(buf, n, "the producer's and the consumers' passes need different shared memory (%u and %u bytes)",
                  P->smem, C->smem);
+    else if (C->tw.done && P->tw.done && C->tw.plan.mpair && !lower_wg_mpair_alone(C))
+        snprintf(buf, n, "the statements after the loop take shared memory, which the two warp groups would share");
     else
         snprintf(buf, n, "a persistent pass did not reach the dot loop");
+}
+
+/* What the twin that came out runs, as emit_twin's steps found it (the
+ * plan's words, R->tw.plan.how, name what it planned before lowering):
+ * twin_remark writes the remark's tail from this alone. */
+typedef struct twin_ran {
+    int persist;           /* 1: on a persistent grid; 0: one tile a block */
+    int S;                 /* its stages */
+    int64_t other;         /* the statements after the loop's shared memory, where it cut the stages; else 0 */
+    const char *tiles;     /* a persistent twin's unit: "two N tiles a block", ... */
+    char mpair_why[200];   /* why one M tile a block runs where the plan named two; "" */
+    char persist_why[200]; /* why one tile a block runs where the plan named a persistent grid; "" */
+    unsigned early_line;   /* its consumers load the epilogue's tile of this .tile line before the loop; 0 */
+} twin_ran;
+
+/* R's remark (rendered after the twin) says what runs: t appended to the plan's words. */
+static void twin_remark(lw *R, const twin_ran *t)
+{
+    const char *h = R->tw.plan.how ? R->tw.plan.how : "";
+    if (t->mpair_why[0])
+        h = lower_fmt(R, "%s; but one M tile a block runs: %s", h, t->mpair_why);
+    if (t->other && t->persist)
+        h = lower_fmt(R,
+                      "%s; the statements after the loop take %lld bytes of shared memory, so %s on a persistent "
+                      "grid, %d stages",
+                      h, (long long)t->other, t->tiles, t->S);
+    else if (t->other)
+        h = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %d stages", h,
+                      (long long)t->other, t->S);
+    if (t->persist_why[0])
+        h = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s", h, t->persist_why);
+    if (t->early_line)
+        h = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop", h, t->early_line);
+    R->tw.plan.how = h;
 }
 
 /* The persistent twin `name` of plan `base` (w: base with
@@ -157,8 +194,8 @@ static int persist_twin(const lw *R, const wg_plan *base, wg_plan *w, const char
  * where the pass took more shared memory than a block may have, with
  * fewer stages, leaving room for what it takes besides the ring block
  * (wgattn.c's twin too): lower_wg_finish's (or lower_wga_finish's)
- * result. */
-static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
+ * result; t says what it runs. */
+static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, twin_ran *t)
 {
     wg_plan w = R->tw.plan;
     for (;;) {
@@ -168,10 +205,9 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
         if (other <= w.other || !lower_wg_one_replan(&w, other)) {
             int r = w.attn ? lower_wga_finish(&L, tu, meta, tname) : lower_wg_finish(&L, NULL, tu, meta, tname);
             lower_free(&L);
-            if (r > 0 && w.other) /* the remark says what runs */
-                R->tw.plan.how = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %d "
-                                              "stages",
-                                           R->tw.plan.how ? R->tw.plan.how : "", (long long)w.other, w.S);
+            t->persist = 0;
+            t->S = w.S;
+            t->other = w.other;
             return r;
         }
         lower_free(&L);
@@ -201,11 +237,20 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
     return r < 0 ? -1 : 1;
 }
 
+/* The fewest stages of two tiles a block (wgpair.c's lower_wg_pair_deep). */
+static int pair_min_stages(const wg_plan *w)
+{
+    int S = 2;
+    while (S < 64 && !lower_wg_pair_deep(w, S))
+        S++;
+    return S;
+}
+
 /* The sm_90a twin of variant R (lower/wgmma.c) appended to tu when R's
  * dot loop qualifies: the kernel lowered again with wgmma accumulators,
  * on a persistent grid when that applies (lowered twice: the producer's
- * and the consumers' bodies), else one tile per block.
- * -1 only when out of memory. */
+ * and the consumers' bodies), else one tile per block; the remark says
+ * which (twin_remark). -1 only when out of memory. */
 static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
 {
     if (!R->tw.loop || R->failed)
@@ -213,52 +258,41 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
     char *tname = suffixed(fname, "_tma");
     if (!tname)
         return -1;
-    wg_plan w = R->tw.plan;
+    const wg_plan *plan = &R->tw.plan;
+    twin_ran t = {0};
+    wg_plan w = *plan;
     int r = 0;
-    if (w.attn) { /* a loop of dots on cp.async rings (wgattn.c): one tile a block */
-        r = one_tile_twin(R, tname, tu, meta);
-        free(tname);
-        return r;
+    if (!plan->attn) { /* not wgattn.c's loop of dots on cp.async rings, which runs one tile a block */
+        r = persist_twin(R, plan, &w, tname, tu, meta, t.persist_why, sizeof t.persist_why);
+        if (!r && plan->mpair_ok) { /* two M tiles a block did not come out (lower/wgpair.c): one */
+            wg_plan one = *plan;
+            one.mpair_ok = 0;
+            memcpy(t.mpair_why, t.persist_why, sizeof t.mpair_why);
+            t.persist_why[0] = '\0';
+            r = persist_twin(R, &one, &w, tname, tu, meta, t.persist_why, sizeof t.persist_why);
+        } else if (r > 0 && plan->mpair_ok && !w.mpair) /* lower_wg_persist's staging left too few stages */
+            snprintf(t.mpair_why, sizeof t.mpair_why, "fewer than %d stages fit beside the two warp groups' stagings",
+                     pair_min_stages(&w));
+        if (r > 0) {
+            t.persist = 1;
+            t.S = w.S;
+            t.other = w.other;
+            t.tiles = w.pair           ? "two N tiles a block"
+                      : w.mpair        ? "two M tiles a block"
+                      : plan->mpair_ok ? "one M tile a block"
+                                       : "one N tile a block";
+            t.early_line = w.early_line;
+            t.persist_why[0] = '\0';
+        }
+        if (r <= 0)
+            t.mpair_why[0] = '\0'; /* one tile a block runs: the persistent grid's refusal says why */
+        if (r > 0 && w.pair)       /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
+            r = single_twin(R, tname, tu, meta);
     }
-    char why[200] = "";
-    r = persist_twin(R, &R->tw.plan, &w, tname, tu, meta, why, sizeof why);
-    int one_m = 0; /* the remark said why one M tile a block runs */
-    if (!r && R->tw.plan.mpair_ok) { /* two M tiles a block did not come out (lower/wgpair.c): one */
-        wg_plan one = R->tw.plan;
-        one.mpair_ok = 0;
-        why[0] = '\0';
-        r = persist_twin(R, &one, &w, tname, tu, meta, why, sizeof why);
-        if (r > 0)
-            R->tw.plan.how = lower_fmt(R, "%s; but one M tile a block runs: the statements after the loop take shared "
-                                          "memory, which the two warp groups would share",
-                                       R->tw.plan.how ? R->tw.plan.how : "");
-        one_m = 1;
-    }
-    if (r > 0 && w.other) /* the remark says what runs: the plan's words named the stages before the measure */
-        R->tw.plan.how = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %s on "
-                                      "a persistent grid, %d stages",
-                                   R->tw.plan.how ? R->tw.plan.how : "", (long long)w.other,
-                                   w.pair    ? "two N tiles a block"
-                                   : w.mpair ? "two M tiles a block"
-                                   : R->tw.plan.mpair_ok ? "one M tile a block"
-                                                         : "one N tile a block",
-                                   w.S);
-    else if (r > 0 && R->tw.plan.mpair_ok && !w.mpair && !one_m) /* the plan's words named two M tiles (wgpair.c) */
-        R->tw.plan.how = lower_fmt(R, "%s; but one M tile a block runs: fewer than 3 stages fit beside the two warp "
-                                      "groups' stagings",
-                                   R->tw.plan.how ? R->tw.plan.how : "");
-    if (r > 0 && w.early_line)
-        R->tw.plan.how = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop",
-                                   R->tw.plan.how ? R->tw.plan.how : "", w.early_line);
-    if (r > 0 && w.pair) /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
-        r = single_twin(R, tname, tu, meta);
-    if (!r) {
-        r = one_tile_twin(R, tname, tu, meta);
-        /* the remark (rendered after this) says what runs: the plan's words named the persistent twin */
-        if (r > 0 && why[0])
-            R->tw.plan.how = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s",
-                                       R->tw.plan.how ? R->tw.plan.how : "", why);
-    }
+    if (!r)
+        r = one_tile_twin(R, tname, tu, meta, &t);
+    if (r > 0)
+        twin_remark(R, &t);
     free(tname);
     return r;
 }

@@ -10,6 +10,7 @@
  * grid, memory planning and the generated C and Python must agree. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,14 @@ static void build_runner(const char *dir, const char *tile, const char *name, co
     link_runner(dir, name);
 }
 
+/* A fresh temporary dir (its name in dir[n]) with the runner built in it
+ * (build_runner). */
+static void new_runner(char *dir, size_t n, const char *tile, const char *name, const char *main_c)
+{
+    make_tmpdir(dir, n);
+    build_runner(dir, tile, name, main_c);
+}
+
 /* the same for a .tile file of the tree, in a new directory dir[64] */
 static void build_file_runner(char *dir, const char *path, const char *name, const char *main_c)
 {
@@ -152,25 +161,34 @@ Test(wrapper_run, cxx_caller_links_with_the_c_wrapper)
     rm_dir(dir);
 }
 
-/* The runner's line for N (the kernel cache in dir). */
-static char *run(const char *dir, long long n)
+/* dir/run on the fake driver with the arguments fmt formats (the kernel
+ * cache in dir): its output; the runner must exit 0. Kernels compile on
+ * the build's tilec as the worker process (as where tilec is installed
+ * beside libtilec), not on a fork of the runner: a forked copy of this
+ * multi-threaded ASan process once hung in a full `make asan` run. */
+static char *run_args(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *run_args(const char *dir, const char *fmt, ...)
 {
+    char args[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    cr_assert(n >= 0 && (size_t)n < sizeof args, "the runner's arguments fit");
     char *out = NULL;
-    /* kernels compile on the build's tilec as the worker process (as
-     * where tilec is installed beside libtilec), not on a fork of the
-     * runner: a forked copy of this multi-threaded ASan process once hung
-     * in a full `make asan` run */
-    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %lld 2>&1", dir, TILEC_BUILD,
-                dir, FAKECUDA, n);
+    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s 2>&1", dir, TILEC_BUILD,
+                dir, FAKECUDA, args);
     cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
     return out;
 }
 
+/* The runner's line for N (the kernel cache in dir). */
+static char *run(const char *dir, long long n) { return run_args(dir, "%lld", n); }
+
 Test(wrapper_run, byte_count_overflow_is_an_error_before_any_allocation_or_launch, .timeout = 120)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, big_tile, "big", runner);
+    new_runner(dir, sizeof dir, big_tile, "big", runner);
     /* the harness runs the graph for real: small sizes allocate and launch */
     char *out = run(dir, 8);
     cr_expect_str_eq(out, "rc=0 launches=1 allocs=1 err=\n"); /* y, handed to the caller */
@@ -373,8 +391,7 @@ static const char fills_runner[] =
 Test(wrapper_run, filled_tensors_hold_their_value, .timeout = 120)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, fills_tile, "fills", fills_runner);
+    new_runner(dir, sizeof dir, fills_tile, "fills", fills_runner);
     /* 5 elements: the i8, f16 and bool fills end in a part of a 32-bit word */
     char *out = run(dir, 5);
     cr_expect_str_eq(out, "00004040 00004040 00004040 00004040 00004040 \n" /* 2 * 1.5 */
@@ -666,8 +683,7 @@ static const char unroll_runner[] =
 Test(wrapper_run, an_unrolled_loop_computes_what_the_loop_does_and_has_a_cuda_graph_mode, .timeout = 120)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, unroll_tile, "looped unrolled", unroll_runner);
+    new_runner(dir, sizeof dir, unroll_tile, "looped unrolled", unroll_runner);
     char *out = run(dir, 0);
     const char *y = " 76 80 84 88 92 96 52 56 60 64 68 72 28 32 36 40 44 48 4 8 12 16 20 24\n";
     const char *y3 = " 52 56 60 64 68 72 28 32 36 40 44 48 4 8 12 16 20 24 0 0 0 0 0 0\n";
@@ -1254,8 +1270,7 @@ static const char chunks_runner[] =
 Test(wrapper_run, a_for_loop_over_slices_runs_frees_each_iteration_and_checks_bounds, .timeout = 120)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, chunks_tile, "chunks", chunks_runner);
+    new_runner(dir, sizeof dir, chunks_tile, "chunks", chunks_runner);
     char *out = run(dir, 4); /* 4 chunks of 2 rows: all of x */
     cr_expect_str_eq(out, "rc=0 launches=8 live=2 err=\n"
                           "4 8 12\n16 20 24\n28 32 36\n40 44 48\n52 56 60\n64 68 72\n76 80 84\n88 92 96\n");
@@ -1643,14 +1658,7 @@ static const char sub_runner[] =
     "    for (int t = 0; t < 5; t++) {\n        tilec_rt_free(rt, xp[t]);\n        tilec_rt_free(rt, yp[t]);\n    }\n"
     "    lsub_unload(m);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
 
-static char *run_sub(const char *dir, int a, int b, int graphs)
-{
-    char *out = NULL;
-    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %d %d %d 2>&1", dir, TILEC_BUILD,
-                dir, FAKECUDA, a, b, graphs);
-    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
-    return out;
-}
+static char *run_sub(const char *dir, int a, int b, int graphs) { return run_args(dir, "%d %d %d", a, b, graphs); }
 
 /* a graph passes tensors a to b - 1 of its lists: the launch sees b - a
  * tensors, the first of them tensor a (3 * (t + j) for t in a .. b - 1);
@@ -1659,8 +1667,7 @@ static char *run_sub(const char *dir, int a, int b, int graphs)
 Test(wrapper_run, a_graph_passes_a_sub_list, .timeout = 120)
 {
     char dir[64], want[512];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, sub_tile, "lsub", sub_runner);
+    new_runner(dir, sizeof dir, sub_tile, "lsub", sub_runner);
     double s13 = 0; /* tensors 1 and 2: 2 and 3 elements */
     for (int t = 1; t < 3; t++)
         for (int j = 0; j < t + 1; j++)
@@ -1772,14 +1779,7 @@ static const char made_runner[] =
     "    if (loop)\n        lloop_unload(l);\n    else\n        lmix_unload(m);\n"
     "    tilec_rt_close(rt);\n    return 0;\n}\n";
 
-static char *run_made(const char *dir, const char *graph, int k, int graphs)
-{
-    char *out = NULL;
-    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s %d %d 2>&1", dir,
-                TILEC_BUILD, dir, FAKECUDA, graph, k, graphs);
-    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
-    return out;
-}
+static char *run_made(const char *dir, const char *graph, int k, int graphs) { return run_args(dir, "%s %d %d", graph, k, graphs); }
 
 /* The sum of s * x over tensors lo to hi - 1 of t % 5 + 1 elements x[t][j] = t + j. */
 static double lists_sum(int lo, int hi, double s)
@@ -1794,8 +1794,7 @@ static double lists_sum(int lo, int hi, double s)
 Test(wrapper_run, a_graph_makes_lists_of_its_tensors_and_binds_sub_lists, .timeout = 180)
 {
     char dir[64], want[512];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, made_tile, "lmix lloop", made_runner);
+    new_runner(dir, sizeof dir, made_tile, "lmix lloop", made_runner);
     /* lmix, k = 4: ys[1..3] = 2 x (head[1:] of xs[:4]); c = 3 a, d = 3 b (each tensor its own size) */
     char *out = run_made(dir, "lmix", 4, 0);
     snprintf(want, sizeof want, "rc=0 launches=2 ys=%g c=45 d=630 err=\n", lists_sum(1, 4, 2));
@@ -1832,10 +1831,7 @@ Test(wrapper_run, a_graph_makes_lists_of_its_tensors_and_binds_sub_lists, .timeo
 static void expect_runs(const char *dir, const char *const *cases, const char *const *want, int n)
 {
     for (int c = 0; c < n; c++) {
-        char *out = NULL;
-        int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %s 2>&1", dir,
-                    TILEC_BUILD, dir, FAKECUDA, cases[c]);
-        cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
+        char *out = run_args(dir, "%s", cases[c]);
         cr_expect_str_eq(out, want[c], "case %d", c);
         free(out);
     }
@@ -1898,8 +1894,7 @@ static const char item_runner[] =
 Test(wrapper_run, a_graph_passes_one_tensor_of_a_list_to_a_kernel, .timeout = 180)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, item_tile, "litem", item_runner);
+    new_runner(dir, sizeof dir, item_tile, "litem", item_runner);
     /* k = 2, n = 3: ys[2] = 2 x[2] = {4, 6, 8}; then ys[i + 1][0] = 2 x[i][0] = 2i for i < 3
        (ys[2][0] becomes 2): 0 + (2 + 6 + 8) + 4 = 20; t = 2 w = 20 */
     const char *cases[] = {"2 3 0", "2 3 1", "5 0 0", "-1 0 0", "0 5 0"};
@@ -1952,8 +1947,7 @@ static const char view_runner[] =
 Test(wrapper_run, a_graph_views_one_tensor_of_a_list, .timeout = 180)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, view_tile, "lview", view_runner);
+    new_runner(dir, sizeof dir, view_tile, "lview", view_runner);
     const char *cases[] = {"3 2", "9 2", "2 2"};
     const char *want[] = {
         "rc=0 x3=3,4,10,12 err=\n", /* tensor 3, [3, 4, 5, 6] as f32[2, 2]: its second row doubled */
@@ -1965,20 +1959,12 @@ Test(wrapper_run, a_graph_views_one_tensor_of_a_list, .timeout = 180)
     rm_dir(dir);
 }
 
-static char *run_mode(const char *dir, int n, int mode)
-{
-    char *out = NULL;
-    int st = sh(&out, "TILEC_CACHE_DIR=%s/cache TILEC_COMPILE_WORKER=%s/bin/tilec %s/run %s %d %d 2>&1", dir, TILEC_BUILD,
-                dir, FAKECUDA, n, mode);
-    cr_assert_eq(st, 0, "the runner failed (%d):\n%s", st, out);
-    return out;
-}
+static char *run_mode(const char *dir, int n, int mode) { return run_args(dir, "%d %d", n, mode); }
 
 Test(wrapper_run, a_graph_passes_its_tensor_lists_to_the_launch, .timeout = 120)
 {
     char dir[64], want[512];
-    make_tmpdir(dir, sizeof dir);
-    build_runner(dir, lists_tile, "lsc", lists_runner);
+    new_runner(dir, sizeof dir, lists_tile, "lsc", lists_runner);
     char *out = run_mode(dir, 5, 0); /* one launch of the five tensors' table */
     snprintf(want, sizeof want, "rc=0 launches=2 lists=1 n=5,0 sum=%g t=12 err=\n", lists_sum(0, 5, 3));
     cr_expect_str_eq(out, want);
