@@ -171,15 +171,18 @@ lay lower_lin_rows(const lw *L, const tilec_type *t)
         b.reg[b.nreg++] = (signed char)nc++;
     for (int k = 0; k < 5; k++)
         b.lane[k] = (signed char)(nc < cb ? nc++ : nr < rb ? cb + nr++ : -1);
-    /* warps take rows first; with rows used up, the highest column bits */
+    /* warps take rows first; with rows used up, the column bits right
+     * above the lanes' (as the canonical 1-D layout: a thread's vectors
+     * warps * 32 * vec columns apart, each access of the block one
+     * contiguous stretch of the row), the registers the rest */
     int wr = rb - nr < wb ? rb - nr : wb, wc = wb - wr;
     if (wc > cb - nc)
         return canon;
     for (int k = 0; k < wr; k++)
         b.warp[k] = (signed char)(cb + nr++);
     for (int k = 0; k < wc; k++)
-        b.warp[wr + k] = (signed char)(cb - wc + k);
-    while (nc < cb - wc)
+        b.warp[wr + k] = (signed char)nc++;
+    while (nc < cb)
         b.reg[b.nreg++] = (signed char)nc++;
     while (nr < rb)
         b.reg[b.nreg++] = (signed char)(cb + nr++);

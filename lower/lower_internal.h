@@ -242,6 +242,11 @@ typedef struct lw {
     int nspilled, capspilled;
     int failed;
     int joff; /* EMIT: read register element tl_j + joff (a vector run) */
+    /* EMIT, element joff > 0 of a vector run (lower_run_idx): the run axis's
+     * index string of that element, "(tl_iV + joff)", and of element 0,
+     * "tl_iV", so a bound check idx < n walks as idx(element 0) < n - joff
+     * (expr.c, run_bound) */
+    const char *run_sub, *run_base;
     const char **assigned; /* names assigned somewhere in the body */
     int nassigned;
     const char **dotacc; /* names updated as x = x + dot(a, b) */
@@ -480,6 +485,13 @@ typedef enum { PREP, EMIT } wmode;
 const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode);
 matnode *lower_find_mat(lw *L, const tilec_expr *e);
 void lower_map_bcast(const tilec_type *from, int rt, const char *const *idx, const char **sub);
+/* qidx: lower_idx of access tile t with axis vax's index that of element q
+ * of a vector run, "(tl_iV + q)"; sets L->joff (register tiles read at
+ * tl_j + q) and, for q > 0 where t is one run (every other extent 1: a
+ * [1, BLOCK] row, a 1-D tile), L->run_sub and L->run_base (bound checks
+ * against element 0, expr.c run_bound); lower_run_done clears them. */
+void lower_run_idx(lw *L, const tilec_type *t, int vax, int q, const char **qidx);
+void lower_run_done(lw *L);
 int lower_same_shape(const tilec_type *a, const tilec_type *b);
 int lower_is_materializing(const tilec_expr *e);
 /* Does e (or an expression inside it) call builtin b? 0 for a NULL e. */

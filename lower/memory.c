@@ -112,12 +112,10 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
         if (mask) {
             for (int q = 0; q < w; q++) {
                 const char *qidx[TILEC_MAX_RANK];
-                for (int r = 0; r < t->rank; r++)
-                    qidx[r] = r == vax && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
+                lower_run_idx(L, t, vax, q, qidx);
                 lower_map_bcast(lower_ty(L, mask), t->rank, qidx, sub);
-                L->joff = q;
                 lower_line(L, "const bool tl_m%d = %s;", q, lower_walk(L, mask, sub, lower_same_shape(lower_ty(L, mask), t), y, EMIT));
-                L->joff = 0;
+                lower_run_done(L);
                 if (!mono || q == w - 1)
                     sb_printf(&all, "tl_m%d && ", q);
             }
@@ -188,10 +186,8 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     sb_init(&all);
     for (int q = 0; q < nq; q++) {
         const char *qidx[TILEC_MAX_RANK];
-        for (int r = 0; r < pt->rank; r++)
-            qidx[r] = r == pt->rank - 1 && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
         /* element q of the run: register tiles of this layout at tl_j + q */
-        L->joff = q;
+        lower_run_idx(L, pt, pt->rank - 1, q, qidx);
         lower_map_bcast(lower_ty(L, value), pt->rank, qidx, sub);
         const char *vq = lower_walk(L, value, sub, lower_same_shape(lower_ty(L, value), pt), y, EMIT);
         lower_line(L, "const %s tl_v%d = %s;", lower_ctype(d), q, lower_st_elem(L, lower_conv(L, vq, lower_ty(L, value)->dtype, d), d));
@@ -201,7 +197,7 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         } else {
             lower_line(L, "const bool tl_m%d = true;", q);
         }
-        L->joff = 0;
+        lower_run_done(L);
         if (!mono || q == nq - 1)
             sb_printf(&all, "tl_m%d && ", q);
     }

@@ -774,3 +774,45 @@ Test(numerics, llm_cross_entropy_and_rmsnorm_backward_on_the_host)
         free(out);
     }
 }
+
+/* The bound checks of a vector's elements against the first element's
+ * index less the offset, saturating (lower/expr.c run_bound): every bound
+ * from the i32 minimum to the maximum, the index of stride 1 or 2 on
+ * either side, a row aligned (vector path) or not (element by element). */
+Test(numerics, run_bounds)
+{
+    const long ns[] = {-2147483647L - 1, -2147483645L, -3, 0, 1, 2, 3, 5, 61, 126, 127, 128, 255, 256, 1000, 2147483647L};
+    const int nn = (int)(sizeof ns / sizeof ns[0]);
+    strbuf b;
+    sb_init(&b);
+    sb_printf(&b, "static float x[260], y[3 * 128 + 1];\nfor (int i = 0; i < 260; i++) x[i] = (float)(i + 1);\n"
+                  "static const int ns[] = {");
+    for (int i = 0; i < nn; i++)
+        sb_printf(&b, "%s%ld", i ? ", " : "", ns[i]);
+    sb_printf(&b, "};\nfor (int k = 0; k < %d; k++) for (int off = 0; off < 2; off++) {\n"
+                  "  for (int i = 0; i < 3 * 128 + 1; i++) y[i] = 7.0f;\n"
+                  "  LAUNCH(1, x, y, ns[k], off);\n"
+                  "  for (int i = 0; i < 3 * 128 + 1; i++) printf(\"%%g \", (double)y[i]);\n}\n",
+              nn);
+    cr_assert(!b.failed);
+    char *out = host_run_in("tests/gpu/run_bounds.tile", "bounds", sb_str(&b));
+    sb_free(&b);
+    const char *s = out;
+    for (int k = 0; k < nn; k++)
+        for (int off = 0; off < 2; off++)
+            for (int i = 0; i < 3 * 128 + 1; i++) {
+                double got = next_num(&s), want;
+                long n = ns[k];
+                if (i < 128)
+                    want = i < n ? off + i + 1 : -1.0;
+                else if (i < 256)
+                    want = 2L * (i - 128) < n ? off + i - 128 + 1 : -2.0;
+                else
+                    want = i - 256 - off >= 0 && i - 256 - off < 128 && i - 256 - off < n ? i - 256 - off + 1 : 7.0;
+                cr_expect_eq(got, want, "n %ld off %d: y[%d] = %g, want %g", n, off, i, got, want);
+            }
+    free(out);
+    char *src = lowered("tests/gpu/run_bounds.tile", "bounds", 0, NULL);
+    cr_expect(strstr(src, "((v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1) > (2 * tl_i0))"), "%s", src);
+    free(src);
+}

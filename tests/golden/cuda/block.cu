@@ -117,9 +117,9 @@ extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *v_x, flo
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_x + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -138,11 +138,11 @@ extern "C" __global__ void __launch_bounds__(128) scale_shift_v0(float *v_x, flo
         const float tl_v0 = ((tl_t0[tl_j] * v_scale) + v_shift);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
         const float tl_v1 = ((tl_t0[tl_j + 1] * v_scale) + v_shift);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
         const float tl_v2 = ((tl_t0[tl_j + 2] * v_scale) + v_shift);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
         const float tl_v3 = ((tl_t0[tl_j + 3] * v_scale) + v_shift);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -181,9 +181,9 @@ extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *v_a, float 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_a + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -201,9 +201,9 @@ extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *v_a, float 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_b + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -222,11 +222,11 @@ extern "C" __global__ void __launch_bounds__(128) relu_add_v0(float *v_a, float 
         const float tl_v0 = (tl_max(tl_t0[tl_j], 0.0f) + tl_t1[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
         const float tl_v1 = (tl_max(tl_t0[tl_j + 1], 0.0f) + tl_t1[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
         const float tl_v2 = (tl_max(tl_t0[tl_j + 2], 0.0f) + tl_t1[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
         const float tl_v3 = (tl_max(tl_t0[tl_j + 3], 0.0f) + tl_t1[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;

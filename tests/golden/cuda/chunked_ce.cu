@@ -296,9 +296,9 @@ extern "C" __global__ void __launch_bounds__(128) ce_rows_v0(float *v_logits, in
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -367,9 +367,9 @@ extern "C" __global__ void __launch_bounds__(128) ce_rows_v0(float *v_logits, in
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -438,9 +438,9 @@ extern "C" __global__ void __launch_bounds__(128) ce_rows_v0(float *v_logits, in
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -467,11 +467,11 @@ extern "C" __global__ void __launch_bounds__(128) ce_rows_v0(float *v_logits, in
             const float tl_v0 = (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
             const float tl_v1 = (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f));
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
             const float tl_v2 = (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f));
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
             const float tl_v3 = (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f));
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;

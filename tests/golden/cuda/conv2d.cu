@@ -4656,7 +4656,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -5004,7 +5004,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
         const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -5257,7 +5257,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -5605,7 +5605,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
         const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -5858,7 +5858,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -6206,7 +6206,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
         const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -6459,7 +6459,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 1) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -6767,7 +6767,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
         const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
         const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -7020,7 +7020,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -7336,7 +7336,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
         const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -7589,7 +7589,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -7937,7 +7937,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
         const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -8190,7 +8190,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 1) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -8498,7 +8498,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
         const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
         const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -8751,7 +8751,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -9099,7 +9099,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
         const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + (tl_i0 + 1)) < v_K);
+        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
         } else {

@@ -121,9 +121,9 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *v_x, float *
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = ((v_x + v_base) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -217,9 +217,9 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *v_x, float *
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_w + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -237,9 +237,9 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *v_x, float *
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_b + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -258,11 +258,11 @@ extern "C" __global__ void __launch_bounds__(128) ln_rows_v0(float *v_x, float *
         const float tl_v0 = (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
         const bool tl_m0 = (tl_i0 < v_cols);
         const float tl_v1 = (((v_d[tl_j + 1] * v_rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = (((v_d[tl_j + 2] * v_rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = (((v_d[tl_j + 3] * v_rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -301,9 +301,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = ((v_x + v_base) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -385,11 +385,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_rows_v0(float *v_x, fl
         const float tl_v0 = (v_e[tl_j] / tl_t1);
         const bool tl_m0 = (tl_i0 < v_cols);
         const float tl_v1 = (v_e[tl_j + 1] / tl_t1);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = (v_e[tl_j + 2] / tl_t1);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = (v_e[tl_j + 3] / tl_t1);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -428,9 +428,9 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *v_a, float
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_a + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -448,9 +448,9 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *v_a, float
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_b + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -469,11 +469,11 @@ extern "C" __global__ void __launch_bounds__(128) relu_plus_v0(float *v_a, float
         const float tl_v0 = (tl_max(tl_t0[tl_j], 0.0f) + tl_t1[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
         const float tl_v1 = (tl_max(tl_t0[tl_j + 1], 0.0f) + tl_t1[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
         const float tl_v2 = (tl_max(tl_t0[tl_j + 2], 0.0f) + tl_t1[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
         const float tl_v3 = (tl_max(tl_t0[tl_j + 3], 0.0f) + tl_t1[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -514,9 +514,9 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = ((v_x + v_base) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&v_xv[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -610,9 +610,9 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_w + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -630,9 +630,9 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_b + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -720,9 +720,9 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = ((v_y + v_base) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -741,11 +741,11 @@ extern "C" __global__ void __launch_bounds__(128) ln_softmax_relu_plus_v0(float 
         const float tl_v0 = (tl_max((v_e[tl_j] / tl_t6), 0.0f) + tl_t7[tl_j]);
         const bool tl_m0 = (tl_i0 < v_cols);
         const float tl_v1 = (tl_max((v_e[tl_j + 1] / tl_t6), 0.0f) + tl_t7[tl_j + 1]);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = (tl_max((v_e[tl_j + 2] / tl_t6), 0.0f) + tl_t7[tl_j + 2]);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = (tl_max((v_e[tl_j + 3] / tl_t6), 0.0f) + tl_t7[tl_j + 3]);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -859,11 +859,11 @@ extern "C" __global__ void __launch_bounds__(256) colsum_part_v0(float *v_x, flo
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_cols);
         const float tl_v1 = tl_t2[tl_j + 1];
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = tl_t2[tl_j + 2];
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = tl_t2[tl_j + 3];
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 192) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -972,11 +972,11 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *v_x, float *v
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_cols);
         const float tl_v1 = tl_t2[tl_j + 1];
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = tl_t2[tl_j + 2];
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = tl_t2[tl_j + 3];
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 192) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;

@@ -125,9 +125,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -219,9 +219,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -239,9 +239,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -260,11 +260,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
             const float tl_v0 = (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (((v_d[tl_j + 1] * v_rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (((v_d[tl_j + 2] * v_rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (((v_d[tl_j + 3] * v_rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -301,9 +301,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -373,9 +373,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -447,9 +447,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -475,9 +475,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -495,9 +495,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -516,11 +516,11 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
                 const float tl_v0 = ((v_v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((v_v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((v_v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((v_v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -567,9 +567,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -661,9 +661,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -681,9 +681,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -702,11 +702,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
             const float tl_v0 = (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (((v_d[tl_j + 1] * v_rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (((v_d[tl_j + 2] * v_rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (((v_d[tl_j + 3] * v_rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -743,9 +743,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -815,9 +815,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -889,9 +889,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -917,9 +917,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -937,9 +937,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -958,11 +958,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
                 const float tl_v0 = ((v_v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((v_v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((v_v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((v_v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -1009,9 +1009,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 16383;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1103,9 +1103,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 16383;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1123,9 +1123,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
             const int tl_i0 = (tl_l >> 0) & 16383;
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1144,11 +1144,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
             const float tl_v0 = (((v_d[tl_j] * v_rstd) * tl_t3[tl_j]) + tl_t4[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (((v_d[tl_j + 1] * v_rstd) * tl_t3[tl_j + 1]) + tl_t4[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (((v_d[tl_j + 2] * v_rstd) * tl_t3[tl_j + 2]) + tl_t4[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (((v_d[tl_j + 3] * v_rstd) * tl_t3[tl_j + 3]) + tl_t4[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -1185,9 +1185,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1257,9 +1257,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1331,9 +1331,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1359,9 +1359,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1379,9 +1379,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1400,11 +1400,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
                 const float tl_v0 = ((v_v[tl_j] * tl_t12[tl_j]) + tl_t13[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((v_v[tl_j + 1] * tl_t12[tl_j + 1]) + tl_t13[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((v_v[tl_j + 2] * tl_t12[tl_j + 2]) + tl_t13[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((v_v[tl_j + 3] * tl_t12[tl_j + 3]) + tl_t13[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;

@@ -253,9 +253,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_wc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -273,9 +273,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_bc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -543,9 +543,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
                 const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -562,9 +562,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
                 const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 31) << 2);
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -762,9 +762,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_wc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -782,9 +782,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_bc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1052,9 +1052,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
                 const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1071,9 +1071,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
                 const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1271,9 +1271,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_wc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1291,9 +1291,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_bc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1561,9 +1561,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
                 const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1580,9 +1580,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
                 const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2);
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1780,9 +1780,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_wc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1800,9 +1800,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
             const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_bc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -2070,9 +2070,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
                 const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2089,9 +2089,9 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
                 const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 7) << 7) | (((tl_lane >> 0) & 31) << 2);
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2163,7 +2163,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + tl_i1);
             const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
             const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
@@ -2243,7 +2243,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols)) ? (v_v[tl_j] - v_mean[0]) : 0.0f);
         }
         // examples/layernorm_rows.tile:22
@@ -2251,7 +2251,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             tl_t2[tl_j] = (v_d[tl_j] * v_d[tl_j]);
         }
         float tl_t1[1];
@@ -2318,12 +2318,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_wc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -2338,12 +2338,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_bc[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -2358,7 +2358,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             float *tl_p = ((v_y + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + tl_i1);
             const float tl_v0 = (((v_d[tl_j] * v_rstd[0]) * v_wc[(((tl_j >> 0) & 15) << 0)]) + v_bc[(((tl_j >> 0) & 15) << 0)]);
             const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
@@ -2388,7 +2388,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
@@ -2401,7 +2401,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + (v_c0 + tl_i1));
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
                 const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
@@ -2420,7 +2420,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 tl_n4[tl_j] = (v_acc[tl_j] + tl_t3[tl_j]);
             }
             #pragma unroll
@@ -2492,7 +2492,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
@@ -2507,7 +2507,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + (v_c0 + tl_i1));
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
                 const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
@@ -2526,7 +2526,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 v_d[tl_j] = (((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols)) ? (tl_t6[tl_j] - v_mean[0]) : 0.0f);
             }
             // examples/layernorm_rows.tile:38
@@ -2534,7 +2534,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 tl_n7[tl_j] = (v_sq[tl_j] + (v_d[tl_j] * v_d[tl_j]));
             }
             #pragma unroll
@@ -2613,7 +2613,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + (v_c0 + tl_i1));
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
                 const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
@@ -2632,7 +2632,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 v_v[tl_j] = ((tl_t9[tl_j] - v_mean[0]) * v_rstd[0]);
             }
             // examples/layernorm_rows.tile:45
@@ -2640,12 +2640,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
-                const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2659,12 +2659,12 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
-                const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i0 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2678,7 +2678,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 float *tl_p = ((v_y + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + (v_c0 + tl_i1));
                 const float tl_v0 = ((v_v[tl_j] * tl_t10[(((tl_j >> 0) & 15) << 0)]) + tl_t11[(((tl_j >> 0) & 15) << 0)]);
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));

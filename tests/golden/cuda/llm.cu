@@ -127,13 +127,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -163,13 +163,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -251,19 +251,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             const __half tl_v0 = __float2half_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -308,13 +308,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -397,13 +397,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -433,13 +433,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -462,19 +462,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 const __half tl_v0 = __float2half_rn((__half2float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((__half2float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((__half2float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((__half2float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((__half2float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((__half2float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((__half2float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((__half2float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -529,13 +529,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -565,13 +565,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -653,19 +653,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             const __half tl_v0 = __float2half_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -710,13 +710,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -799,13 +799,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -835,13 +835,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -864,19 +864,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 const __half tl_v0 = __float2half_rn((__half2float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((__half2float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((__half2float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((__half2float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((__half2float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((__half2float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((__half2float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((__half2float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -931,13 +931,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -967,13 +967,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1055,19 +1055,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             const __half tl_v0 = __float2half_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -1112,13 +1112,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1201,13 +1201,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1237,13 +1237,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1266,19 +1266,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 const __half tl_v0 = __float2half_rn((__half2float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((__half2float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((__half2float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((__half2float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((__half2float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((__half2float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((__half2float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((__half2float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -1333,13 +1333,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1369,13 +1369,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1457,19 +1457,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             const __half tl_v0 = __float2half_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -1514,13 +1514,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1603,13 +1603,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1639,13 +1639,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1668,19 +1668,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 const __half tl_v0 = __float2half_rn((__half2float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((__half2float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((__half2float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((__half2float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((__half2float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((__half2float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((__half2float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((__half2float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -1735,13 +1735,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1771,13 +1771,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1859,19 +1859,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             const __half tl_v0 = __float2half_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -1916,13 +1916,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2005,13 +2005,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2041,13 +2041,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2070,19 +2070,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 const __half tl_v0 = __float2half_rn((__half2float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((__half2float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((__half2float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((__half2float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((__half2float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((__half2float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((__half2float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((__half2float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -2137,13 +2137,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -2173,13 +2173,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -2261,19 +2261,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             const __half tl_v0 = __float2half_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -2318,13 +2318,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2407,13 +2407,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2443,13 +2443,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2472,19 +2472,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 const __half tl_v0 = __float2half_rn((__half2float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((__half2float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((__half2float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((__half2float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((__half2float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((__half2float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((__half2float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((__half2float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -2539,13 +2539,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -2575,13 +2575,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -2663,19 +2663,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -2720,13 +2720,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2809,13 +2809,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2845,13 +2845,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -2874,19 +2874,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -2941,13 +2941,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -2977,13 +2977,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -3065,19 +3065,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -3122,13 +3122,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -3211,13 +3211,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -3247,13 +3247,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -3276,19 +3276,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -3343,13 +3343,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -3379,13 +3379,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -3467,19 +3467,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -3524,13 +3524,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -3613,13 +3613,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -3649,13 +3649,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -3678,19 +3678,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -3745,13 +3745,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -3781,13 +3781,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -3869,19 +3869,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -3926,13 +3926,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4015,13 +4015,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4051,13 +4051,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4080,19 +4080,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -4147,13 +4147,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -4183,13 +4183,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -4271,19 +4271,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -4328,13 +4328,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4417,13 +4417,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4453,13 +4453,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4482,19 +4482,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -4549,13 +4549,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -4585,13 +4585,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -4673,19 +4673,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_wc[tl_j] * v_h[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -4730,13 +4730,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4819,13 +4819,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4855,13 +4855,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -4884,19 +4884,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j]) * v_h[tl_j]));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 1]) * v_h[tl_j + 1]));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 2]) * v_h[tl_j + 2]));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 3]) * v_h[tl_j + 3]));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 4]) * v_h[tl_j + 4]));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 5]) * v_h[tl_j + 5]));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 6]) * v_h[tl_j + 6]));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((__bfloat162float(tl_t8[tl_j + 7]) * v_h[tl_j + 7]));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -4951,9 +4951,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -4979,9 +4979,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -5059,11 +5059,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             const float tl_v0 = (v_wc[tl_j] * v_h[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_wc[tl_j + 1] * v_h[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_wc[tl_j + 2] * v_h[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_wc[tl_j + 3] * v_h[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -5100,9 +5100,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5181,9 +5181,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5209,9 +5209,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5230,11 +5230,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 const float tl_v0 = (tl_t8[tl_j] * v_h[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (tl_t8[tl_j + 1] * v_h[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (tl_t8[tl_j + 2] * v_h[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (tl_t8[tl_j + 3] * v_h[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -5281,9 +5281,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -5309,9 +5309,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -5389,11 +5389,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             const float tl_v0 = (v_wc[tl_j] * v_h[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_wc[tl_j + 1] * v_h[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_wc[tl_j + 2] * v_h[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_wc[tl_j + 3] * v_h[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -5430,9 +5430,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5511,9 +5511,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5539,9 +5539,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5560,11 +5560,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 const float tl_v0 = (tl_t8[tl_j] * v_h[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (tl_t8[tl_j + 1] * v_h[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (tl_t8[tl_j + 2] * v_h[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (tl_t8[tl_j + 3] * v_h[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -5611,9 +5611,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -5639,9 +5639,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -5719,11 +5719,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             const float tl_v0 = (v_wc[tl_j] * v_h[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_wc[tl_j + 1] * v_h[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_wc[tl_j + 2] * v_h[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_wc[tl_j + 3] * v_h[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -5760,9 +5760,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5841,9 +5841,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5869,9 +5869,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -5890,11 +5890,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 const float tl_v0 = (tl_t8[tl_j] * v_h[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (tl_t8[tl_j + 1] * v_h[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (tl_t8[tl_j + 2] * v_h[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (tl_t8[tl_j + 3] * v_h[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -5941,9 +5941,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -5969,9 +5969,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -6049,11 +6049,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             const float tl_v0 = (v_wc[tl_j] * v_h[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_wc[tl_j + 1] * v_h[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_wc[tl_j + 2] * v_h[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_wc[tl_j + 3] * v_h[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -6090,9 +6090,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6171,9 +6171,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6199,9 +6199,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6220,11 +6220,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 const float tl_v0 = (tl_t8[tl_j] * v_h[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (tl_t8[tl_j + 1] * v_h[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (tl_t8[tl_j + 2] * v_h[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (tl_t8[tl_j + 3] * v_h[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -6271,9 +6271,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -6299,9 +6299,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -6379,11 +6379,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             const float tl_v0 = (v_wc[tl_j] * v_h[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_wc[tl_j + 1] * v_h[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_wc[tl_j + 2] * v_h[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_wc[tl_j + 3] * v_h[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -6420,9 +6420,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6501,9 +6501,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6529,9 +6529,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6550,11 +6550,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 const float tl_v0 = (tl_t8[tl_j] * v_h[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (tl_t8[tl_j + 1] * v_h[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (tl_t8[tl_j + 2] * v_h[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (tl_t8[tl_j + 3] * v_h[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -6601,9 +6601,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -6629,9 +6629,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -6709,11 +6709,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             const float tl_v0 = (v_wc[tl_j] * v_h[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_wc[tl_j + 1] * v_h[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_wc[tl_j + 2] * v_h[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_wc[tl_j + 3] * v_h[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -6750,9 +6750,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6831,9 +6831,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6859,9 +6859,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -6880,11 +6880,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 const float tl_v0 = (tl_t8[tl_j] * v_h[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (tl_t8[tl_j + 1] * v_h[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (tl_t8[tl_j + 2] * v_h[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (tl_t8[tl_j + 3] * v_h[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -6933,13 +6933,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -6983,13 +6983,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -7019,13 +7019,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -7110,19 +7110,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 const __half tl_v0 = __float2half_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __half tl_v1 = __float2half_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -7156,11 +7156,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -7190,11 +7190,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -7239,13 +7239,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7267,13 +7267,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7303,13 +7303,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7377,13 +7377,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7413,13 +7413,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7449,9 +7449,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7470,11 +7470,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __half2float(__float2half_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __half2float(__float2half_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __half2float(__float2half_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __half2float(__float2half_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -7498,13 +7498,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7527,19 +7527,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     const __half tl_v0 = __float2half_rn((v_rs * ((v_g[tl_j] * __half2float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __half tl_v1 = __float2half_rn((v_rs * ((v_g[tl_j + 1] * __half2float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __half tl_v2 = __float2half_rn((v_rs * ((v_g[tl_j + 2] * __half2float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __half tl_v3 = __float2half_rn((v_rs * ((v_g[tl_j + 3] * __half2float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __half tl_v4 = __float2half_rn((v_rs * ((v_g[tl_j + 4] * __half2float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __half tl_v5 = __float2half_rn((v_rs * ((v_g[tl_j + 5] * __half2float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __half tl_v6 = __float2half_rn((v_rs * ((v_g[tl_j + 6] * __half2float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __half tl_v7 = __float2half_rn((v_rs * ((v_g[tl_j + 7] * __half2float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__half *)&tl_vec)[0] = tl_v0;
@@ -7597,13 +7597,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -7647,13 +7647,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -7683,13 +7683,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -7774,19 +7774,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 const __half tl_v0 = __float2half_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __half tl_v1 = __float2half_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -7820,11 +7820,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -7854,11 +7854,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -7903,13 +7903,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7931,13 +7931,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -7967,13 +7967,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8041,13 +8041,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8077,13 +8077,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8113,9 +8113,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8134,11 +8134,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __half2float(__float2half_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __half2float(__float2half_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __half2float(__float2half_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __half2float(__float2half_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -8162,13 +8162,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8191,19 +8191,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     const __half tl_v0 = __float2half_rn((v_rs * ((v_g[tl_j] * __half2float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __half tl_v1 = __float2half_rn((v_rs * ((v_g[tl_j + 1] * __half2float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __half tl_v2 = __float2half_rn((v_rs * ((v_g[tl_j + 2] * __half2float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __half tl_v3 = __float2half_rn((v_rs * ((v_g[tl_j + 3] * __half2float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __half tl_v4 = __float2half_rn((v_rs * ((v_g[tl_j + 4] * __half2float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __half tl_v5 = __float2half_rn((v_rs * ((v_g[tl_j + 5] * __half2float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __half tl_v6 = __float2half_rn((v_rs * ((v_g[tl_j + 6] * __half2float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __half tl_v7 = __float2half_rn((v_rs * ((v_g[tl_j + 7] * __half2float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__half *)&tl_vec)[0] = tl_v0;
@@ -8261,13 +8261,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -8311,13 +8311,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -8347,13 +8347,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -8438,19 +8438,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 const __half tl_v0 = __float2half_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __half tl_v1 = __float2half_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -8484,11 +8484,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -8518,11 +8518,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -8567,13 +8567,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8595,13 +8595,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8631,13 +8631,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8705,13 +8705,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8741,13 +8741,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8777,9 +8777,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8798,11 +8798,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __half2float(__float2half_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __half2float(__float2half_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __half2float(__float2half_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __half2float(__float2half_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -8826,13 +8826,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -8855,19 +8855,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     const __half tl_v0 = __float2half_rn((v_rs * ((v_g[tl_j] * __half2float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __half tl_v1 = __float2half_rn((v_rs * ((v_g[tl_j + 1] * __half2float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __half tl_v2 = __float2half_rn((v_rs * ((v_g[tl_j + 2] * __half2float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __half tl_v3 = __float2half_rn((v_rs * ((v_g[tl_j + 3] * __half2float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __half tl_v4 = __float2half_rn((v_rs * ((v_g[tl_j + 4] * __half2float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __half tl_v5 = __float2half_rn((v_rs * ((v_g[tl_j + 5] * __half2float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __half tl_v6 = __float2half_rn((v_rs * ((v_g[tl_j + 6] * __half2float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __half tl_v7 = __float2half_rn((v_rs * ((v_g[tl_j + 7] * __half2float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__half *)&tl_vec)[0] = tl_v0;
@@ -8925,13 +8925,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -8975,13 +8975,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -9011,13 +9011,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -9102,19 +9102,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 const __half tl_v0 = __float2half_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __half tl_v1 = __float2half_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -9148,11 +9148,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -9182,11 +9182,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -9231,13 +9231,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9259,13 +9259,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9295,13 +9295,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9369,13 +9369,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9405,13 +9405,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9441,9 +9441,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9462,11 +9462,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __half2float(__float2half_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __half2float(__float2half_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __half2float(__float2half_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __half2float(__float2half_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -9490,13 +9490,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9519,19 +9519,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     const __half tl_v0 = __float2half_rn((v_rs * ((v_g[tl_j] * __half2float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __half tl_v1 = __float2half_rn((v_rs * ((v_g[tl_j + 1] * __half2float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __half tl_v2 = __float2half_rn((v_rs * ((v_g[tl_j + 2] * __half2float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __half tl_v3 = __float2half_rn((v_rs * ((v_g[tl_j + 3] * __half2float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __half tl_v4 = __float2half_rn((v_rs * ((v_g[tl_j + 4] * __half2float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __half tl_v5 = __float2half_rn((v_rs * ((v_g[tl_j + 5] * __half2float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __half tl_v6 = __float2half_rn((v_rs * ((v_g[tl_j + 6] * __half2float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __half tl_v7 = __float2half_rn((v_rs * ((v_g[tl_j + 7] * __half2float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__half *)&tl_vec)[0] = tl_v0;
@@ -9589,13 +9589,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -9639,13 +9639,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -9675,13 +9675,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -9766,19 +9766,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 const __half tl_v0 = __float2half_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __half tl_v1 = __float2half_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -9812,11 +9812,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -9846,11 +9846,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -9895,13 +9895,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9923,13 +9923,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -9959,13 +9959,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10033,13 +10033,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10069,13 +10069,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10105,9 +10105,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10126,11 +10126,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __half2float(__float2half_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __half2float(__float2half_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __half2float(__float2half_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __half2float(__float2half_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -10154,13 +10154,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10183,19 +10183,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     const __half tl_v0 = __float2half_rn((v_rs * ((v_g[tl_j] * __half2float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __half tl_v1 = __float2half_rn((v_rs * ((v_g[tl_j + 1] * __half2float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __half tl_v2 = __float2half_rn((v_rs * ((v_g[tl_j + 2] * __half2float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __half tl_v3 = __float2half_rn((v_rs * ((v_g[tl_j + 3] * __half2float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __half tl_v4 = __float2half_rn((v_rs * ((v_g[tl_j + 4] * __half2float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __half tl_v5 = __float2half_rn((v_rs * ((v_g[tl_j + 5] * __half2float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __half tl_v6 = __float2half_rn((v_rs * ((v_g[tl_j + 6] * __half2float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __half tl_v7 = __float2half_rn((v_rs * ((v_g[tl_j + 7] * __half2float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__half *)&tl_vec)[0] = tl_v0;
@@ -10253,13 +10253,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -10303,13 +10303,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -10339,13 +10339,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -10430,19 +10430,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 const __half tl_v0 = __float2half_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __half tl_v1 = __float2half_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -10476,11 +10476,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -10510,11 +10510,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -10559,13 +10559,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10587,13 +10587,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10623,13 +10623,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10697,13 +10697,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10733,13 +10733,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10769,9 +10769,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10790,11 +10790,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __half2float(__float2half_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __half2float(__float2half_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __half2float(__float2half_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __half2float(__float2half_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -10818,13 +10818,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -10847,19 +10847,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     const __half tl_v0 = __float2half_rn((v_rs * ((v_g[tl_j] * __half2float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __half tl_v1 = __float2half_rn((v_rs * ((v_g[tl_j + 1] * __half2float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __half tl_v2 = __float2half_rn((v_rs * ((v_g[tl_j + 2] * __half2float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __half tl_v3 = __float2half_rn((v_rs * ((v_g[tl_j + 3] * __half2float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __half tl_v4 = __float2half_rn((v_rs * ((v_g[tl_j + 4] * __half2float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __half tl_v5 = __float2half_rn((v_rs * ((v_g[tl_j + 5] * __half2float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __half tl_v6 = __float2half_rn((v_rs * ((v_g[tl_j + 6] * __half2float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __half tl_v7 = __float2half_rn((v_rs * ((v_g[tl_j + 7] * __half2float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__half *)&tl_vec)[0] = tl_v0;
@@ -10917,13 +10917,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -10967,13 +10967,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -11003,13 +11003,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -11094,19 +11094,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -11140,11 +11140,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -11174,11 +11174,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -11223,13 +11223,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11251,13 +11251,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11287,13 +11287,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11361,13 +11361,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11397,13 +11397,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11433,9 +11433,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11454,11 +11454,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -11482,13 +11482,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11511,19 +11511,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * ((v_g[tl_j] * __bfloat162float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 1] * __bfloat162float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 2] * __bfloat162float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 3] * __bfloat162float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 4] * __bfloat162float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 5] * __bfloat162float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 6] * __bfloat162float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 7] * __bfloat162float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -11581,13 +11581,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -11631,13 +11631,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -11667,13 +11667,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -11758,19 +11758,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -11804,11 +11804,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -11838,11 +11838,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -11887,13 +11887,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11915,13 +11915,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -11951,13 +11951,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12025,13 +12025,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12061,13 +12061,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12097,9 +12097,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12118,11 +12118,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -12146,13 +12146,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12175,19 +12175,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * ((v_g[tl_j] * __bfloat162float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 1] * __bfloat162float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 2] * __bfloat162float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 3] * __bfloat162float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 4] * __bfloat162float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 5] * __bfloat162float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 6] * __bfloat162float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 7] * __bfloat162float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -12245,13 +12245,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -12295,13 +12295,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -12331,13 +12331,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -12422,19 +12422,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -12468,11 +12468,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -12502,11 +12502,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -12551,13 +12551,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12579,13 +12579,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12615,13 +12615,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12689,13 +12689,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12725,13 +12725,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12761,9 +12761,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12782,11 +12782,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -12810,13 +12810,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -12839,19 +12839,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * ((v_g[tl_j] * __bfloat162float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 1] * __bfloat162float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 2] * __bfloat162float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 3] * __bfloat162float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 4] * __bfloat162float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 5] * __bfloat162float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 6] * __bfloat162float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 7] * __bfloat162float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -12909,13 +12909,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -12959,13 +12959,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -12995,13 +12995,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -13086,19 +13086,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -13132,11 +13132,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -13166,11 +13166,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -13215,13 +13215,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13243,13 +13243,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13279,13 +13279,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13353,13 +13353,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13389,13 +13389,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13425,9 +13425,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13446,11 +13446,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -13474,13 +13474,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13503,19 +13503,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * ((v_g[tl_j] * __bfloat162float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 1] * __bfloat162float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 2] * __bfloat162float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 3] * __bfloat162float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 4] * __bfloat162float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 5] * __bfloat162float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 6] * __bfloat162float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 7] * __bfloat162float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -13573,13 +13573,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -13623,13 +13623,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -13659,13 +13659,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -13750,19 +13750,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -13796,11 +13796,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -13830,11 +13830,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -13879,13 +13879,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13907,13 +13907,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -13943,13 +13943,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14017,13 +14017,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14053,13 +14053,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14089,9 +14089,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14110,11 +14110,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -14138,13 +14138,13 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14167,19 +14167,19 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * ((v_g[tl_j] * __bfloat162float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 1] * __bfloat162float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 2] * __bfloat162float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 3] * __bfloat162float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 4] * __bfloat162float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 5] * __bfloat162float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 6] * __bfloat162float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 7] * __bfloat162float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -14237,13 +14237,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -14287,13 +14287,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -14323,13 +14323,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -14414,19 +14414,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 4] - (v_xh[tl_j + 4] * v_k))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 5] - (v_xh[tl_j + 5] * v_k))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 6] - (v_xh[tl_j + 6] * v_k))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * (v_gw[tl_j + 7] - (v_xh[tl_j + 7] * v_k))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -14460,11 +14460,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -14494,11 +14494,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -14543,13 +14543,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14571,13 +14571,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14607,13 +14607,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14681,13 +14681,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14717,13 +14717,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14753,9 +14753,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14774,11 +14774,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j]))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 1]))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 2]))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * __bfloat162float(__float2bfloat16_rn(v_xh[tl_j + 3]))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -14802,13 +14802,13 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -14831,19 +14831,19 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * ((v_g[tl_j] * __bfloat162float(tl_t14[tl_j])) - (v_xh[tl_j] * v_k))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 1] * __bfloat162float(tl_t14[tl_j + 1])) - (v_xh[tl_j + 1] * v_k))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 2] * __bfloat162float(tl_t14[tl_j + 2])) - (v_xh[tl_j + 2] * v_k))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 3] * __bfloat162float(tl_t14[tl_j + 3])) - (v_xh[tl_j + 3] * v_k))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 4] * __bfloat162float(tl_t14[tl_j + 4])) - (v_xh[tl_j + 4] * v_k))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 5] * __bfloat162float(tl_t14[tl_j + 5])) - (v_xh[tl_j + 5] * v_k))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 6] * __bfloat162float(tl_t14[tl_j + 6])) - (v_xh[tl_j + 6] * v_k))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * ((v_g[tl_j + 7] * __bfloat162float(tl_t14[tl_j + 7])) - (v_xh[tl_j + 7] * v_k))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -14901,9 +14901,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -14943,9 +14943,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -14971,9 +14971,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -15054,11 +15054,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 const float tl_v0 = (v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k)));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const float tl_v1 = (v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k)));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k)));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k)));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -15084,11 +15084,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -15118,11 +15118,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -15167,9 +15167,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15187,9 +15187,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15215,9 +15215,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15281,9 +15281,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15309,9 +15309,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15337,9 +15337,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15358,11 +15358,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -15386,9 +15386,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15407,11 +15407,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     const float tl_v0 = (v_rs * ((v_g[tl_j] * tl_t14[tl_j]) - (v_xh[tl_j] * v_k)));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (v_rs * ((v_g[tl_j + 1] * tl_t14[tl_j + 1]) - (v_xh[tl_j + 1] * v_k)));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (v_rs * ((v_g[tl_j + 2] * tl_t14[tl_j + 2]) - (v_xh[tl_j + 2] * v_k)));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (v_rs * ((v_g[tl_j + 3] * tl_t14[tl_j + 3]) - (v_xh[tl_j + 3] * v_k)));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -15461,9 +15461,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -15503,9 +15503,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -15531,9 +15531,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -15614,11 +15614,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 const float tl_v0 = (v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k)));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const float tl_v1 = (v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k)));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k)));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k)));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -15644,11 +15644,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -15678,11 +15678,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -15727,9 +15727,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15747,9 +15747,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15775,9 +15775,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15841,9 +15841,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15869,9 +15869,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15897,9 +15897,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15918,11 +15918,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -15946,9 +15946,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -15967,11 +15967,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     const float tl_v0 = (v_rs * ((v_g[tl_j] * tl_t14[tl_j]) - (v_xh[tl_j] * v_k)));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (v_rs * ((v_g[tl_j + 1] * tl_t14[tl_j + 1]) - (v_xh[tl_j + 1] * v_k)));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (v_rs * ((v_g[tl_j + 2] * tl_t14[tl_j + 2]) - (v_xh[tl_j + 2] * v_k)));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (v_rs * ((v_g[tl_j + 3] * tl_t14[tl_j + 3]) - (v_xh[tl_j + 3] * v_k)));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -16021,9 +16021,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -16063,9 +16063,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -16091,9 +16091,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -16174,11 +16174,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 const float tl_v0 = (v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k)));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const float tl_v1 = (v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k)));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k)));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k)));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -16204,11 +16204,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -16238,11 +16238,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -16287,9 +16287,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16307,9 +16307,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16335,9 +16335,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16401,9 +16401,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16429,9 +16429,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16457,9 +16457,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16478,11 +16478,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -16506,9 +16506,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16527,11 +16527,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     const float tl_v0 = (v_rs * ((v_g[tl_j] * tl_t14[tl_j]) - (v_xh[tl_j] * v_k)));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (v_rs * ((v_g[tl_j + 1] * tl_t14[tl_j + 1]) - (v_xh[tl_j + 1] * v_k)));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (v_rs * ((v_g[tl_j + 2] * tl_t14[tl_j + 2]) - (v_xh[tl_j + 2] * v_k)));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (v_rs * ((v_g[tl_j + 3] * tl_t14[tl_j + 3]) - (v_xh[tl_j + 3] * v_k)));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -16581,9 +16581,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -16623,9 +16623,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -16651,9 +16651,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -16734,11 +16734,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 const float tl_v0 = (v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k)));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const float tl_v1 = (v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k)));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k)));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k)));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -16764,11 +16764,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -16798,11 +16798,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -16847,9 +16847,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16867,9 +16867,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16895,9 +16895,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16961,9 +16961,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -16989,9 +16989,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17017,9 +17017,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17038,11 +17038,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -17066,9 +17066,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17087,11 +17087,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     const float tl_v0 = (v_rs * ((v_g[tl_j] * tl_t14[tl_j]) - (v_xh[tl_j] * v_k)));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (v_rs * ((v_g[tl_j + 1] * tl_t14[tl_j + 1]) - (v_xh[tl_j + 1] * v_k)));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (v_rs * ((v_g[tl_j + 2] * tl_t14[tl_j + 2]) - (v_xh[tl_j + 2] * v_k)));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (v_rs * ((v_g[tl_j + 3] * tl_t14[tl_j + 3]) - (v_xh[tl_j + 3] * v_k)));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -17141,9 +17141,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -17183,9 +17183,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -17211,9 +17211,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -17294,11 +17294,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 const float tl_v0 = (v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k)));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const float tl_v1 = (v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k)));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k)));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k)));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -17324,11 +17324,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -17358,11 +17358,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -17407,9 +17407,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17427,9 +17427,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17455,9 +17455,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17521,9 +17521,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17549,9 +17549,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17577,9 +17577,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17598,11 +17598,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -17626,9 +17626,9 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17647,11 +17647,11 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     const float tl_v0 = (v_rs * ((v_g[tl_j] * tl_t14[tl_j]) - (v_xh[tl_j] * v_k)));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (v_rs * ((v_g[tl_j + 1] * tl_t14[tl_j + 1]) - (v_xh[tl_j + 1] * v_k)));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (v_rs * ((v_g[tl_j + 2] * tl_t14[tl_j + 2]) - (v_xh[tl_j + 2] * v_k)));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (v_rs * ((v_g[tl_j + 3] * tl_t14[tl_j + 3]) - (v_xh[tl_j + 3] * v_k)));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -17701,9 +17701,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -17743,9 +17743,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -17771,9 +17771,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -17854,11 +17854,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 const float tl_v0 = (v_rs * (v_gw[tl_j] - (v_xh[tl_j] * v_k)));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const float tl_v1 = (v_rs * (v_gw[tl_j + 1] - (v_xh[tl_j + 1] * v_k)));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (v_rs * (v_gw[tl_j + 2] - (v_xh[tl_j + 2] * v_k)));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (v_rs * (v_gw[tl_j + 3] - (v_xh[tl_j + 3] * v_k)));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -17884,11 +17884,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -17918,11 +17918,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -17967,9 +17967,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -17987,9 +17987,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -18015,9 +18015,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t8[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -18081,9 +18081,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t11[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -18109,9 +18109,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -18137,9 +18137,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_part + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -18158,11 +18158,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const float tl_v0 = (tl_t13[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t13[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t13[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t13[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -18186,9 +18186,9 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -18207,11 +18207,11 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     const float tl_v0 = (v_rs * ((v_g[tl_j] * tl_t14[tl_j]) - (v_xh[tl_j] * v_k)));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (v_rs * ((v_g[tl_j + 1] * tl_t14[tl_j + 1]) - (v_xh[tl_j + 1] * v_k)));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (v_rs * ((v_g[tl_j + 2] * tl_t14[tl_j + 2]) - (v_xh[tl_j + 2] * v_k)));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (v_rs * ((v_g[tl_j + 3] * tl_t14[tl_j + 3]) - (v_xh[tl_j + 3] * v_k)));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -18259,13 +18259,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -18382,13 +18382,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -18418,13 +18418,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -18455,19 +18455,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             const __half tl_v0 = __float2half_rn((((v_d[tl_j] * v_r) * v_wc[tl_j]) + v_bc[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((((v_d[tl_j + 1] * v_r) * v_wc[tl_j + 1]) + v_bc[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((((v_d[tl_j + 2] * v_r) * v_wc[tl_j + 2]) + v_bc[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((((v_d[tl_j + 3] * v_r) * v_wc[tl_j + 3]) + v_bc[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((((v_d[tl_j + 4] * v_r) * v_wc[tl_j + 4]) + v_bc[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((((v_d[tl_j + 5] * v_r) * v_wc[tl_j + 5]) + v_bc[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((((v_d[tl_j + 6] * v_r) * v_wc[tl_j + 6]) + v_bc[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((((v_d[tl_j + 7] * v_r) * v_wc[tl_j + 7]) + v_bc[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -18512,13 +18512,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -18592,13 +18592,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -18688,13 +18688,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -18724,13 +18724,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -18752,13 +18752,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -18781,19 +18781,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 const __half tl_v0 = __float2half_rn((((v_d[tl_j] * v_r) * __half2float(tl_t13[tl_j])) + __half2float(tl_t14[tl_j])));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((((v_d[tl_j + 1] * v_r) * __half2float(tl_t13[tl_j + 1])) + __half2float(tl_t14[tl_j + 1])));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((((v_d[tl_j + 2] * v_r) * __half2float(tl_t13[tl_j + 2])) + __half2float(tl_t14[tl_j + 2])));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((((v_d[tl_j + 3] * v_r) * __half2float(tl_t13[tl_j + 3])) + __half2float(tl_t14[tl_j + 3])));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((((v_d[tl_j + 4] * v_r) * __half2float(tl_t13[tl_j + 4])) + __half2float(tl_t14[tl_j + 4])));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((((v_d[tl_j + 5] * v_r) * __half2float(tl_t13[tl_j + 5])) + __half2float(tl_t14[tl_j + 5])));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((((v_d[tl_j + 6] * v_r) * __half2float(tl_t13[tl_j + 6])) + __half2float(tl_t14[tl_j + 6])));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((((v_d[tl_j + 7] * v_r) * __half2float(tl_t13[tl_j + 7])) + __half2float(tl_t14[tl_j + 7])));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -18848,13 +18848,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -18971,13 +18971,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -19007,13 +19007,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -19044,19 +19044,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             const __half tl_v0 = __float2half_rn((((v_d[tl_j] * v_r) * v_wc[tl_j]) + v_bc[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((((v_d[tl_j + 1] * v_r) * v_wc[tl_j + 1]) + v_bc[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((((v_d[tl_j + 2] * v_r) * v_wc[tl_j + 2]) + v_bc[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((((v_d[tl_j + 3] * v_r) * v_wc[tl_j + 3]) + v_bc[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((((v_d[tl_j + 4] * v_r) * v_wc[tl_j + 4]) + v_bc[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((((v_d[tl_j + 5] * v_r) * v_wc[tl_j + 5]) + v_bc[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((((v_d[tl_j + 6] * v_r) * v_wc[tl_j + 6]) + v_bc[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((((v_d[tl_j + 7] * v_r) * v_wc[tl_j + 7]) + v_bc[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -19101,13 +19101,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19181,13 +19181,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19277,13 +19277,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19313,13 +19313,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19341,13 +19341,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19370,19 +19370,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 const __half tl_v0 = __float2half_rn((((v_d[tl_j] * v_r) * __half2float(tl_t13[tl_j])) + __half2float(tl_t14[tl_j])));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((((v_d[tl_j + 1] * v_r) * __half2float(tl_t13[tl_j + 1])) + __half2float(tl_t14[tl_j + 1])));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((((v_d[tl_j + 2] * v_r) * __half2float(tl_t13[tl_j + 2])) + __half2float(tl_t14[tl_j + 2])));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((((v_d[tl_j + 3] * v_r) * __half2float(tl_t13[tl_j + 3])) + __half2float(tl_t14[tl_j + 3])));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((((v_d[tl_j + 4] * v_r) * __half2float(tl_t13[tl_j + 4])) + __half2float(tl_t14[tl_j + 4])));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((((v_d[tl_j + 5] * v_r) * __half2float(tl_t13[tl_j + 5])) + __half2float(tl_t14[tl_j + 5])));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((((v_d[tl_j + 6] * v_r) * __half2float(tl_t13[tl_j + 6])) + __half2float(tl_t14[tl_j + 6])));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((((v_d[tl_j + 7] * v_r) * __half2float(tl_t13[tl_j + 7])) + __half2float(tl_t14[tl_j + 7])));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -19437,13 +19437,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -19560,13 +19560,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -19596,13 +19596,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -19633,19 +19633,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((((v_d[tl_j] * v_r) * v_wc[tl_j]) + v_bc[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((((v_d[tl_j + 1] * v_r) * v_wc[tl_j + 1]) + v_bc[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((((v_d[tl_j + 2] * v_r) * v_wc[tl_j + 2]) + v_bc[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((((v_d[tl_j + 3] * v_r) * v_wc[tl_j + 3]) + v_bc[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((((v_d[tl_j + 4] * v_r) * v_wc[tl_j + 4]) + v_bc[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((((v_d[tl_j + 5] * v_r) * v_wc[tl_j + 5]) + v_bc[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((((v_d[tl_j + 6] * v_r) * v_wc[tl_j + 6]) + v_bc[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((((v_d[tl_j + 7] * v_r) * v_wc[tl_j + 7]) + v_bc[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -19690,13 +19690,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19770,13 +19770,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19866,13 +19866,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19902,13 +19902,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19930,13 +19930,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -19959,19 +19959,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((((v_d[tl_j] * v_r) * __bfloat162float(tl_t13[tl_j])) + __bfloat162float(tl_t14[tl_j])));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((((v_d[tl_j + 1] * v_r) * __bfloat162float(tl_t13[tl_j + 1])) + __bfloat162float(tl_t14[tl_j + 1])));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((((v_d[tl_j + 2] * v_r) * __bfloat162float(tl_t13[tl_j + 2])) + __bfloat162float(tl_t14[tl_j + 2])));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((((v_d[tl_j + 3] * v_r) * __bfloat162float(tl_t13[tl_j + 3])) + __bfloat162float(tl_t14[tl_j + 3])));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((((v_d[tl_j + 4] * v_r) * __bfloat162float(tl_t13[tl_j + 4])) + __bfloat162float(tl_t14[tl_j + 4])));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((((v_d[tl_j + 5] * v_r) * __bfloat162float(tl_t13[tl_j + 5])) + __bfloat162float(tl_t14[tl_j + 5])));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((((v_d[tl_j + 6] * v_r) * __bfloat162float(tl_t13[tl_j + 6])) + __bfloat162float(tl_t14[tl_j + 6])));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((((v_d[tl_j + 7] * v_r) * __bfloat162float(tl_t13[tl_j + 7])) + __bfloat162float(tl_t14[tl_j + 7])));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -20026,13 +20026,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -20149,13 +20149,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -20185,13 +20185,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -20222,19 +20222,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((((v_d[tl_j] * v_r) * v_wc[tl_j]) + v_bc[tl_j]));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((((v_d[tl_j + 1] * v_r) * v_wc[tl_j + 1]) + v_bc[tl_j + 1]));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((((v_d[tl_j + 2] * v_r) * v_wc[tl_j + 2]) + v_bc[tl_j + 2]));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((((v_d[tl_j + 3] * v_r) * v_wc[tl_j + 3]) + v_bc[tl_j + 3]));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((((v_d[tl_j + 4] * v_r) * v_wc[tl_j + 4]) + v_bc[tl_j + 4]));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((((v_d[tl_j + 5] * v_r) * v_wc[tl_j + 5]) + v_bc[tl_j + 5]));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((((v_d[tl_j + 6] * v_r) * v_wc[tl_j + 6]) + v_bc[tl_j + 6]));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((((v_d[tl_j + 7] * v_r) * v_wc[tl_j + 7]) + v_bc[tl_j + 7]));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -20279,13 +20279,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -20359,13 +20359,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -20455,13 +20455,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -20491,13 +20491,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -20519,13 +20519,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -20548,19 +20548,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((((v_d[tl_j] * v_r) * __bfloat162float(tl_t13[tl_j])) + __bfloat162float(tl_t14[tl_j])));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((((v_d[tl_j + 1] * v_r) * __bfloat162float(tl_t13[tl_j + 1])) + __bfloat162float(tl_t14[tl_j + 1])));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((((v_d[tl_j + 2] * v_r) * __bfloat162float(tl_t13[tl_j + 2])) + __bfloat162float(tl_t14[tl_j + 2])));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((((v_d[tl_j + 3] * v_r) * __bfloat162float(tl_t13[tl_j + 3])) + __bfloat162float(tl_t14[tl_j + 3])));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((((v_d[tl_j + 4] * v_r) * __bfloat162float(tl_t13[tl_j + 4])) + __bfloat162float(tl_t14[tl_j + 4])));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((((v_d[tl_j + 5] * v_r) * __bfloat162float(tl_t13[tl_j + 5])) + __bfloat162float(tl_t14[tl_j + 5])));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((((v_d[tl_j + 6] * v_r) * __bfloat162float(tl_t13[tl_j + 6])) + __bfloat162float(tl_t14[tl_j + 6])));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((((v_d[tl_j + 7] * v_r) * __bfloat162float(tl_t13[tl_j + 7])) + __bfloat162float(tl_t14[tl_j + 7])));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -20615,9 +20615,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -20730,9 +20730,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -20758,9 +20758,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -20787,11 +20787,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             const float tl_v0 = (((v_d[tl_j] * v_r) * v_wc[tl_j]) + v_bc[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (((v_d[tl_j + 1] * v_r) * v_wc[tl_j + 1]) + v_bc[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (((v_d[tl_j + 2] * v_r) * v_wc[tl_j + 2]) + v_bc[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (((v_d[tl_j + 3] * v_r) * v_wc[tl_j + 3]) + v_bc[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -20828,9 +20828,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -20900,9 +20900,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -20988,9 +20988,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21016,9 +21016,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21036,9 +21036,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21057,11 +21057,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 const float tl_v0 = (((v_d[tl_j] * v_r) * tl_t13[tl_j]) + tl_t14[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (((v_d[tl_j + 1] * v_r) * tl_t13[tl_j + 1]) + tl_t14[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (((v_d[tl_j + 2] * v_r) * tl_t13[tl_j + 2]) + tl_t14[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (((v_d[tl_j + 3] * v_r) * tl_t13[tl_j + 3]) + tl_t14[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -21108,9 +21108,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -21223,9 +21223,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -21251,9 +21251,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_b + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -21280,11 +21280,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             const float tl_v0 = (((v_d[tl_j] * v_r) * v_wc[tl_j]) + v_bc[tl_j]);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (((v_d[tl_j + 1] * v_r) * v_wc[tl_j + 1]) + v_bc[tl_j + 1]);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (((v_d[tl_j + 2] * v_r) * v_wc[tl_j + 2]) + v_bc[tl_j + 2]);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (((v_d[tl_j + 3] * v_r) * v_wc[tl_j + 3]) + v_bc[tl_j + 3]);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -21321,9 +21321,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21393,9 +21393,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21481,9 +21481,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21509,9 +21509,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = (v_w + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t13[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21529,9 +21529,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = (v_b + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t14[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21550,11 +21550,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 const float tl_v0 = (((v_d[tl_j] * v_r) * tl_t13[tl_j]) + tl_t14[tl_j]);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (((v_d[tl_j + 1] * v_r) * tl_t13[tl_j + 1]) + tl_t14[tl_j + 1]);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (((v_d[tl_j + 2] * v_r) * tl_t13[tl_j + 2]) + tl_t14[tl_j + 2]);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (((v_d[tl_j + 3] * v_r) * tl_t13[tl_j + 3]) + tl_t14[tl_j + 3]);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -21605,13 +21605,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -21663,13 +21663,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21700,13 +21700,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __half *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -21830,19 +21830,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const __half tl_v0 = __float2half_rn((v_rs * ((v_gw[tl_j] - v_k1) - (v_xh[tl_j] * v_k2))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __half tl_v1 = __float2half_rn((v_rs * ((v_gw[tl_j + 1] - v_k1) - (v_xh[tl_j + 1] * v_k2))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((v_rs * ((v_gw[tl_j + 2] - v_k1) - (v_xh[tl_j + 2] * v_k2))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((v_rs * ((v_gw[tl_j + 3] - v_k1) - (v_xh[tl_j + 3] * v_k2))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((v_rs * ((v_gw[tl_j + 4] - v_k1) - (v_xh[tl_j + 4] * v_k2))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((v_rs * ((v_gw[tl_j + 5] - v_k1) - (v_xh[tl_j + 5] * v_k2))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((v_rs * ((v_gw[tl_j + 6] - v_k1) - (v_xh[tl_j + 6] * v_k2))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((v_rs * ((v_gw[tl_j + 7] - v_k1) - (v_xh[tl_j + 7] * v_k2))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -21876,11 +21876,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -21905,11 +21905,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             const float tl_v0 = v_db[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_db[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_db[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_db[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -21939,11 +21939,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -21968,11 +21968,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -22027,13 +22027,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22055,13 +22055,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22101,13 +22101,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22204,13 +22204,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t16[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22240,13 +22240,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t17[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22276,9 +22276,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_wpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t18[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22297,11 +22297,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const float tl_v0 = (tl_t18[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t18[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t18[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t18[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -22325,9 +22325,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_bpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t19[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22346,11 +22346,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const float tl_v0 = (tl_t19[tl_j] + v_g[tl_j]);
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t19[tl_j + 1] + v_g[tl_j + 1]);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t19[tl_j + 2] + v_g[tl_j + 2]);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t19[tl_j + 3] + v_g[tl_j + 3]);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -22374,13 +22374,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t20[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22403,19 +22403,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     const __half tl_v0 = __float2half_rn((v_rs * (((v_g[tl_j] * __half2float(tl_t20[tl_j])) - v_k1) - (v_xh[tl_j] * v_k2))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __half tl_v1 = __float2half_rn((v_rs * (((v_g[tl_j + 1] * __half2float(tl_t20[tl_j + 1])) - v_k1) - (v_xh[tl_j + 1] * v_k2))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __half tl_v2 = __float2half_rn((v_rs * (((v_g[tl_j + 2] * __half2float(tl_t20[tl_j + 2])) - v_k1) - (v_xh[tl_j + 2] * v_k2))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __half tl_v3 = __float2half_rn((v_rs * (((v_g[tl_j + 3] * __half2float(tl_t20[tl_j + 3])) - v_k1) - (v_xh[tl_j + 3] * v_k2))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __half tl_v4 = __float2half_rn((v_rs * (((v_g[tl_j + 4] * __half2float(tl_t20[tl_j + 4])) - v_k1) - (v_xh[tl_j + 4] * v_k2))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __half tl_v5 = __float2half_rn((v_rs * (((v_g[tl_j + 5] * __half2float(tl_t20[tl_j + 5])) - v_k1) - (v_xh[tl_j + 5] * v_k2))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __half tl_v6 = __float2half_rn((v_rs * (((v_g[tl_j + 6] * __half2float(tl_t20[tl_j + 6])) - v_k1) - (v_xh[tl_j + 6] * v_k2))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __half tl_v7 = __float2half_rn((v_rs * (((v_g[tl_j + 7] * __half2float(tl_t20[tl_j + 7])) - v_k1) - (v_xh[tl_j + 7] * v_k2))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__half *)&tl_vec)[0] = tl_v0;
@@ -22475,13 +22475,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -22533,13 +22533,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -22570,13 +22570,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __half *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -22700,19 +22700,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const __half tl_v0 = __float2half_rn((v_rs * ((v_gw[tl_j] - v_k1) - (v_xh[tl_j] * v_k2))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __half tl_v1 = __float2half_rn((v_rs * ((v_gw[tl_j + 1] - v_k1) - (v_xh[tl_j + 1] * v_k2))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((v_rs * ((v_gw[tl_j + 2] - v_k1) - (v_xh[tl_j + 2] * v_k2))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((v_rs * ((v_gw[tl_j + 3] - v_k1) - (v_xh[tl_j + 3] * v_k2))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((v_rs * ((v_gw[tl_j + 4] - v_k1) - (v_xh[tl_j + 4] * v_k2))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((v_rs * ((v_gw[tl_j + 5] - v_k1) - (v_xh[tl_j + 5] * v_k2))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((v_rs * ((v_gw[tl_j + 6] - v_k1) - (v_xh[tl_j + 6] * v_k2))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((v_rs * ((v_gw[tl_j + 7] - v_k1) - (v_xh[tl_j + 7] * v_k2))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -22746,11 +22746,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -22775,11 +22775,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             const float tl_v0 = v_db[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_db[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_db[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_db[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -22809,11 +22809,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -22838,11 +22838,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -22897,13 +22897,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22925,13 +22925,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -22971,13 +22971,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23074,13 +23074,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t16[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23110,13 +23110,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t17[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23146,9 +23146,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_wpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t18[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23167,11 +23167,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const float tl_v0 = (tl_t18[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t18[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t18[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t18[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -23195,9 +23195,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_bpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t19[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23216,11 +23216,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const float tl_v0 = (tl_t19[tl_j] + v_g[tl_j]);
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t19[tl_j + 1] + v_g[tl_j + 1]);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t19[tl_j + 2] + v_g[tl_j + 2]);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t19[tl_j + 3] + v_g[tl_j + 3]);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -23244,13 +23244,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __half *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t20[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23273,19 +23273,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     const __half tl_v0 = __float2half_rn((v_rs * (((v_g[tl_j] * __half2float(tl_t20[tl_j])) - v_k1) - (v_xh[tl_j] * v_k2))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __half tl_v1 = __float2half_rn((v_rs * (((v_g[tl_j + 1] * __half2float(tl_t20[tl_j + 1])) - v_k1) - (v_xh[tl_j + 1] * v_k2))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __half tl_v2 = __float2half_rn((v_rs * (((v_g[tl_j + 2] * __half2float(tl_t20[tl_j + 2])) - v_k1) - (v_xh[tl_j + 2] * v_k2))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __half tl_v3 = __float2half_rn((v_rs * (((v_g[tl_j + 3] * __half2float(tl_t20[tl_j + 3])) - v_k1) - (v_xh[tl_j + 3] * v_k2))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __half tl_v4 = __float2half_rn((v_rs * (((v_g[tl_j + 4] * __half2float(tl_t20[tl_j + 4])) - v_k1) - (v_xh[tl_j + 4] * v_k2))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __half tl_v5 = __float2half_rn((v_rs * (((v_g[tl_j + 5] * __half2float(tl_t20[tl_j + 5])) - v_k1) - (v_xh[tl_j + 5] * v_k2))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __half tl_v6 = __float2half_rn((v_rs * (((v_g[tl_j + 6] * __half2float(tl_t20[tl_j + 6])) - v_k1) - (v_xh[tl_j + 6] * v_k2))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __half tl_v7 = __float2half_rn((v_rs * (((v_g[tl_j + 7] * __half2float(tl_t20[tl_j + 7])) - v_k1) - (v_xh[tl_j + 7] * v_k2))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__half *)&tl_vec)[0] = tl_v0;
@@ -23345,13 +23345,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 4095;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -23403,13 +23403,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -23440,13 +23440,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const __nv_bfloat16 *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -23570,19 +23570,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j] - v_k1) - (v_xh[tl_j] * v_k2))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 1] - v_k1) - (v_xh[tl_j + 1] * v_k2))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 2] - v_k1) - (v_xh[tl_j + 2] * v_k2))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 3] - v_k1) - (v_xh[tl_j + 3] * v_k2))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 4] - v_k1) - (v_xh[tl_j + 4] * v_k2))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 5] - v_k1) - (v_xh[tl_j + 5] * v_k2))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 6] - v_k1) - (v_xh[tl_j + 6] * v_k2))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 7] - v_k1) - (v_xh[tl_j + 7] * v_k2))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -23616,11 +23616,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -23645,11 +23645,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             const float tl_v0 = v_db[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_db[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_db[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_db[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -23679,11 +23679,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -23708,11 +23708,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -23767,13 +23767,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23795,13 +23795,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23841,13 +23841,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23944,13 +23944,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t16[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -23980,13 +23980,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t17[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24016,9 +24016,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_wpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t18[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24037,11 +24037,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const float tl_v0 = (tl_t18[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t18[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t18[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t18[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -24065,9 +24065,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_bpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t19[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24086,11 +24086,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const float tl_v0 = (tl_t19[tl_j] + v_g[tl_j]);
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t19[tl_j + 1] + v_g[tl_j + 1]);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t19[tl_j + 2] + v_g[tl_j + 2]);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t19[tl_j + 3] + v_g[tl_j + 3]);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -24114,13 +24114,13 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t20[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24143,19 +24143,19 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * (((v_g[tl_j] * __bfloat162float(tl_t20[tl_j])) - v_k1) - (v_xh[tl_j] * v_k2))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 1] * __bfloat162float(tl_t20[tl_j + 1])) - v_k1) - (v_xh[tl_j + 1] * v_k2))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 2] * __bfloat162float(tl_t20[tl_j + 2])) - v_k1) - (v_xh[tl_j + 2] * v_k2))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 3] * __bfloat162float(tl_t20[tl_j + 3])) - v_k1) - (v_xh[tl_j + 3] * v_k2))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 4] * __bfloat162float(tl_t20[tl_j + 4])) - v_k1) - (v_xh[tl_j + 4] * v_k2))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 5] * __bfloat162float(tl_t20[tl_j + 5])) - v_k1) - (v_xh[tl_j + 5] * v_k2))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 6] * __bfloat162float(tl_t20[tl_j + 6])) - v_k1) - (v_xh[tl_j + 6] * v_k2))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 7] * __bfloat162float(tl_t20[tl_j + 7])) - v_k1) - (v_xh[tl_j + 7] * v_k2))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -24215,13 +24215,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -24273,13 +24273,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -24310,13 +24310,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const __nv_bfloat16 *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -24440,19 +24440,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j] - v_k1) - (v_xh[tl_j] * v_k2))));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 1] - v_k1) - (v_xh[tl_j + 1] * v_k2))));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 2] - v_k1) - (v_xh[tl_j + 2] * v_k2))));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 3] - v_k1) - (v_xh[tl_j + 3] * v_k2))));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 4] - v_k1) - (v_xh[tl_j + 4] * v_k2))));
-                const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+                const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 5] - v_k1) - (v_xh[tl_j + 5] * v_k2))));
-                const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+                const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 6] - v_k1) - (v_xh[tl_j + 6] * v_k2))));
-                const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+                const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * ((v_gw[tl_j + 7] - v_k1) - (v_xh[tl_j + 7] * v_k2))));
-                const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+                const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -24486,11 +24486,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -24515,11 +24515,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             const float tl_v0 = v_db[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_db[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_db[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_db[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -24549,11 +24549,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -24578,11 +24578,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -24637,13 +24637,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24665,13 +24665,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24711,13 +24711,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24814,13 +24814,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t16[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24850,13 +24850,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t17[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24886,9 +24886,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_wpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t18[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24907,11 +24907,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const float tl_v0 = (tl_t18[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t18[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t18[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t18[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -24935,9 +24935,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_bpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t19[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -24956,11 +24956,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const float tl_v0 = (tl_t19[tl_j] + v_g[tl_j]);
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t19[tl_j + 1] + v_g[tl_j + 1]);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t19[tl_j + 2] + v_g[tl_j + 2]);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t19[tl_j + 3] + v_g[tl_j + 3]);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -24984,13 +24984,13 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const __nv_bfloat16 *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t20[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25013,19 +25013,19 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_rs * (((v_g[tl_j] * __bfloat162float(tl_t20[tl_j])) - v_k1) - (v_xh[tl_j] * v_k2))));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 1] * __bfloat162float(tl_t20[tl_j + 1])) - v_k1) - (v_xh[tl_j + 1] * v_k2))));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 2] * __bfloat162float(tl_t20[tl_j + 2])) - v_k1) - (v_xh[tl_j + 2] * v_k2))));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 3] * __bfloat162float(tl_t20[tl_j + 3])) - v_k1) - (v_xh[tl_j + 3] * v_k2))));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 4] * __bfloat162float(tl_t20[tl_j + 4])) - v_k1) - (v_xh[tl_j + 4] * v_k2))));
-                    const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                    const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 5] * __bfloat162float(tl_t20[tl_j + 5])) - v_k1) - (v_xh[tl_j + 5] * v_k2))));
-                    const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                    const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 6] * __bfloat162float(tl_t20[tl_j + 6])) - v_k1) - (v_xh[tl_j + 6] * v_k2))));
-                    const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                    const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                     const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_rs * (((v_g[tl_j + 7] * __bfloat162float(tl_t20[tl_j + 7])) - v_k1) - (v_xh[tl_j + 7] * v_k2))));
-                    const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                    const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                     if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -25085,9 +25085,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -25135,9 +25135,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -25164,9 +25164,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -25286,11 +25286,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const float tl_v0 = (v_rs * ((v_gw[tl_j] - v_k1) - (v_xh[tl_j] * v_k2)));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const float tl_v1 = (v_rs * ((v_gw[tl_j + 1] - v_k1) - (v_xh[tl_j + 1] * v_k2)));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (v_rs * ((v_gw[tl_j + 2] - v_k1) - (v_xh[tl_j + 2] * v_k2)));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (v_rs * ((v_gw[tl_j + 3] - v_k1) - (v_xh[tl_j + 3] * v_k2)));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -25316,11 +25316,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -25345,11 +25345,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             const float tl_v0 = v_db[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_db[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_db[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_db[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -25379,11 +25379,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -25408,11 +25408,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -25467,9 +25467,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25487,9 +25487,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25525,9 +25525,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25620,9 +25620,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t16[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25648,9 +25648,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t17[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25676,9 +25676,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_wpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t18[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25697,11 +25697,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const float tl_v0 = (tl_t18[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t18[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t18[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t18[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -25725,9 +25725,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_bpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t19[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25746,11 +25746,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const float tl_v0 = (tl_t19[tl_j] + v_g[tl_j]);
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t19[tl_j + 1] + v_g[tl_j + 1]);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t19[tl_j + 2] + v_g[tl_j + 2]);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t19[tl_j + 3] + v_g[tl_j + 3]);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -25774,9 +25774,9 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const int tl_i0 = (tl_l >> 0) & 4095;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t20[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -25795,11 +25795,11 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     const float tl_v0 = (v_rs * (((v_g[tl_j] * tl_t20[tl_j]) - v_k1) - (v_xh[tl_j] * v_k2)));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (v_rs * (((v_g[tl_j + 1] * tl_t20[tl_j + 1]) - v_k1) - (v_xh[tl_j + 1] * v_k2)));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (v_rs * (((v_g[tl_j + 2] * tl_t20[tl_j + 2]) - v_k1) - (v_xh[tl_j + 2] * v_k2)));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (v_rs * (((v_g[tl_j + 3] * tl_t20[tl_j + 3]) - v_k1) - (v_xh[tl_j + 3] * v_k2)));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -25851,9 +25851,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_w + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -25901,9 +25901,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_x + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -25930,9 +25930,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const int tl_i0 = (tl_l >> 0) & 8191;
                 const float *tl_p = ((v_dy + v_base) + tl_i0);
                 const bool tl_m0 = (tl_i0 < v_cols);
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -26052,11 +26052,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const float tl_v0 = (v_rs * ((v_gw[tl_j] - v_k1) - (v_xh[tl_j] * v_k2)));
                 const bool tl_m0 = (tl_i0 < v_cols);
                 const float tl_v1 = (v_rs * ((v_gw[tl_j + 1] - v_k1) - (v_xh[tl_j + 1] * v_k2)));
-                const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+                const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (v_rs * ((v_gw[tl_j + 2] - v_k1) - (v_xh[tl_j + 2] * v_k2)));
-                const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+                const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (v_rs * ((v_gw[tl_j + 3] - v_k1) - (v_xh[tl_j + 3] * v_k2)));
-                const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+                const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -26082,11 +26082,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             const float tl_v0 = v_dw[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_dw[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_dw[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_dw[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -26111,11 +26111,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             const float tl_v0 = v_db[tl_j];
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = v_db[tl_j + 1];
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = v_db[tl_j + 2];
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = v_db[tl_j + 3];
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -26145,11 +26145,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -26174,11 +26174,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const float tl_v0 = ((float)0);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = ((float)0);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = ((float)0);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = ((float)0);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -26233,9 +26233,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t9[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -26253,9 +26253,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t10[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -26291,9 +26291,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t12[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -26386,9 +26386,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t16[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -26414,9 +26414,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = ((v_dy + v_base) + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t17[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -26442,9 +26442,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_wpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t18[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -26463,11 +26463,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const float tl_v0 = (tl_t18[tl_j] + (v_g[tl_j] * v_xh[tl_j]));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t18[tl_j + 1] + (v_g[tl_j + 1] * v_xh[tl_j + 1]));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t18[tl_j + 2] + (v_g[tl_j + 2] * v_xh[tl_j + 2]));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t18[tl_j + 3] + (v_g[tl_j + 3] * v_xh[tl_j + 3]));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -26491,9 +26491,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_bpart + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t19[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -26512,11 +26512,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const float tl_v0 = (tl_t19[tl_j] + v_g[tl_j]);
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (tl_t19[tl_j + 1] + v_g[tl_j + 1]);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (tl_t19[tl_j + 2] + v_g[tl_j + 2]);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (tl_t19[tl_j + 3] + v_g[tl_j + 3]);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -26540,9 +26540,9 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const int tl_i0 = (tl_l >> 0) & 8191;
                     const float *tl_p = (v_w + (v_c0 + tl_i0));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         *(uint4 *)&tl_t20[tl_j] = *(const uint4 *)tl_p;
                     } else {
@@ -26561,11 +26561,11 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     const float tl_v0 = (v_rs * (((v_g[tl_j] * tl_t20[tl_j]) - v_k1) - (v_xh[tl_j] * v_k2)));
                     const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                     const float tl_v1 = (v_rs * (((v_g[tl_j + 1] * tl_t20[tl_j + 1]) - v_k1) - (v_xh[tl_j + 1] * v_k2)));
-                    const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                    const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                     const float tl_v2 = (v_rs * (((v_g[tl_j + 2] * tl_t20[tl_j + 2]) - v_k1) - (v_xh[tl_j + 2] * v_k2)));
-                    const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                    const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                     const float tl_v3 = (v_rs * (((v_g[tl_j + 3] * tl_t20[tl_j + 3]) - v_k1) - (v_xh[tl_j + 3] * v_k2)));
-                    const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                    const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                     if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                         uint4 tl_vec;
                         ((float *)&tl_vec)[0] = tl_v0;
@@ -26687,11 +26687,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         const __half tl_v0 = __float2half_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const __half tl_v1 = __float2half_rn(tl_t2[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __half tl_v2 = __float2half_rn(tl_t2[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __half tl_v3 = __float2half_rn(tl_t2[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -26810,11 +26810,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __
         const __half tl_v0 = __float2half_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const __half tl_v1 = __float2half_rn(tl_t2[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __half tl_v2 = __float2half_rn(tl_t2[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __half tl_v3 = __float2half_rn(tl_t2[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 248) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -26933,11 +26933,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __
         const __half tl_v0 = __float2half_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const __half tl_v1 = __float2half_rn(tl_t2[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __half tl_v2 = __float2half_rn(tl_t2[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __half tl_v3 = __float2half_rn(tl_t2[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -27056,11 +27056,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __
         const __half tl_v0 = __float2half_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const __half tl_v1 = __float2half_rn(tl_t2[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __half tl_v2 = __float2half_rn(tl_t2[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __half tl_v3 = __float2half_rn(tl_t2[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 248) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -27179,11 +27179,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(tl_t2[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(tl_t2[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(tl_t2[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -27302,11 +27302,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, _
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(tl_t2[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(tl_t2[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(tl_t2[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 248) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -27425,11 +27425,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, _
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(tl_t2[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(tl_t2[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(tl_t2[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -27548,11 +27548,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, _
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(tl_t2[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(tl_t2[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(tl_t2[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(tl_t2[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 248) == 0 && tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -27671,11 +27671,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const float tl_v1 = tl_t2[tl_j + 1];
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = tl_t2[tl_j + 2];
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = tl_t2[tl_j + 3];
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -27794,11 +27794,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const float tl_v1 = tl_t2[tl_j + 1];
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = tl_t2[tl_j + 2];
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = tl_t2[tl_j + 3];
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 248) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -27917,11 +27917,11 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const float tl_v1 = tl_t2[tl_j + 1];
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = tl_t2[tl_j + 2];
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = tl_t2[tl_j + 3];
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 120) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -28040,11 +28040,11 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
         const float tl_v0 = tl_t2[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BC) + tl_i0) < v_cols);
         const float tl_v1 = tl_t2[tl_j + 1];
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = tl_t2[tl_j + 2];
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = tl_t2[tl_j + 3];
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 248) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32791,13 +32791,13 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             const __half *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -32931,13 +32931,13 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             const __half *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -32968,19 +32968,19 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const __half tl_v0 = __float2half_rn((v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f))));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
             const __half tl_v1 = __float2half_rn((v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_scale * (v_p[tl_j + 4] - (((v_c0 + (tl_i0 + 4)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_scale * (v_p[tl_j + 5] - (((v_c0 + (tl_i0 + 5)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_scale * (v_p[tl_j + 6] - (((v_c0 + (tl_i0 + 6)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_scale * (v_p[tl_j + 7] - (((v_c0 + (tl_i0 + 7)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -33053,13 +33053,13 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -33193,13 +33193,13 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __half *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -33230,19 +33230,19 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const __half tl_v0 = __float2half_rn((v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f))));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
             const __half tl_v1 = __float2half_rn((v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_scale * (v_p[tl_j + 4] - (((v_c0 + (tl_i0 + 4)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_scale * (v_p[tl_j + 5] - (((v_c0 + (tl_i0 + 5)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_scale * (v_p[tl_j + 6] - (((v_c0 + (tl_i0 + 6)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_scale * (v_p[tl_j + 7] - (((v_c0 + (tl_i0 + 7)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -33315,13 +33315,13 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             const __nv_bfloat16 *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -33455,13 +33455,13 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             const __nv_bfloat16 *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -33492,19 +33492,19 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f))));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 4] - (((v_c0 + (tl_i0 + 4)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 5] - (((v_c0 + (tl_i0 + 5)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 6] - (((v_c0 + (tl_i0 + 6)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 7] - (((v_c0 + (tl_i0 + 7)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -33577,13 +33577,13 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -33717,13 +33717,13 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             const __nv_bfloat16 *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -33754,19 +33754,19 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f))));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 4] - (((v_c0 + (tl_i0 + 4)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_V);
+            const bool tl_m4 = ((v_c0 + tl_i0) < (v_V >= -2147483644 ? v_V - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 5] - (((v_c0 + (tl_i0 + 5)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_V);
+            const bool tl_m5 = ((v_c0 + tl_i0) < (v_V >= -2147483643 ? v_V - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 6] - (((v_c0 + (tl_i0 + 6)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_V);
+            const bool tl_m6 = ((v_c0 + tl_i0) < (v_V >= -2147483642 ? v_V - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_scale * (v_p[tl_j + 7] - (((v_c0 + (tl_i0 + 7)) == v_t) ? 1.0f : 0.0f))));
-            const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_V);
+            const bool tl_m7 = ((v_c0 + tl_i0) < (v_V >= -2147483641 ? v_V - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -33839,9 +33839,9 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             const float *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -33971,9 +33971,9 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             const float *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -34000,11 +34000,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const float tl_v0 = (v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f)));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
             const float tl_v1 = (v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f)));
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
             const float tl_v2 = (v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f)));
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
             const float tl_v3 = (v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f)));
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -34069,9 +34069,9 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -34201,9 +34201,9 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             const float *tl_p = (v_row + (v_c0 + tl_i0));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -34230,11 +34230,11 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const float tl_v0 = (v_scale * (v_p[tl_j] - (((v_c0 + tl_i0) == v_t) ? 1.0f : 0.0f)));
             const bool tl_m0 = ((v_c0 + tl_i0) < v_V);
             const float tl_v1 = (v_scale * (v_p[tl_j + 1] - (((v_c0 + (tl_i0 + 1)) == v_t) ? 1.0f : 0.0f)));
-            const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_V);
+            const bool tl_m1 = ((v_c0 + tl_i0) < (v_V >= -2147483647 ? v_V - 1 : -2147483647 - 1));
             const float tl_v2 = (v_scale * (v_p[tl_j + 2] - (((v_c0 + (tl_i0 + 2)) == v_t) ? 1.0f : 0.0f)));
-            const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_V);
+            const bool tl_m2 = ((v_c0 + tl_i0) < (v_V >= -2147483646 ? v_V - 2 : -2147483647 - 1));
             const float tl_v3 = (v_scale * (v_p[tl_j + 3] - (((v_c0 + (tl_i0 + 3)) == v_t) ? 1.0f : 0.0f)));
-            const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_V);
+            const bool tl_m3 = ((v_c0 + tl_i0) < (v_V >= -2147483645 ? v_V - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -34274,9 +34274,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
         const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -34392,9 +34392,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
         const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -34510,9 +34510,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
         const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -34604,9 +34604,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
         const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -34693,9 +34693,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
         const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -34782,9 +34782,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
         const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -37604,9 +37604,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p,
             const int tl_i0 = (tl_l >> 0) & 2047;
             const float *tl_p = ((v_p + (((long long)(v_s)) * ((long long)(v_n)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
             const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
-            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
-            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -37636,19 +37636,19 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p,
         const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
         const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
         const __half tl_v2 = __float2half_rn(v_acc[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
         const __half tl_v3 = __float2half_rn(v_acc[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         const __half tl_v4 = __float2half_rn(v_acc[tl_j + 4]);
-        const bool tl_m4 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 4)) < v_n);
+        const bool tl_m4 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483644 ? v_n - 4 : -2147483647 - 1));
         const __half tl_v5 = __float2half_rn(v_acc[tl_j + 5]);
-        const bool tl_m5 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 5)) < v_n);
+        const bool tl_m5 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483643 ? v_n - 5 : -2147483647 - 1));
         const __half tl_v6 = __float2half_rn(v_acc[tl_j + 6]);
-        const bool tl_m6 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 6)) < v_n);
+        const bool tl_m6 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483642 ? v_n - 6 : -2147483647 - 1));
         const __half tl_v7 = __float2half_rn(v_acc[tl_j + 7]);
-        const bool tl_m7 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 7)) < v_n);
+        const bool tl_m7 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483641 ? v_n - 7 : -2147483647 - 1));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -37703,9 +37703,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p
             const int tl_i0 = (tl_l >> 0) & 2047;
             const float *tl_p = ((v_p + (((long long)(v_s)) * ((long long)(v_n)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
             const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
-            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
-            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -37735,19 +37735,19 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_acc[tl_j]);
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(v_acc[tl_j + 2]);
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(v_acc[tl_j + 3]);
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(v_acc[tl_j + 4]);
-        const bool tl_m4 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 4)) < v_n);
+        const bool tl_m4 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483644 ? v_n - 4 : -2147483647 - 1));
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(v_acc[tl_j + 5]);
-        const bool tl_m5 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 5)) < v_n);
+        const bool tl_m5 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483643 ? v_n - 5 : -2147483647 - 1));
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(v_acc[tl_j + 6]);
-        const bool tl_m6 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 6)) < v_n);
+        const bool tl_m6 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483642 ? v_n - 6 : -2147483647 - 1));
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(v_acc[tl_j + 7]);
-        const bool tl_m7 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 7)) < v_n);
+        const bool tl_m7 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483641 ? v_n - 7 : -2147483647 - 1));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -37802,9 +37802,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p,
             const int tl_i0 = (tl_l >> 0) & 2047;
             const float *tl_p = ((v_p + (((long long)(v_s)) * ((long long)(v_n)))) + ((((int)blockIdx.x) * v_BLOCK) + tl_i0));
             const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
-            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
-            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+            const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+            const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+            const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -37834,11 +37834,11 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p,
         const float tl_v0 = v_acc[tl_j];
         const bool tl_m0 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < v_n);
         const float tl_v1 = v_acc[tl_j + 1];
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 1)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
         const float tl_v2 = v_acc[tl_j + 2];
-        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 2)) < v_n);
+        const bool tl_m2 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
         const float tl_v3 = v_acc[tl_j + 3];
-        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + (tl_i0 + 3)) < v_n);
+        const bool tl_m3 = (((((int)blockIdx.x) * v_BLOCK) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;

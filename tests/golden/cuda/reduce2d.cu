@@ -218,11 +218,11 @@ extern "C" __global__ void __launch_bounds__(128) row_col_sums_v0(float *v_x, fl
         const float tl_v0 = tl_t1[tl_j];
         const bool tl_m0 = (((((int)blockIdx.y) * v_BC) + tl_i0) < v_cols);
         const float tl_v1 = tl_t1[tl_j + 1];
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BC) + (tl_i0 + 1)) < v_cols);
+        const bool tl_m1 = (((((int)blockIdx.y) * v_BC) + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = tl_t1[tl_j + 2];
-        const bool tl_m2 = (((((int)blockIdx.y) * v_BC) + (tl_i0 + 2)) < v_cols);
+        const bool tl_m2 = (((((int)blockIdx.y) * v_BC) + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = tl_t1[tl_j + 3];
-        const bool tl_m3 = (((((int)blockIdx.y) * v_BC) + (tl_i0 + 3)) < v_cols);
+        const bool tl_m3 = (((((int)blockIdx.y) * v_BC) + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if ((tl_tid & 96) == 0 && tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             tl_atomic_add4(tl_p, tl_v0, tl_v1, tl_v2, tl_v3);
         } else {

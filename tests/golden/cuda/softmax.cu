@@ -121,9 +121,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -205,11 +205,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
             const float tl_v0 = (v_e[tl_j] / tl_t1);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_e[tl_j + 1] / tl_t1);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_e[tl_j + 2] / tl_t1);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_e[tl_j + 3] / tl_t1);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -246,9 +246,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -317,9 +317,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -380,9 +380,9 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -401,11 +401,11 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
                 const float tl_v0 = (expf((tl_t6[tl_j] - v_rowmax)) / v_total);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (expf((tl_t6[tl_j + 1] - v_rowmax)) / v_total);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (expf((tl_t6[tl_j + 2] - v_rowmax)) / v_total);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (expf((tl_t6[tl_j + 3] - v_rowmax)) / v_total);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -448,9 +448,9 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
             const int tl_i0 = (tl_l >> 0) & 4095;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -532,11 +532,11 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
             const float tl_v0 = (v_e[tl_j] / tl_t1);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_e[tl_j + 1] / tl_t1);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_e[tl_j + 2] / tl_t1);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_e[tl_j + 3] / tl_t1);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -573,9 +573,9 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -644,9 +644,9 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -707,9 +707,9 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 4095;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -728,11 +728,11 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
                 const float tl_v0 = (expf((tl_t6[tl_j] - v_rowmax)) / v_total);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (expf((tl_t6[tl_j + 1] - v_rowmax)) / v_total);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (expf((tl_t6[tl_j + 2] - v_rowmax)) / v_total);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (expf((tl_t6[tl_j + 3] - v_rowmax)) / v_total);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -775,9 +775,9 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
             const int tl_i0 = (tl_l >> 0) & 16383;
             const float *tl_p = ((v_x + v_base) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&v_v[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -859,11 +859,11 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
             const float tl_v0 = (v_e[tl_j] / tl_t1);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_e[tl_j + 1] / tl_t1);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_e[tl_j + 2] / tl_t1);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_e[tl_j + 3] / tl_t1);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -900,9 +900,9 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -971,9 +971,9 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t4[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1034,9 +1034,9 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
                 const int tl_i0 = (tl_l >> 0) & 16383;
                 const float *tl_p = ((v_x + v_base) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t6[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1055,11 +1055,11 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
                 const float tl_v0 = (expf((tl_t6[tl_j] - v_rowmax)) / v_total);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (expf((tl_t6[tl_j + 1] - v_rowmax)) / v_total);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (expf((tl_t6[tl_j + 2] - v_rowmax)) / v_total);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (expf((tl_t6[tl_j + 3] - v_rowmax)) / v_total);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;

@@ -123,13 +123,13 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             const int tl_i0 = (tl_l >> 0) & 1023;
             const __half *tl_p = ((v_x + v_row) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -222,19 +222,19 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             const __half tl_v0 = __float2half_rn((v_e[tl_j] / tl_t2));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __half tl_v1 = __float2half_rn((v_e[tl_j + 1] / tl_t2));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __half tl_v2 = __float2half_rn((v_e[tl_j + 2] / tl_t2));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __half tl_v3 = __float2half_rn((v_e[tl_j + 3] / tl_t2));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __half tl_v4 = __float2half_rn((v_e[tl_j + 4] / tl_t2));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __half tl_v5 = __float2half_rn((v_e[tl_j + 5] / tl_t2));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __half tl_v6 = __float2half_rn((v_e[tl_j + 6] / tl_t2));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __half tl_v7 = __float2half_rn((v_e[tl_j + 7] / tl_t2));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__half *)&tl_vec)[0] = tl_v0;
@@ -279,13 +279,13 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -358,13 +358,13 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -429,13 +429,13 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -466,19 +466,19 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
                 const __half tl_v0 = __float2half_rn((expf((v_v[tl_j] - v_rowmax)) / v_total));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __half tl_v1 = __float2half_rn((expf((v_v[tl_j + 1] - v_rowmax)) / v_total));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __half tl_v2 = __float2half_rn((expf((v_v[tl_j + 2] - v_rowmax)) / v_total));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __half tl_v3 = __float2half_rn((expf((v_v[tl_j + 3] - v_rowmax)) / v_total));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __half tl_v4 = __float2half_rn((expf((v_v[tl_j + 4] - v_rowmax)) / v_total));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __half tl_v5 = __float2half_rn((expf((v_v[tl_j + 5] - v_rowmax)) / v_total));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __half tl_v6 = __float2half_rn((expf((v_v[tl_j + 6] - v_rowmax)) / v_total));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __half tl_v7 = __float2half_rn((expf((v_v[tl_j + 7] - v_rowmax)) / v_total));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -529,13 +529,13 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 1023;
             const __nv_bfloat16 *tl_p = ((v_x + v_row) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -628,19 +628,19 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_e[tl_j] / tl_t2));
             const bool tl_m0 = (tl_i0 < v_cols);
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_e[tl_j + 1] / tl_t2));
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_e[tl_j + 2] / tl_t2));
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_e[tl_j + 3] / tl_t2));
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_e[tl_j + 4] / tl_t2));
-            const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+            const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
             const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_e[tl_j + 5] / tl_t2));
-            const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+            const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
             const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_e[tl_j + 6] / tl_t2));
-            const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+            const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
             const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_e[tl_j + 7] / tl_t2));
-            const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+            const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -685,13 +685,13 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -764,13 +764,13 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -835,13 +835,13 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -872,19 +872,19 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((expf((v_v[tl_j] - v_rowmax)) / v_total));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((expf((v_v[tl_j + 1] - v_rowmax)) / v_total));
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((expf((v_v[tl_j + 2] - v_rowmax)) / v_total));
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((expf((v_v[tl_j + 3] - v_rowmax)) / v_total));
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((expf((v_v[tl_j + 4] - v_rowmax)) / v_total));
-                const bool tl_m4 = ((v_c0 + (tl_i0 + 4)) < v_cols);
+                const bool tl_m4 = ((v_c0 + tl_i0) < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((expf((v_v[tl_j + 5] - v_rowmax)) / v_total));
-                const bool tl_m5 = ((v_c0 + (tl_i0 + 5)) < v_cols);
+                const bool tl_m5 = ((v_c0 + tl_i0) < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((expf((v_v[tl_j + 6] - v_rowmax)) / v_total));
-                const bool tl_m6 = ((v_c0 + (tl_i0 + 6)) < v_cols);
+                const bool tl_m6 = ((v_c0 + tl_i0) < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((expf((v_v[tl_j + 7] - v_rowmax)) / v_total));
-                const bool tl_m7 = ((v_c0 + (tl_i0 + 7)) < v_cols);
+                const bool tl_m7 = ((v_c0 + tl_i0) < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -935,9 +935,9 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = ((v_x + v_row) + tl_i0);
             const bool tl_m0 = (tl_i0 < v_cols);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1026,11 +1026,11 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
             const float tl_v0 = (v_e[tl_j] / tl_t2);
             const bool tl_m0 = (tl_i0 < v_cols);
             const float tl_v1 = (v_e[tl_j + 1] / tl_t2);
-            const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+            const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
             const float tl_v2 = (v_e[tl_j + 2] / tl_t2);
-            const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+            const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
             const float tl_v3 = (v_e[tl_j + 3] / tl_t2);
-            const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+            const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 uint4 tl_vec;
                 ((float *)&tl_vec)[0] = tl_v0;
@@ -1067,9 +1067,9 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1138,9 +1138,9 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t5[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1201,9 +1201,9 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = ((v_x + v_row) + (v_c0 + tl_i0));
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t7[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -1230,11 +1230,11 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
                 const float tl_v0 = (expf((v_v[tl_j] - v_rowmax)) / v_total);
                 const bool tl_m0 = ((v_c0 + tl_i0) < v_cols);
                 const float tl_v1 = (expf((v_v[tl_j + 1] - v_rowmax)) / v_total);
-                const bool tl_m1 = ((v_c0 + (tl_i0 + 1)) < v_cols);
+                const bool tl_m1 = ((v_c0 + tl_i0) < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
                 const float tl_v2 = (expf((v_v[tl_j + 2] - v_rowmax)) / v_total);
-                const bool tl_m2 = ((v_c0 + (tl_i0 + 2)) < v_cols);
+                const bool tl_m2 = ((v_c0 + tl_i0) < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const float tl_v3 = (expf((v_v[tl_j + 3] - v_rowmax)) / v_total);
-                const bool tl_m3 = ((v_c0 + (tl_i0 + 3)) < v_cols);
+                const bool tl_m3 = ((v_c0 + tl_i0) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -1275,13 +1275,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f16_v0(__half *v_x, _
         const int tl_i0 = (tl_l >> 0) & 4095;
         const __half *tl_p = ((v_x + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)))) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+        const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+        const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+        const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+        const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -1355,13 +1355,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f16_v0(__half *v_x, _
         const int tl_i0 = (tl_l >> 0) & 4095;
         const __half *tl_p = (v_w + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+        const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+        const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+        const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+        const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -1392,19 +1392,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f16_v0(__half *v_x, _
         const __half tl_v0 = __float2half_rn((v_wc[tl_j] * v_h[tl_j]));
         const bool tl_m0 = (tl_i0 < v_cols);
         const __half tl_v1 = __float2half_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __half tl_v2 = __float2half_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __half tl_v3 = __float2half_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         const __half tl_v4 = __float2half_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+        const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
         const __half tl_v5 = __float2half_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+        const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
         const __half tl_v6 = __float2half_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+        const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
         const __half tl_v7 = __float2half_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -1451,13 +1451,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__bf16_v0(__nv_bfloat16
         const int tl_i0 = (tl_l >> 0) & 4095;
         const __nv_bfloat16 *tl_p = ((v_x + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)))) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+        const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+        const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+        const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+        const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -1531,13 +1531,13 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__bf16_v0(__nv_bfloat16
         const int tl_i0 = (tl_l >> 0) & 4095;
         const __nv_bfloat16 *tl_p = (v_w + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
-        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
-        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
-        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
-        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
+        const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
+        const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
+        const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
+        const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -1568,19 +1568,19 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__bf16_v0(__nv_bfloat16
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_wc[tl_j] * v_h[tl_j]));
         const bool tl_m0 = (tl_i0 < v_cols);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_wc[tl_j + 1] * v_h[tl_j + 1]));
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((v_wc[tl_j + 2] * v_h[tl_j + 2]));
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((v_wc[tl_j + 3] * v_h[tl_j + 3]));
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((v_wc[tl_j + 4] * v_h[tl_j + 4]));
-        const bool tl_m4 = ((tl_i0 + 4) < v_cols);
+        const bool tl_m4 = (tl_i0 < (v_cols >= -2147483644 ? v_cols - 4 : -2147483647 - 1));
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((v_wc[tl_j + 5] * v_h[tl_j + 5]));
-        const bool tl_m5 = ((tl_i0 + 5) < v_cols);
+        const bool tl_m5 = (tl_i0 < (v_cols >= -2147483643 ? v_cols - 5 : -2147483647 - 1));
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((v_wc[tl_j + 6] * v_h[tl_j + 6]));
-        const bool tl_m6 = ((tl_i0 + 6) < v_cols);
+        const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((v_wc[tl_j + 7] * v_h[tl_j + 7]));
-        const bool tl_m7 = ((tl_i0 + 7) < v_cols);
+        const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -1627,9 +1627,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f32_v0(float *v_x, fl
         const int tl_i0 = (tl_l >> 0) & 4095;
         const float *tl_p = ((v_x + (((long long)(((int)blockIdx.x))) * ((long long)(v_cols)))) + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -1699,9 +1699,9 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f32_v0(float *v_x, fl
         const int tl_i0 = (tl_l >> 0) & 4095;
         const float *tl_p = (v_w + tl_i0);
         const bool tl_m0 = (tl_i0 < v_cols);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -1728,11 +1728,11 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm__f32_v0(float *v_x, fl
         const float tl_v0 = (v_wc[tl_j] * v_h[tl_j]);
         const bool tl_m0 = (tl_i0 < v_cols);
         const float tl_v1 = (v_wc[tl_j + 1] * v_h[tl_j + 1]);
-        const bool tl_m1 = ((tl_i0 + 1) < v_cols);
+        const bool tl_m1 = (tl_i0 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));
         const float tl_v2 = (v_wc[tl_j + 2] * v_h[tl_j + 2]);
-        const bool tl_m2 = ((tl_i0 + 2) < v_cols);
+        const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
         const float tl_v3 = (v_wc[tl_j + 3] * v_h[tl_j + 3]);
-        const bool tl_m3 = ((tl_i0 + 3) < v_cols);
+        const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;

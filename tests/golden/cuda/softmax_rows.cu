@@ -1685,7 +1685,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + tl_i1);
             const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
             const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((tl_i1 + 1) < v_cols));
@@ -1758,7 +1758,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             v_e[tl_j] = expf((v_v[tl_j] - tl_t0[0]));
         }
         // examples/softmax_rows.tile:21
@@ -1819,7 +1819,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
             const int tl_j = tl_c;
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             float *tl_p = ((v_y + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + tl_i1);
             const float tl_v0 = (v_e[tl_j] / tl_t1[0]);
             const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && (tl_i1 < v_cols));
@@ -1849,7 +1849,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
@@ -1862,7 +1862,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + (v_c0 + tl_i1));
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
                 const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
@@ -1881,7 +1881,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 tl_n3[tl_j] = tl_max(v_mx[tl_j], tl_t2[tl_j]);
             }
             #pragma unroll
@@ -1953,7 +1953,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
             const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+            const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
@@ -1966,7 +1966,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + (v_c0 + tl_i1));
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
                 const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
@@ -1985,7 +1985,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 tl_n6[tl_j] = (v_den[tl_j] + expf((tl_t5[tl_j] - v_rowmax[0])));
             }
             #pragma unroll
@@ -2064,7 +2064,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + (v_c0 + tl_i1));
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));
                 const bool tl_m1 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + (tl_i1 + 1)) < v_cols));
@@ -2083,7 +2083,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
                 const int tl_i0 = (((tl_warp >> 0) & 1) << 0);
-                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 7) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 9);
+                const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 3) << 8) | (((tl_lane >> 0) & 31) << 2) | (((tl_warp >> 1) & 1) << 7);
                 float *tl_p = ((v_y + (((long long)(((((int)blockIdx.x) * v_ROWS) + tl_i0))) * ((long long)(v_cols)))) + (v_c0 + tl_i1));
                 const float tl_v0 = (expf((tl_t8[tl_j] - v_rowmax[0])) / v_total[0]);
                 const bool tl_m0 = ((((((int)blockIdx.x) * v_ROWS) + tl_i0) < v_rows) && ((v_c0 + tl_i1) < v_cols));

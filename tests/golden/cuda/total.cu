@@ -116,9 +116,9 @@ extern "C" __global__ void __launch_bounds__(256) chunk_sums_v0(float *v_x, floa
         const int tl_i0 = (tl_l >> 0) & 8191;
         const float *tl_p = (v_x + ((((int)blockIdx.x) * 8192) + tl_i0));
         const bool tl_m0 = (((((int)blockIdx.x) * 8192) + tl_i0) < v_n);
-        const bool tl_m1 = (((((int)blockIdx.x) * 8192) + (tl_i0 + 1)) < v_n);
-        const bool tl_m2 = (((((int)blockIdx.x) * 8192) + (tl_i0 + 2)) < v_n);
-        const bool tl_m3 = (((((int)blockIdx.x) * 8192) + (tl_i0 + 3)) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * 8192) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * 8192) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * 8192) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
