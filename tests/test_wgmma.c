@@ -677,7 +677,7 @@ Test(wgmma, two_m_tiles_leave_shared_memory_alone)
 }
 
 /* Two M tiles a block planned (BN = 256: N tiles cannot pair), but the
- * statements after the loop take 32 KiB of shared memory (the dW tile
+ * statements after the loop take 32 KiB of shared memory (the C tile
  * read back through it), so beside the two warp groups' stagings fewer
  * stages fit than two M tiles want: lower_wg_pair_deep's bound, 4 with
  * BK = 64 (stages x BK >= 256), not a fixed 3; and the remark says so
@@ -685,28 +685,12 @@ Test(wgmma, two_m_tiles_leave_shared_memory_alone)
  * tiles (lower/target.c, twin_remark). */
 Test(wgmma, two_m_tiles_say_the_stages_they_want)
 {
-    static const char src[] =
-        "kernel mm(a: *bf16, b: *bf16, dw: *bf16, M: i32, N: i32, K: i32, add: i32)\n"
-        "    grid (cdiv(M, BM), cdiv(N, BN))\n"
-        "    hints { BM = 64, BN = 256, BK = 64, warps = 8 }\n"
-        "{\n"
-        "    let rm = pid(0) * BM + range(BM);\n"
-        "    let rn = pid(1) * BN + range(BN);\n"
-        "    let acc = zeros(f32, BM, BN);\n"
-        "    for k in 0 .. K step BK {\n"
-        "        let rk = k + range(BK);\n"
-        "        let ta = load(a + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0);\n"
-        "        let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);\n"
-        "        acc = acc + dot(ta, tb);\n"
-        "    }\n"
-        "    let m = rm[:, None] < M && rn[None, :] < N;\n"
-        "    let at = dw + rm[:, None] * N + rn[None, :];\n"
-        "    store(at, cast(acc + cast(load(at, m && add != 0, 0.0), f32), bf16), m);\n"
-        "}\n";
-    tilec_ctx *ctx = tilec_ctx_new();
+    static const char *const edits[] = {
+        "BM = 128, BN = 128, BK = 64, warps = 8, stages = 3", "BM = 64, BN = 256, BK = 64, warps = 8",
+        "cast(acc, f16)", "cast(acc + cast(load(c + rm[:, None] * N + rn[None, :], rm[:, None] < M, 0.0), f32), f16)"};
     tilec_module *m;
     tilec_kernel_code code;
-    lower_src(ctx, &m, "mm", src, &code);
+    tilec_ctx *ctx = lower_mm(edits, 2, &m, &code);
     cr_assert_not_null(code.tma.name, "a twin\n%s", code.remarks);
     cr_expect(strstr(code.remarks, "two M tiles a block on a persistent grid (pid(0) 2i and 2i + 1"), "%s",
               code.remarks);
