@@ -191,6 +191,8 @@ static int h_free(void *u, const tilec_wir_line *l)
     return 0;
 }
 
+static int late_list(pystate *s, const char *name);
+
 static int h_reinterpret(void *u, const tilec_wir_line *l)
 {
     pystate *s = u;
@@ -216,7 +218,12 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
         sb_puts(&c, ", ");
         py_size(&c, s->g, l->bytes_expr);
         sb_printf(&c, ", \"%s\", %u)\n", sb_str(&ty), tilec_dtype_size(l->dtype));
-        if (s->depth)
+        char *list = strndup(t, (size_t)(br - t));
+        int late = list && late_list(s, list); /* a list of the graph's tensors: made after the allocations */
+        s->failed |= !list;
+        free(list);
+        s->late_items |= late;
+        if (s->depth || late)
             py_code(s, sb_str(&c));
         else
             sb_add(&s->checks, sb_str(&c), c.n);
@@ -225,6 +232,17 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
         sb_free(&h);
         sb_free(&ty);
         buf_add(s, l, 0, NULL, 0, 1);
+        if (late && s->loops && !s->depth) { /* its address set where it stands, as a loop's are */
+            strbuf a;
+            sb_init(&a);
+            sb_printf(&a, "    _ptrs[%zu] = ", s->nbufs - 1);
+            mg_py_helper(&a, l->name, strlen(l->name), "p");
+            sb_puts(&a, "\n");
+            py_code(s, sb_str(&a));
+            s->bufs[s->nbufs - 1].inloop = -1;
+            s->failed |= a.failed;
+            sb_free(&a);
+        }
         return 0;
     }
     if (l->nargs != 3) {
@@ -273,7 +291,6 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
     return 0;
 }
 
-static int late_list(pystate *s, const char *name);
 static long code_slot(pystate *s, const char *name, const char *kind);
 
 /* xs[i] (an ITEM argument of the kernel call at `line`): a "ptr" slot, the
@@ -293,6 +310,7 @@ static void py_item(pystate *s, const tilec_wir_arg *a, unsigned line)
     sb_init(&v);
     sb_init(&list);
     sb_add(&list, a->text, (size_t)(br - a->text));
+    s->late_items |= late_list(s, sb_str(&list)); /* its address is this call's: no Recipes */
     sb_printf(&key, "$%s", a->text);
     py_str(&s->steps, sb_str(&key));
     mg_py_helper(&h, sb_str(&list), list.n, "list");

@@ -38,6 +38,7 @@ typedef struct pystate {
     pybuf *bufs;
     size_t nbufs, capbufs;
     int cacheable;  /* every output is a root of its own: call() keeps Recipes (py_call_prologue) */
+    int late_items; /* a tensor of a list of the graph's tensors (xs[i]) is taken: its address is this call's */
     int failed;
     strbuf colls; /* set_comm's registrations, one per COLLECTIVE line */
     /* a graph with for loops (py_loop.c): call() runs the plan in parts,

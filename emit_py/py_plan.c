@@ -153,7 +153,7 @@ int py_call_cacheable(pystate *s)
     for (size_t i = 0; i < s->nbufs; i++)
         inputs |= s->bufs[i].input;
     /* a Recipe is one run of one plan, keyed by its tensors' shapes: none of a tensor list's */
-    s->cacheable = inputs && !s->loops && !s->first_list && py_outputs_are_roots(s);
+    s->cacheable = inputs && !s->loops && !s->first_list && !s->late_items && py_outputs_are_roots(s);
     return s->cacheable;
 }
 

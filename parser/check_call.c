@@ -84,9 +84,10 @@ binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, cons
     const binding *l = a->kind == TILEC_EX_INDEX && a->nargs && a->args[0]->kind == TILEC_EX_NAME
                            ? chk_lookup(ck, a->args[0]->name) : NULL;
     if (l && l->kind == B_LIST) {
-        chk_err(ck, chk_start_of(a), "%s must be a tensor%s: one tensor of tensor list '%s' (%s[i]) has no shape "
-            "but where a kernel takes a pointer; view it as a tensor first, let w = view(%s[i], %s[M, K])", what,
-            paren ? paren : "", l->name, l->name, l->name, tilec_dtype_name(l->dtype));
+        chk_err(ck, chk_start_of(a), "%s must be a tensor%s, but %s[...] is one tensor of tensor list '%s', which "
+            "carries no shape: view it first, let w = view(%s[i], %s[M, K]) (xs[i] itself goes only where a kernel "
+            "takes a pointer, an extern a tensor, or view a tensor)", what, paren ? paren : "", l->name, l->name, l->name,
+            tilec_dtype_name(l->dtype));
         return NULL;
     }
     if (a->kind != TILEC_EX_NAME) {
@@ -112,6 +113,72 @@ binding *chk_tensor_arg(checker *ck, const tilec_expr *a, const char *what, cons
     return b;
 }
 
+/* A tensor type as written, "f32[M, K]". */
+static const char *chk_tyexpr_full(checker *ck, const tilec_tyexpr *t)
+{
+    strbuf b;
+    sb_init(&b);
+    sb_printf(&b, "%s[", tilec_dtype_name(t->dtype));
+    for (uint32_t d = 0; d < t->ndims; d++) {
+        const tilec_expr *e = t->dims[d];
+        if (e->kind == TILEC_EX_NAME)
+            sb_printf(&b, "%s%s", d ? ", " : "", e->name);
+        else
+            sb_printf(&b, "%s%lld", d ? ", " : "", (long long)e->ival);
+    }
+    sb_putc(&b, ']');
+    const char *s = b.failed ? NULL : ar_strdup(&ck->scratch, sb_str(&b));
+    sb_free(&b);
+    ck->oom |= !s;
+    return s ? s : "a tensor";
+}
+
+/* The arguments xs[i] (one tensor of a tensor list) of an extern call,
+ * once the others bound the extern's symbols: each is viewed as its
+ * parameter's shape, so every size of that shape must come from another
+ * argument (a list carries element counts, not shapes); where the tensor
+ * is known (a constant index of a list [a, b]) its bytes must be the
+ * shape's. The wrappers check the others' at run time, as view(xs[i],
+ * T[...]) does. 1 when fine, else 0 (reported). */
+static int extern_items(checker *ck, const tilec_extern *x, const tilec_expr *call, ext_env *env)
+{
+    for (uint32_t i = 0; i < call->nargs; i++) {
+        const tilec_param *p = &x->params[i];
+        const tilec_expr *a = call->args[i];
+        int item;
+        const binding *elem;
+        if (!chk_list_item(ck, a, &item, &elem) || !item)
+            continue;
+        uint32_t n = p->type.ndims;
+        const poly **dims = ar_array(&ck->scratch, n ? n : 1, sizeof *dims);
+        if (!dims) {
+            ck->oom = 1;
+            return 0;
+        }
+        for (uint32_t d = 0; d < n; d++) {
+            const tilec_expr *pd = p->type.dims[d];
+            dims[d] = pd->kind == TILEC_EX_INT ? poly_const(&ck->scratch, pd->ival)
+                      : pd->kind == TILEC_EX_NAME ? ext_lookup(env, pd->name) : NULL;
+            if (!dims[d] && pd->kind == TILEC_EX_NAME) {
+                chk_err(ck, chk_start_of(a), "argument %u of '%s' ('%s': %s) is %s, one tensor of tensor list '%s', "
+                    "which carries no shape: dimension %u (%s) comes from no other argument of '%s'; %s", i + 1, x->name,
+                    p->name, chk_tyexpr_full(ck, &p->type), chk_spelled(ck, a), a->args[0]->name, d, pd->name, x->name,
+                    elem ? ar_printf(&ck->scratch, "pass the tensor itself, '%s'", elem->name)
+                         : ar_printf(&ck->scratch, "view it first, let w = view(%s, %s[...])", chk_spelled(ck, a),
+                                     tilec_dtype_name(p->type.dtype)));
+                return 0;
+            }
+            if (!dims[d])
+                return 0; /* reported at the extern */
+        }
+        const char *what = elem ? ar_printf(&ck->scratch, "argument %u of '%s' ('%s'): view of %s ('%s', %s", i + 1,
+                                            x->name, p->name, chk_spelled(ck, a), elem->name, elem->text) : NULL;
+        if (elem && chk_view_bytes(ck, chk_start_of(a), what, elem->dtype, elem->dims, elem->rank, p->type.dtype, dims, n))
+            return 0;
+    }
+    return 1;
+}
+
 /* Check an extern call; returns the result tensors' dims (NULL on error). */
 const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_expr *call)
 {
@@ -121,7 +188,7 @@ const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_ex
         return NULL;
     }
     ext_env env = {ck, NULL};
-    int ok = 1;
+    int ok = 1, items = 0;
     for (uint32_t i = 0; i < call->nargs && ok; i++) {
         const tilec_param *p = &x->params[i];
         const tilec_expr *a = call->args[i];
@@ -132,6 +199,20 @@ const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_ex
             sb_printf(&want, "%s%s", d ? ", " : "",
                       p->type.dims[d]->kind == TILEC_EX_NAME ? p->type.dims[d]->name : "");
         sb_putc(&want, ']');
+        int item;
+        const binding *l = chk_list_item(ck, a, &item, NULL);
+        if (item) { /* xs[i]: viewed as the parameter's shape, its sizes from the other arguments (below) */
+            if (!l)
+                ok = 0;
+            else if (l->dtype != p->type.dtype) {
+                chk_err(ck, chk_start_of(a), "argument %u of '%s' ('%s') must be %s, but %s is a tensor of %s", i + 1,
+                    x->name, p->name, sb_str(&want), chk_spelled(ck, a), l->text);
+                ok = 0;
+            }
+            items++;
+            sb_free(&want);
+            continue;
+        }
         binding *b = chk_tensor_arg(ck, a, ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, x->name), sb_str(&want));
         if (!b) {
             ok = 0;
@@ -179,6 +260,8 @@ const poly ***chk_extern_call(checker *ck, const tilec_extern *x, const tilec_ex
             }
         }
     }
+    if (ok && items)
+        ok = extern_items(ck, x, call, &env);
     const poly ***res = NULL;
     if (ok) {
         res = ar_array(&ck->scratch, x->nresults ? x->nresults : 1, sizeof *res);
@@ -229,7 +312,7 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
             char want[32];
             snprintf(want, sizeof want, "*%s", tilec_dtype_name(p->type.dtype));
             int item;
-            const binding *l = chk_list_item(ck, a, &item);
+            const binding *l = chk_list_item(ck, a, &item, NULL);
             if (item) { /* xs[i]: tensor i of a list */
                 if (l && l->dtype != p->type.dtype)
                     chk_err(ck, chk_start_of(a), "argument %u of '%s' ('%s') is *%s, but %s[...] is a tensor of %s", i + 1,
@@ -243,6 +326,15 @@ void chk_kernel_call(checker *ck, const tilec_kernel *k, const tilec_expr *call)
             continue;
         }
         char c = tilec_dtype_class(p->type.dtype);
+        int item;
+        const binding *l = chk_list_item(ck, a, &item, NULL);
+        if (item) {
+            if (l)
+                chk_err(ck, chk_start_of(a), "argument %u of '%s' ('%s') is a scalar %s, but %s is one tensor of tensor "
+                    "list '%s' (it goes where a kernel takes a pointer *%s)", i + 1, k->name, p->name,
+                    tilec_dtype_name(p->type.dtype), chk_spelled(ck, a), l->name, tilec_dtype_name(l->dtype));
+            continue;
+        }
         if (a->kind == TILEC_EX_NAME) {
             binding *b = chk_lookup(ck, a->name);
             if (chk_poisoned(b))
@@ -300,7 +392,7 @@ const tilec_kernel *chk_pick_instance(checker *ck, const tilec_kernel *g, tilec_
         char want[64];
         snprintf(want, sizeof want, list ? "[*%s]" : "*%s", p->type.tparam);
         int item = 0;
-        const binding *b = list ? chk_list_graph_arg(ck, g, call, i) : chk_list_item(ck, call->args[i], &item);
+        const binding *b = list ? chk_list_graph_arg(ck, g, call, i) : chk_list_item(ck, call->args[i], &item, NULL);
         if (!list && !item)
             b = chk_tensor_arg(ck, call->args[i], ar_printf(&ck->scratch, "argument %u of '%s'", i + 1, g->name), want);
         if (!b) {

@@ -195,6 +195,16 @@ static int const_loop(checker *ck, const tilec_expr *sl, const char *at, const b
 int chk_graph_slice(checker *ck, tilec_stmt *s)
 {
     const tilec_expr *v = s->value;
+    int item = 0;
+    const binding *l = s->kind == TILEC_ST_LET && v->kind == TILEC_EX_INDEX ? chk_list_item(ck, v->args[0], &item, NULL)
+                                                                            : NULL;
+    if (item) { /* xs[i][a:b] */
+        if (l)
+            chk_err(ck, chk_start_of(v), "a slice of %s, one tensor of tensor list '%s', which carries no shape (no rows "
+                "to slice): view it first, let w = view(%s, %s[R, C]), then slice w[a:b]", chk_spelled(ck, v->args[0]),
+                l->name, chk_spelled(ck, v->args[0]), tilec_dtype_name(l->dtype));
+        return 1;
+    }
     if (s->kind != TILEC_ST_LET || v->kind != TILEC_EX_INDEX || v->args[0]->kind != TILEC_EX_NAME)
         return 0;
     binding *base = chk_tensor_arg(ck, v->args[0], "a sliced value", NULL);

@@ -6,6 +6,29 @@
 
 static void check_graph_block(checker *ck, tilec_graph *g, const tilec_block *body, int top, chk_gone **gone);
 
+/* A view keeps the bytes: numel * size of the tensor viewed (`from`, its
+ * dims) must equal the view's as polynomials. `what` opens the message,
+ * "view of 'x' (f32[N]"; 0 when equal (or unknown), else 1 (reported). */
+int chk_view_bytes(checker *ck, const tilec_loc *at, const char *what, tilec_dtype from, const poly *const *fdims,
+    uint32_t frank, tilec_dtype dt, const poly *const *dims, uint32_t rank)
+{
+    poly_why why = {0};
+    poly *have = poly_const(&ck->scratch, tilec_dtype_size(from));
+    poly *want = poly_const(&ck->scratch, tilec_dtype_size(dt));
+    for (uint32_t d = 0; d < frank; d++)
+        have = poly_mul(&ck->scratch, have, fdims[d], &why);
+    for (uint32_t d = 0; d < rank; d++)
+        want = poly_mul(&ck->scratch, want, dims[d], &why);
+    if ((!have || !want) && chk_size_limit_err(ck, at, &why, "the byte size of the view"))
+        return 1;
+    if (have && want && !poly_eq(have, want)) {
+        chk_err(ck, at, "%s, %s bytes) as %s (%s bytes) changes its size", what ? what : "view", poly_str(&ck->scratch, have),
+            chk_tensor_text(ck, dt, (const poly **)dims, rank), poly_str(&ck->scratch, want));
+        return 1;
+    }
+    return 0;
+}
+
 static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int last, chk_gone **gone)
 {
     const tilec_expr *v = s->value;
@@ -40,6 +63,15 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
                     chk_err(ck, &a->loc, "graph '%s' returns '%s' twice: each result is a buffer of its own (copy it "
                         "into a second one to return it twice)", g->name, a->name);
             const poly **dims = ck->rdims ? ck->rdims[i] : NULL;
+            int item;
+            const binding *list = chk_list_item(ck, a, &item, NULL);
+            if (item) {
+                if (list)
+                    chk_err(ck, chk_start_of(a), "result %u of graph '%s' is %s, one tensor of tensor list '%s': the caller "
+                        "has that tensor (a graph returns the tensors it makes)", i + 1, g->name, chk_spelled(ck, a),
+                        list->name);
+                continue;
+            }
             binding *b = chk_tensor_arg(ck, a, ar_printf(&ck->scratch, "result %u of graph '%s'", i + 1, g->name),
                                     dims ? chk_tensor_text(ck, r->type.dtype, dims, r->type.ndims) : "a tensor");
             if (b && b->listed) {
@@ -93,12 +125,8 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
             return;
         }
         int item;
-        const binding *list = chk_list_item(ck, v->args[0], &item); /* view(xs[i], T[...]): sizes checked at run time */
-        if (item && list && list->listed) {
-            chk_err(ck, chk_start_of(v->args[0]), "a view of one tensor of '%s', a list of the graph's tensors: view "
-                "the tensor itself", list->name);
-            return;
-        }
+        const binding *elem; /* view(xs[i], T[...]): sizes checked at run time, or here where the tensor is known */
+        const binding *list = chk_list_item(ck, v->args[0], &item, &elem);
         binding *base = item ? NULL : chk_tensor_arg(ck, v->args[0], "the first argument of view", NULL);
         const tilec_expr *shape = v->args[1];
         if (shape->kind != TILEC_EX_INDEX || shape->args[0]->kind != TILEC_EX_DTYPE) {
@@ -115,36 +143,19 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
         for (uint32_t d = 0; d < rank; d++)
             if (!(dims[d] = chk_size_expr(ck, shape->args[1 + d], "a tensor size")))
                 return;
-        if (item && list) {
-            binding *b = chk_bind_tensor(ck, s->names[0], &s->name_locs[0], dt, dims, rank);
-            if (b) {
-                s->types[0] = b->text;
-                b->listed = 1;
-            }
+        const binding *from = elem ? elem : base;
+        const char *what = !from ? NULL
+                           : elem ? ar_printf(&ck->scratch, "view of %s ('%s', %s", chk_spelled(ck, v->args[0]), elem->name,
+                                              elem->text)
+                                  : ar_printf(&ck->scratch, "view of '%s' (%s", base->name, base->text);
+        if (from && chk_view_bytes(ck, &shape->args[0]->loc, what, from->dtype, from->dims, from->rank, dt, dims, rank))
             return;
-        }
-        if (!base)
+        if (!base && !(item && list))
             return;
-        /* a view keeps the bytes: numel * size must match */
-        poly_why why = {0};
-        poly *have = poly_const(&ck->scratch, tilec_dtype_size(base->dtype));
-        poly *want = poly_const(&ck->scratch, tilec_dtype_size(dt));
-        for (uint32_t d = 0; d < base->rank; d++)
-            have = poly_mul(&ck->scratch, have, base->dims[d], &why);
-        for (uint32_t d = 0; d < rank; d++)
-            want = poly_mul(&ck->scratch, want, dims[d], &why);
-        if ((!have || !want) && chk_size_limit_err(ck, &shape->args[0]->loc, &why, "the byte size of the view"))
-            return;
-        if (have && want && !poly_eq(have, want)) {
-            chk_err(ck, &shape->args[0]->loc, "view of '%s' (%s, %s bytes) as %s (%s bytes) changes its size", base->name,
-                base->text, poly_str(&ck->scratch, have), chk_tensor_text(ck, dt, dims, rank),
-                poly_str(&ck->scratch, want));
-            return;
-        }
         binding *b = chk_bind_tensor(ck, s->names[0], &s->name_locs[0], dt, dims, rank);
         if (b) {
             s->types[0] = b->text;
-            b->listed = base->listed;
+            b->listed = item || base->listed;
         }
         return;
     }

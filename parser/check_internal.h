@@ -30,6 +30,8 @@ typedef struct binding {
     const poly **dims;
     const char *text; /* "f32[R, C]" */
     int listed; /* B_LIST: a list of the graph's tensors (or part of one); B_TENSOR: a view of a list's tensor */
+    const struct binding *const *elems; /* B_LIST bound to a list [a, b] of named tensors: its tensors (else NULL) */
+    uint32_t nelems;
     UT_hash_handle hh;
 } binding;
 
@@ -167,7 +169,10 @@ tilec_type chk_list_len(checker *ck, tilec_expr *e);
 tilec_type chk_list_numel(checker *ck, tilec_expr *e);
 int chk_list_header(checker *ck, const tilec_kernel *k);
 int chk_graph_let_list(checker *ck, tilec_stmt *s);
-const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item);
+const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item, const binding **elem);
+const char *chk_spelled(checker *ck, const tilec_expr *a);
+int chk_view_bytes(checker *ck, const tilec_loc *at, const char *what, tilec_dtype from, const poly *const *fdims,
+    uint32_t frank, tilec_dtype dt, const poly *const *dims, uint32_t rank);
 const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tilec_expr *call, uint32_t i);
 void chk_list_graph_misuse(checker *ck, const tilec_expr *a, const binding *b, const char *what, const char *want);
 const char *chk_tyexpr_str(checker *ck, const tilec_tyexpr *t);

@@ -173,8 +173,10 @@ static binding *list_literal(checker *ck, const tilec_expr *e)
         return NULL;
     }
     const binding *first = NULL;
-    int ok = 1;
-    for (uint32_t j = 0; j < e->nargs; j++) {
+    const binding **elems = ar_array(&ck->scratch, e->nargs, sizeof *elems);
+    int ok = elems != NULL;
+    ck->oom |= !elems;
+    for (uint32_t j = 0; j < e->nargs && elems; j++) {
         const tilec_expr *x = e->args[j];
         const binding *b = chk_tensor_arg(ck, x, ar_printf(&ck->scratch, "element %u of the list %s", j + 1, text),
                                           NULL);
@@ -182,6 +184,7 @@ static binding *list_literal(checker *ck, const tilec_expr *e)
             ok = 0;
             continue;
         }
+        elems[j] = b;
         if (!first)
             first = b;
         else if (b->dtype != first->dtype && ok) {
@@ -203,6 +206,8 @@ static binding *list_literal(checker *ck, const tilec_expr *e)
     r->type = chk_ty_scalar(first->dtype);
     r->type.list = true;
     r->text = chk_list_text(ck, first->dtype);
+    r->elems = elems;
+    r->nelems = e->nargs;
     return r;
 }
 
@@ -220,6 +225,13 @@ int chk_graph_let_list(checker *ck, tilec_stmt *s)
         binding *b = chk_lookup(ck, v->args[0]->name);
         if (!b || b->kind != B_LIST)
             return 0;
+        if (v->nargs == 2 && v->args[1]->kind != TILEC_EX_SLICE) {
+            chk_err(ck, chk_start_of(v), "let %s = %s[...] binds one tensor of tensor list '%s', which carries no shape: "
+                "view it, let %s = view(%s[i], %s[M, K]), or pass %s[i] itself where a kernel takes a pointer or an "
+                "extern a tensor", s->names[0], b->name, b->name, s->names[0], b->name, tilec_dtype_name(b->dtype),
+                b->name);
+            return 1;
+        }
         from = sublist(ck, b, v) ? b : NULL;
     } else if (v->kind == TILEC_EX_LIST) {
         from = list_literal(ck, v);
@@ -234,6 +246,10 @@ int chk_graph_let_list(checker *ck, tilec_stmt *s)
         b->dtype = from->dtype;
         b->text = from->text;
         b->listed = v->kind == TILEC_EX_LIST || from->listed;
+        if (v->kind == TILEC_EX_LIST) { /* its tensors known: a constant index names one (a sub-list's are not kept) */
+            b->elems = from->elems;
+            b->nelems = from->nelems;
+        }
     }
     s->types = ar_array(ck->ar, 1, sizeof *s->types);
     if (s->types)
@@ -278,15 +294,19 @@ const binding *chk_list_graph_arg(checker *ck, const tilec_kernel *k, const tile
     return NULL;
 }
 
-/* xs[i], one tensor of a tensor list of the graph (a parameter or a let),
- * as a kernel's pointer argument: one index, a size expression (a
- * constant, a loop variable, an integer parameter) not negative where the
- * sizes decide it (the wrappers check 0 <= i < len(xs) at run time). The
- * list's binding, else NULL (reported); 0 in *is_item when a is no such
- * index (nothing reported). */
-const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item)
+/* xs[i], one tensor of a tensor list of the graph (a parameter or a let)
+ * where a kernel takes a pointer, an extern a tensor, or view a tensor:
+ * one index, a size expression (a constant, a loop variable, an integer
+ * parameter) not negative where the sizes decide it, and within a list [a,
+ * b] of named tensors whose length is known (the wrappers check 0 <= i <
+ * len(xs) at run time). The list's binding, else NULL (reported); 0 in
+ * *is_item when a is no such index (nothing reported); in *elem the tensor
+ * itself where the list's tensors are known and i is a constant, else NULL. */
+const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item, const binding **elem)
 {
     *is_item = 0;
+    if (elem)
+        *elem = NULL;
     if (a->kind != TILEC_EX_INDEX || a->nargs < 1 || a->args[0]->kind != TILEC_EX_NAME)
         return NULL;
     binding *b = chk_lookup(ck, a->args[0]->name);
@@ -307,7 +327,25 @@ const binding *chk_list_item(checker *ck, const tilec_expr *a, int *is_item)
         chk_err(ck, chk_start_of(i), "index %lld of tensor list '%s' is negative", (long long)c, b->name);
         return NULL;
     }
+    if (b->elems && poly_is_const(p, &c)) {
+        if ((uint64_t)c >= b->nelems) {
+            chk_err(ck, chk_start_of(i), "index %lld of tensor list '%s' is past its end: '%s' holds %u tensor%s", (long long)c,
+                b->name, b->name, b->nelems, b->nelems == 1 ? "" : "s");
+            return NULL;
+        }
+        if (elem)
+            *elem = b->elems[c];
+    }
     return b;
+}
+
+/* The spelling of xs[i] that chk_list_item accepted: "ws[k + 1]". */
+const char *chk_spelled(checker *ck, const tilec_expr *a)
+{
+    const poly *p = a->nargs == 2 ? chk_size_expr(ck, a->args[1], "the index of a tensor list") : NULL;
+    const char *s = ar_printf(&ck->scratch, "%s[%s]", a->args[0]->name, p ? poly_str(&ck->scratch, p) : "i");
+    ck->oom |= !s;
+    return s ? s : "xs[i]";
 }
 
 /* A graph's tensor list `b` named by `a` where `what` needs something

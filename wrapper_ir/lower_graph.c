@@ -53,6 +53,7 @@ typedef struct entry {
     int mangled;  /* made in an unrolled iteration: its name carries the suffix */
     int from;     /* E_LIST: the list it is part of (-1: none) */
     int *elems;   /* E_LIST: the tensors it holds (a list of named tensors) */
+                  /* (E_BUFFER: `from` is the list whose tensor i it views, view(xs[i], ...)) */
     uint32_t nelems;
 } entry;
 
@@ -66,6 +67,7 @@ typedef struct pos {
     int loop;
     int inst;         /* the unrolled iteration it belongs to (-1: none) */
     const char *note; /* P_NOTE: a COMMENT line's text (an unrolled or kept loop) */
+    int items;        /* an extern call's xs[i] arguments: 1 + the entry the first is viewed as (0: none) */
 } pos;
 
 /* One iteration of an unrolled loop: its variable's value, and the suffix
@@ -95,6 +97,7 @@ typedef struct lw {
     uint32_t ntuples;
     uint32_t nlists; /* sub-lists made for call arguments (MAKE_LIST), for their names */
     uint32_t nlistofs; /* lists of named tensors made for call arguments (LIST_OF) */
+    uint32_t nitems;   /* views of xs[i] made for extern arguments (REINTERPRET), for their names */
     nidx *by_name; /* entries by name */
     nidx *sym_set; /* syms */
     nidx *loop_set; /* loop variables */
@@ -272,6 +275,8 @@ static void mark(lw *L, int k, int i)
     int at = lift(L, i, x->scope);
     if (x->last_use < at)
         x->last_use = at;
+    if (x->kind == E_BUFFER && x->from >= 0) /* a view of xs[i] aliases a tensor of the list: it keeps the list's */
+        mark(L, x->from, i);
 }
 
 /* The tensor named by expression a, marked used at position i. */
@@ -481,7 +486,7 @@ static const poly *ext_lookup(void *user, const char *name)
     ext_env *env = user;
     for (uint32_t i = 0; i < env->x->nparams; i++) {
         const tilec_tyexpr *t = &env->x->params[i].type;
-        for (uint32_t d = 0; d < t->ndims && d < env->args[i]->rank; d++)
+        for (uint32_t d = 0; env->args[i] && d < t->ndims && d < env->args[i]->rank; d++)
             if (t->dims[d]->kind == TILEC_EX_NAME && !strcmp(t->dims[d]->name, name))
                 return env->args[i]->dims[d];
     }
@@ -586,7 +591,7 @@ static void add_note(lw *L, const tilec_stmt *s, int loop, const char *text)
     if (!text)
         L->oom = 1;
     else
-        add_pos(L, (pos){s, P_NOTE, loop, L->cur_inst, text});
+        add_pos(L, (pos){s, P_NOTE, loop, L->cur_inst, text, 0});
 }
 
 static void flatten(lw *L, const tilec_block *b, int loop);
@@ -639,10 +644,10 @@ static void flatten_for(lw *L, const tilec_stmt *s, int loop)
         return;
     int l = (int)L->nloops++;
     L->loops[l].parent = loop;
-    add_pos(L, (pos){s, P_LOOP, l, L->cur_inst, NULL});
+    add_pos(L, (pos){s, P_LOOP, l, L->cur_inst, NULL, 0});
     flatten(L, &s->body, l);
     L->loops[l].end = (int)L->npos;
-    add_pos(L, (pos){s, P_END, l, L->cur_inst, NULL});
+    add_pos(L, (pos){s, P_END, l, L->cur_inst, NULL, 0});
 }
 
 /* The positions of block b (inside loop `loop`), in order. */
@@ -655,7 +660,9 @@ static void flatten(lw *L, const tilec_block *b, int loop)
             continue;
         }
         L->nnames += s->nnames;
-        add_pos(L, (pos){s, P_STMT, loop, L->cur_inst, NULL});
+        for (uint32_t a = 0; s->value && s->value->kind == TILEC_EX_CALL && a < s->value->nargs; a++)
+            L->nnames += s->value->args[a]->kind == TILEC_EX_INDEX; /* room for an extern's view of xs[i] */
+        add_pos(L, (pos){s, P_STMT, loop, L->cur_inst, NULL, 0});
     }
 }
 
@@ -692,6 +699,49 @@ static int slice_of(lw *L, const tilec_stmt *s, const poly **start, const poly *
         return -1;
     }
     return 1;
+}
+
+static const char *fresh_name(lw *L, const char *prefix, uint32_t *counter);
+static int name_taken(const lw *L, const char *n);
+
+/* The arguments xs[i] of the extern call at position i, each a view of
+ * tensor i of its list at its parameter's shape, the sizes from the other
+ * arguments (the checker saw that they bind every one): entries of their
+ * own, never freed, that keep the list's tensors alive (mark). Filled into
+ * args (env's); 0, or -1 (failed). */
+static int extern_items(lw *L, int i, const tilec_extern *x, ext_env *env, const entry **args)
+{
+    const tilec_expr *v = L->pos[i].s->value;
+    for (uint32_t a = 0; a < v->nargs && a < x->nparams; a++) {
+        if (v->args[a]->kind != TILEC_EX_INDEX)
+            continue;
+        const tilec_tyexpr *t = &x->params[a].type;
+        const poly **dims = ar_array(&L->w->ar, t->ndims ? t->ndims : 1, sizeof *dims);
+        if (!dims) {
+            L->oom = 1;
+            return -1;
+        }
+        for (uint32_t d = 0; d < t->ndims; d++)
+            if (!(dims[d] = poly_from_expr(&L->w->ar, t->dims[d], ext_lookup, env, NULL))) {
+                fail(L, &v->args[a]->loc, "a size it cannot read for a tensor of a list in extern", x->name);
+                return -1;
+            }
+        int from;
+        if (use_list(L, v->args[a], i, &from))
+            return -1;
+        int k = (int)L->ne;
+        const char *name = ar_printf(&L->w->ar, "%s_%s", x->name, x->params[a].name); /* sqgemm_b */
+        if (!name || name_taken(L, name))
+            name = fresh_name(L, name ? ar_printf(&L->w->ar, "%s_", name) : "item", &L->nitems);
+        entry *e = define(L, name, E_BUFFER, t->dtype, t->ndims, dims, i);
+        if (!e)
+            return -1;
+        e->from = from;
+        if (!L->pos[i].items)
+            L->pos[i].items = k + 1;
+        args[a] = e;
+    }
+    return 0;
 }
 
 static void first_walk(lw *L)
@@ -831,13 +881,22 @@ static void first_walk(lw *L)
                 L->oom = 1;
                 return;
             }
+            int items = 0, from;
             for (uint32_t a = 0; a < v->nargs; a++) {
+                if (v->args[a]->kind == TILEC_EX_INDEX) { /* xs[i]: viewed below, its list used here */
+                    if (use_list(L, v->args[a], (int)i, &from))
+                        return;
+                    items++;
+                    continue;
+                }
                 int k = use(L, v->args[a], (int)i);
                 if (k < 0)
                     return;
                 args[a] = &L->e[k];
             }
             ext_env env = {L, x, args};
+            if (items && extern_items(L, (int)i, x, &env, args))
+                return;
             for (uint32_t r = 0; r < x->nresults && r < s->nnames; r++) {
                 const tilec_tyexpr *t = &x->results[r].type;
                 const poly **dims = ar_array(&L->w->ar, t->ndims ? t->ndims : 1, sizeof *dims);
@@ -860,12 +919,23 @@ static void first_walk(lw *L)
     }
     /* a view keeps its base alive (past the loops around the view that are
      * not around the base); a returned view keeps its base too */
-    for (uint32_t k = 0; k < L->ne; k++) {
-        entry *r = &L->e[L->e[k].root];
-        int at = lift(L, L->e[k].last_use, r->scope);
-        if (r->last_use < at)
-            r->last_use = at;
-        r->output |= L->e[k].output;
+    for (int changed = 1; changed;) { /* and a view of xs[i] keeps the list's tensors (which may be views) */
+        int64_t before = 0, after = 0; /* last uses only grow: a sum that moved saw a change */
+        for (uint32_t k = 0; k < L->ne; k++)
+            before += L->e[k].last_use;
+        for (uint32_t k = 0; k < L->ne; k++) {
+            entry *r = &L->e[L->e[k].root];
+            int at = lift(L, L->e[k].last_use, r->scope);
+            if (r->last_use < at)
+                r->last_use = at;
+            r->output |= L->e[k].output;
+        }
+        for (uint32_t k = 0; k < L->ne; k++)
+            if (L->e[k].kind == E_BUFFER && L->e[k].from >= 0)
+                mark(L, L->e[k].from, L->e[k].last_use);
+        for (uint32_t k = 0; k < L->ne; k++)
+            after += L->e[k].last_use;
+        changed = after != before;
     }
 }
 
@@ -989,6 +1059,15 @@ static void free_line(lw *L, entry *x, tilec_wir_kind kind, const tilec_loc *loc
 
 /* A new name `prefix` N (the first free N from *counter on) that no name
  * of the graph has taken: a multi-output extern's tuple, a sub-list. */
+/* Is n a name of the graph (its entries, or any name it spells)? */
+static int name_taken(const lw *L, const char *n)
+{
+    int taken = find(L, n) >= 0;
+    for (uint32_t i = 0; i < L->nast && !taken; i++)
+        taken = !strcmp(L->ast_names[i], n);
+    return taken;
+}
+
 static const char *fresh_name(lw *L, const char *prefix, uint32_t *counter)
 {
     for (;;) {
@@ -997,10 +1076,7 @@ static const char *fresh_name(lw *L, const char *prefix, uint32_t *counter)
             L->oom = 1;
             return "?";
         }
-        int taken = find(L, n) >= 0;
-        for (uint32_t i = 0; i < L->nast && !taken; i++)
-            taken = !strcmp(L->ast_names[i], n);
-        if (!taken)
+        if (!name_taken(L, n))
             return n;
     }
 }
@@ -1098,9 +1174,9 @@ static tilec_wir_arg *call_args(lw *L, const tilec_expr *v, const tilec_kernel *
             L->oom |= !args[a].text;
             continue;
         }
-        if (!p || p->type.kind == TILEC_TE_POINTER) {
+        if (!p || p->type.kind == TILEC_TE_POINTER) { /* an extern's xs[i]: its view (lists) */
             args[a].kind = TILEC_WIR_ARG_BUFFER;
-            args[a].text = rname(L, e->name);
+            args[a].text = !p && lists && lists[a] ? lists[a] : rname(L, e->name);
             continue;
         }
         /* an integer parameter takes a size; so does a float one, given a
@@ -1195,7 +1271,53 @@ static void emit_slice(lw *L, const tilec_stmt *s, const poly *start, const poly
     l->index = 0;
 }
 
-static void emit_stmt(lw *L, const tilec_stmt *s)
+/* A view l of xs[i] (`it`): from the list, one ITEM arg; its bytes kept
+ * for the wrappers' check of tensor i's (view(xs[i], ...), an extern's
+ * argument xs[i]). */
+static void item_view(lw *L, tilec_wir_line *l, const tilec_expr *it)
+{
+    const poly *q = poly_from_expr(&L->w->ar, it->args[1], lookup_sym, L, NULL);
+    l->from = rname(L, it->args[0]->name);
+    l->offset = "0";
+    l->offset_expr = ix_int(&L->w->ar, 0);
+    l->args = ar_array(&L->w->ar, 1, sizeof *l->args);
+    if (!q || !l->args || !l->offset_expr) {
+        L->oom = 1;
+        return;
+    }
+    l->args[0] = (tilec_wir_arg){.kind = TILEC_WIR_ARG_ITEM, .text = ar_printf(&L->w->ar, "%s[%s]", l->from, pstr(L, q)),
+                                 .expr = pexpr(L, q)};
+    l->nargs = 1;
+    L->oom |= !l->args[0].text;
+}
+
+/* The REINTERPRET lines of an extern call's xs[i] arguments (the entries
+ * from `first` on, in argument order, that the first walk made); each
+ * argument's name in names[a], NULL for the others. */
+static const char **extern_item_views(lw *L, const tilec_stmt *s, int first)
+{
+    const tilec_expr *v = s->value;
+    const char **names = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *names);
+    if (!names) {
+        L->oom = 1;
+        return NULL;
+    }
+    for (uint32_t a = 0; a < v->nargs && first >= 0; a++) {
+        if (v->args[a]->kind != TILEC_EX_INDEX)
+            continue;
+        const entry *x = &L->e[first++];
+        tilec_wir_line *l = add(L, TILEC_WIR_REINTERPRET, &v->args[a]->loc);
+        if (!l)
+            return NULL;
+        l->name = names[a] = x->name;
+        shape_into(L, x, l);
+        l->align = WIR_ALIGN;
+        item_view(L, l, v->args[a]);
+    }
+    return names;
+}
+
+static void emit_stmt(lw *L, const tilec_stmt *s, int items)
 {
     const tilec_expr *v = s->value;
     tilec_wir_line *l;
@@ -1246,20 +1368,8 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
         shape_into(L, x, l);
         l->align = WIR_ALIGN;
         const tilec_expr *it = v->args[0]->kind == TILEC_EX_INDEX ? v->args[0] : NULL; /* view(xs[i], ...) */
-        if (view && it) { /* from the list, one ITEM arg; its bytes kept for the wrappers' check of xs[i]'s */
-            const poly *q = poly_from_expr(&L->w->ar, it->args[1], lookup_sym, L, NULL);
-            l->from = rname(L, it->args[0]->name);
-            l->offset = "0";
-            l->offset_expr = ix_int(&L->w->ar, 0);
-            l->args = ar_array(&L->w->ar, 1, sizeof *l->args);
-            if (!q || !l->args || !l->offset_expr) {
-                L->oom = 1;
-                return;
-            }
-            l->args[0] = (tilec_wir_arg){.kind = TILEC_WIR_ARG_ITEM, .text = ar_printf(&L->w->ar, "%s[%s]", l->from,
-                                                                                       pstr(L, q)), .expr = pexpr(L, q)};
-            l->nargs = 1;
-            L->oom |= !l->args[0].text;
+        if (view && it) {
+            item_view(L, l, it);
         } else if (view) {
             l->from = rname(L, v->args[0]->name);
             l->offset = "0";
@@ -1288,18 +1398,19 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
     }
     const tilec_extern *x = tilec_module_find_extern(L->m, v->name);
     tilec_wir_kind kind = x->nresults ? TILEC_WIR_EXTERN_ALLOC : TILEC_WIR_EXTERN_CALL;
-    if (!(l = add(L, kind, &s->loc)))
+    const char **viewed = extern_item_views(L, s, items - 1);
+    if (!viewed || !(l = add(L, kind, &s->loc)))
         return;
     l->ext = x;
     l->symbol = x->symbol;
-    l->args = call_args(L, v, NULL, NULL);
+    l->args = call_args(L, v, NULL, viewed);
     l->nargs = v->nargs;
     l->nresults = x->nresults;
     if (!x->nresults) {
         l->name = x->name;
         l->outs = ar_array(&L->w->ar, v->nargs ? v->nargs : 1, sizeof *l->outs);
         for (uint32_t a = 0; l->outs && a < v->nargs; a++)
-            l->outs[l->nouts++] = rname(L, v->args[a]->name);
+            l->outs[l->nouts++] = viewed[a] ? viewed[a] : rname(L, v->args[a]->name);
         if (!l->outs)
             L->oom = 1;
         return;
@@ -1378,7 +1489,7 @@ static void second_walk(lw *L)
             L->w->noutputs = s->nvalues;
             continue;
         } else {
-            emit_stmt(L, s);
+            emit_stmt(L, s, L->pos[i].items);
         }
         if ((L->pos[i].kind == P_STMT && s->kind == TILEC_ST_DOC) || (int)i >= last)
             continue; /* after the last statement nothing can reuse: FREE at the end */
