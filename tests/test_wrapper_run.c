@@ -1959,6 +1959,84 @@ Test(wrapper_run, a_graph_views_one_tensor_of_a_list, .timeout = 180)
     rm_dir(dir);
 }
 
+/* xs[k] as an extern's argument: viewed as its parameter's f32[N] (N from
+ * 'a'), the extern my.addto adds a into it; then a view of a tensor of a
+ * list of the graph's tensors, [a, b], doubled in place by scale2.
+ * main(driver, k, n) over five tensors x[t][j] = t + j (t % 5 + 1
+ * elements), a = {1, 2, ...} of n elements, prints "rc=R x3=A,B,C,D
+ * a=P,Q err=E" */
+static const char ext_item_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {\n"
+                                    "    let i = pid(0) * 256 + range(256);\n"
+                                    "    store(y + i, 2.0 * load(x + i, i < n), i < n);\n"
+                                    "}\n"
+                                    "extern addto(x: f32[N], y: f32[N]) = \"my.addto\";\n"
+                                    "graph lext(a: f32[N], xs: [*f32], k: i64) {\n"
+                                    "    addto(a, xs[k]);\n"
+                                    "    let b = zeros(f32, [N]);\n"
+                                    "    let ls = [b, a];\n"
+                                    "    let w = view(ls[1], f32[N]);\n"
+                                    "    scale2(w, w, N);\n"
+                                    "}\n";
+
+static const char ext_item_runner[] =
+    FAKE_RUNNER_MAIN("lext.h", "4")
+    "    int64_t k = atoll(argv[2]), n = atoll(argv[3]);\n"
+    "    char err[512] = \"\";\n"
+    "    lext_module *mod = NULL;\n"
+    "    if (lext_load(rt, &mod, err, sizeof err) || tilec_externs_register(lext_externs(mod), \"my.addto\", addto, rt)) {\n"
+    "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
+    "    uint64_t xp[5];\n    int64_t num[5];\n"
+    "    for (int t = 0; t < 5; t++) {\n"
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
+    "    }\n"
+    "    float ah[8] = {1, 2, 3, 4, 5, 6, 7, 8};\n"
+    "    tilec_tensor a = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {n}, .strides = {1}};\n"
+    "    if (tilec_rt_malloc(rt, 32, &a.data) || tilec_rt_memcpy_htod(rt, a.data, ah, 32))\n        return 5;\n"
+    "    tilec_rt_list xs = {5, xp, num};\n"
+    "    (void)f;\n    int rc = lext_run(mod, &a, &xs, k, err, sizeof err);\n"
+    "    float x3[4];\n"
+    "    if (tilec_rt_memcpy_dtoh(rt, x3, xp[3], 16) || tilec_rt_memcpy_dtoh(rt, ah, a.data, 8))\n        return 6;\n"
+    "    printf(\"rc=%d x3=%g,%g,%g,%g a=%g,%g err=%s\\n\", rc, x3[0], x3[1], x3[2], x3[3], ah[0], ah[1], err);\n"
+    "    for (int t = 0; t < 5; t++)\n        tilec_rt_free(rt, xp[t]);\n"
+    "    tilec_rt_free(rt, a.data);\n"
+    "    lext_unload(mod);\n    tilec_rt_close(rt);\n    return 0;\n}\n";
+
+/* my.addto(x, y): y += x, element by element, through host copies (the fake
+ * driver runs stream work at once) */
+static const char ext_item_fn[] =
+    "#include \"tilec/externs.h\"\n#include \"tilec/runtime.h\"\n"
+    "static int addto(void *u, tilec_rt *r, void *stream, const tilec_tensor *in, uint32_t nin, tilec_tensor *out,\n"
+    "                 uint32_t nout, char *err, size_t errlen)\n{\n"
+    "    (void)u;\n    (void)stream;\n    (void)out;\n    (void)nout;\n    (void)err;\n    (void)errlen;\n"
+    "    float x[8], y[8];\n    int64_t n = in[0].sizes[0];\n"
+    "    if (nin != 2 || n > 8 || in[1].sizes[0] != n || tilec_rt_memcpy_dtoh(r, x, in[0].data, (size_t)n * 4) ||\n"
+    "        tilec_rt_memcpy_dtoh(r, y, in[1].data, (size_t)n * 4))\n        return -1;\n"
+    "    for (int64_t i = 0; i < n; i++)\n        y[i] += x[i];\n"
+    "    return tilec_rt_memcpy_htod(r, in[1].data, y, (size_t)n * 4) ? -1 : 0;\n}\n";
+
+Test(wrapper_run, a_graph_passes_one_tensor_of_a_list_to_an_extern, .timeout = 180)
+{
+    char dir[64];
+    size_t n = strlen(ext_item_fn) + strlen(ext_item_runner) + 1;
+    char *src = malloc(n);
+    cr_assert(src);
+    snprintf(src, n, "%s%s", ext_item_fn, ext_item_runner);
+    new_runner(dir, sizeof dir, ext_item_tile, "lext", src);
+    free(src);
+    const char *cases[] = {"3 4", "9 4", "1 4"};
+    const char *want[] = {
+        /* tensor 3, [3, 4, 5, 6], plus a = [1, 2, 3, 4]; then a doubled through view(ls[1], f32[N]) */
+        "rc=0 x3=4,6,8,10 a=2,4 err=\n",
+        "rc=1 x3=3,4,5,6 a=1,2 err=lext: line 7: xs[k] is out of bounds: index 9, and 'xs' has 5 tensors\n",
+        "rc=1 x3=3,4,5,6 a=1,2 err=lext: line 7: view addto_y of xs[k] (2 elements, 8 bytes) as f32[N] (16 bytes) "
+        "changes its size\n",
+    };
+    expect_runs(dir, cases, want, 3);
+    rm_dir(dir);
+}
+
 static char *run_mode(const char *dir, int n, int mode) { return run_args(dir, "%d %d", n, mode); }
 
 Test(wrapper_run, a_graph_passes_its_tensor_lists_to_the_launch, .timeout = 120)

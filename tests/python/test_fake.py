@@ -700,6 +700,72 @@ graph lviews(xs: [*f32], n: i64) {
         self.assertEqual(str(cm.exception), "lviews: line 13: view v of xs[i] (1 elements, 4 bytes) as f32[i + 1] (24 "
                                             "bytes) changes its size")
 
+    def test_a_graph_passes_one_tensor_of_a_list_to_an_extern(self):
+        # docs/language.md §9, "Tensor lists": xs[k] as an extern's argument is
+        # viewed at its parameter's shape (N from 'a'), checked as view(xs[k], ...)
+        # is; a view of a tensor of a list of the graph's tensors ([b, a]) is
+        # taken after that list is made, in a straight-line graph and after a
+        # loop kept as a loop
+        src = """
+kernel scale2(x: *f32, y: *f32, n: i32) grid (cdiv(n, 256)) hints { warps = 4 } {
+    let i = pid(0) * 256 + range(256);
+    store(y + i, 2.0 * load(x + i, i < n), i < n);
+}
+extern addto(x: f32[N], y: f32[N]) = "my.addto";
+graph lext(a: f32[N], xs: [*f32], k: i64) {
+    addto(a, xs[k]);
+    let b = zeros(f32, [N]);
+    let ls = [b, a];
+    let w = view(ls[1], f32[N]);
+    scale2(w, w, N);
+}
+graph lextn(a: f32[N], xs: [*f32], n: i64, k: i64) {
+    for i in 0 .. n {
+        addto(a, xs[i]);
+    }
+    let b = zeros(f32, [N]);
+    let ls = [b, a];
+    let w = view(ls[k], f32[N]);
+    scale2(w, w, N);
+}
+"""
+        lext, lextn = graph_modules("tilec_fake_ext_items_", src, "lext", "lextn")
+
+        def addto(inputs, outputs):  # y += x; the fake's device memory is host memory
+            x, y = inputs[0].tolist(), inputs[1].tolist()
+            vals = array.array("f", [u + v for u, v in zip(x, y)]).tobytes()
+            dev = inputs[1].device
+            host = ctypes.create_string_buffer(vals, len(vals))
+            dev._check(tilec._library.lib().tilec_rt_memcpy_htod(dev._h, inputs[1].ptr, host, len(vals)))
+
+        def make():
+            return [tilec.Buffer.from_bytes(array.array("f", [t + j for j in range(4)]), (4,), "f32") for t in range(5)]
+
+        for graph in (lext, lextn):
+            graph.externs().register("my.addto", addto)
+        a = tilec.Buffer.from_bytes(array.array("f", [1, 2, 3, 4]), (4,), "f32")
+        xs = make()
+        lext.call(a, xs, 3)  # tensor 3 += a; then a doubled through view(ls[1], f32[N])
+        self.assertEqual(xs[3].tolist(), [4, 6, 8, 10])
+        self.assertEqual(a.tolist(), [2, 4, 6, 8])
+        with self.assertRaises(ValueError) as cm:
+            lext.call(a, xs, 9)
+        self.assertEqual(str(cm.exception), "lext: line 8: xs[k] is out of bounds: index 9, and 'xs' has 5 tensors")
+        with self.assertRaises(ValueError) as cm:
+            lext.call(a, xs[:2] + [tilec.Buffer((3,), "f32")], 2)
+        self.assertEqual(str(cm.exception), "lext: line 8: view addto_y of xs[k] (3 elements, 12 bytes) as f32[N] (16 "
+                                            "bytes) changes its size")
+        a = tilec.Buffer.from_bytes(array.array("f", [1, 2, 3, 4]), (4,), "f32")
+        xs = make()
+        lextn.call(a, xs, 5, 1)  # every tensor += a; then a doubled
+        self.assertEqual([x.tolist() for x in xs], [[t + j + j + 1.0 for j in range(4)] for t in range(5)])
+        self.assertEqual(a.tolist(), [2, 4, 6, 8])
+        lextn.call(a, xs, 0, 0)  # b (zeros) doubled: a unchanged
+        self.assertEqual(a.tolist(), [2, 4, 6, 8])
+        with self.assertRaises(ValueError) as cm:
+            lextn.call(a, xs, 0, 2)
+        self.assertEqual(str(cm.exception), "lextn: line 20: ls[k] is out of bounds: index 2, and 'ls' has 2 tensors")
+
     def test_a_split_k_first_variant_takes_the_declared_arguments(self):
         # variant 0 split-K: its CUDA kernel has two more parameters (the
         # slices' workspace and counters, which the program's launch appends);

@@ -439,6 +439,80 @@ class ListItemGraph(unittest.TestCase):
             self.assertTrue(torch.equal(x, y), f"layer {i}")
 
 
+# ws[i] as an extern's argument, viewed at its parameter's shape (f32[H, H]: H from x), in a
+# loop kept as a loop and at the top; a view of a tensor of a list of the graph's own tensors,
+# [w, a], used after the list (the planner keeps w and a alive), and ls[0] to cuBLAS
+ITEMS_TILE = """
+kernel scale_into(x: *f32, y: *f32, n: i64, s: f32) grid (cdiv(n, BLOCK)) hints { BLOCK = 1024 } {
+    let j = cast(pid(0), i64) * BLOCK + range(BLOCK);
+    store(y + j, load(x + j, j < n) * s, j < n);
+}
+extern sqgemm(a: f32[M, K], b: f32[K, K]) -> f32[M, K] = "cublas.sgemm";
+graph layer_items(x: f32[T, H], ws: [*f32], outs: [*f32], nl: i64, k: i64) -> f32[T, H] {
+    for i in 0 .. nl {
+        let z = sqgemm(x, ws[i]);
+        scale_into(z, outs[i], T * H, 1.0);
+    }
+    let y = sqgemm(x, ws[k]);
+    return y;
+}
+graph listed_gemm(x: f32[T, H], w: f32[H, H], k: i64) -> f32[T, H] {
+    let a = full(f32, [H, H], 0.125);
+    let ls = [w, a];
+    let v = view(ls[k], f32[H, H]);
+    let t = zeros(f32, [T, H]);
+    scale_into(x, t, T * H, 2.0);
+    let y = sqgemm(t, v);
+    let z = sqgemm(y, ls[0]);
+    return z;
+}
+"""
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
+class ListItemExtern(unittest.TestCase):
+    """ws[i] straight into cuBLAS (no view written), its index and bytes checked
+    at run time; a view of one tensor of a list of the graph's tensors, against
+    torch."""
+
+    def test_each_layer_through_cublas_matches_torch(self):
+        graph = graph_module("layer_items", ITEMS_TILE)
+        g = torch.Generator(device="cuda").manual_seed(41)
+        ws = [torch.randn(256, 256, device="cuda", generator=g) / 16 for _ in range(6)]
+        x = torch.randn(64, 256, device="cuda", generator=g)
+        outs = [torch.zeros(64, 256, device="cuda") for _ in ws]
+        y = torch.from_dlpack(graph.call(x, ws, outs, 6, 4))
+        torch.cuda.synchronize()
+        for i, (w, o) in enumerate(zip(ws, outs)):
+            want = (x.double() @ w.double()).float()
+            self.assertLess(float((o - want).norm() / want.norm()), 1e-5, f"layer {i}")
+        want = (x.double() @ ws[4].double()).float()
+        self.assertLess(float((y - want).norm() / want.norm()), 1e-5)
+        with self.assertRaises(ValueError) as cm:
+            graph.call(x, ws, outs, 6, 6)
+        self.assertEqual(str(cm.exception), "layer_items: line 12: ws[k] is out of bounds: index 6, and 'ws' has 6 "
+                                            "tensors")
+        with self.assertRaises(ValueError) as cm:
+            graph.call(x, ws[:3] + [torch.zeros(7, device="cuda")] + ws[4:], outs, 6, 0)
+        self.assertEqual(str(cm.exception), "layer_items: line 9: view sqgemm_b of ws[i] (7 elements, 28 bytes) as "
+                                            "f32[H, H] (262144 bytes) changes its size")
+
+    def test_a_view_of_a_tensor_of_the_graphs_list(self):
+        graph = graph_module("listed_gemm", ITEMS_TILE)
+        g = torch.Generator(device="cuda").manual_seed(43)
+        x = torch.randn(128, 256, device="cuda", generator=g)
+        w = torch.randn(256, 256, device="cuda", generator=g) / 16
+        a = torch.full((256, 256), 0.125, device="cuda", dtype=torch.float64)
+        for k, v in ((0, w.double()), (1, a), (0, w.double())):
+            z = torch.from_dlpack(graph.call(x, w, k))
+            want = (2 * x.double() @ v @ w.double()).float()
+            self.assertLess(float((z - want).norm() / want.norm()), 1e-5, f"k = {k}")
+        with self.assertRaises(ValueError) as cm:
+            graph.call(x, w, 2)
+        self.assertEqual(str(cm.exception), "listed_gemm: line 18: ls[k] is out of bounds: index 2, and 'ls' has 2 "
+                                            "tensors")
+
+
 @unittest.skipUnless(HAVE_GPU, "needs torch with a GPU")
 class CudaGraphMode(unittest.TestCase):
     """Every list graph of examples/adamw_multi.tile in CUDA-graph mode
