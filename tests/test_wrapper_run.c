@@ -1924,18 +1924,22 @@ static const char view_tile[] = "kernel scale2(x: *f32, y: *f32, n: i32) grid (c
                                 "    scale2(r, r, m);\n"
                                 "}\n";
 
+/* A runner's five tensors x[t][j] = t + j, tensor t of t % 5 + 1 elements (xp, num) */
+#define RUNNER_XS5                                                                                                     \
+    "    uint64_t xp[5];\n    int64_t num[5];\n"                                                                        \
+    "    for (int t = 0; t < 5; t++) {\n"                                                                              \
+    "        float v[5];\n        num[t] = t % 5 + 1;\n"                                                               \
+    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"                                        \
+    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n" \
+    "    }\n"
+
 static const char view_runner[] =
     FAKE_RUNNER_MAIN("lview.h", "4")
     "    int64_t k = atoll(argv[2]), m = atoll(argv[3]);\n"
     "    char err[512] = \"\";\n"
     "    lview_module *mod = NULL;\n"
     "    if (lview_load(rt, &mod, err, sizeof err)) {\n        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
-    "    uint64_t xp[5];\n    int64_t num[5];\n"
-    "    for (int t = 0; t < 5; t++) {\n"
-    "        float v[5];\n        num[t] = t % 5 + 1;\n"
-    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
-    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
-    "    }\n"
+    RUNNER_XS5
     "    tilec_rt_list xs = {5, xp, num};\n"
     "    (void)f;\n    int rc = lview_run(mod, &xs, k, m, err, sizeof err);\n"
     "    float x3[4];\n"
@@ -1985,12 +1989,7 @@ static const char ext_item_runner[] =
     "    lext_module *mod = NULL;\n"
     "    if (lext_load(rt, &mod, err, sizeof err) || tilec_externs_register(lext_externs(mod), \"my.addto\", addto, rt)) {\n"
     "        printf(\"load: %s\\n\", err);\n        return 4;\n    }\n"
-    "    uint64_t xp[5];\n    int64_t num[5];\n"
-    "    for (int t = 0; t < 5; t++) {\n"
-    "        float v[5];\n        num[t] = t % 5 + 1;\n"
-    "        for (int j = 0; j < 5; j++)\n            v[j] = (float)(t + j);\n"
-    "        if (tilec_rt_malloc(rt, 20, &xp[t]) || tilec_rt_memcpy_htod(rt, xp[t], v, 20))\n            return 5;\n"
-    "    }\n"
+    RUNNER_XS5
     "    float ah[8] = {1, 2, 3, 4, 5, 6, 7, 8};\n"
     "    tilec_tensor a = {.dtype = TILEC_DT_F32, .rank = 1, .sizes = {n}, .strides = {1}};\n"
     "    if (tilec_rt_malloc(rt, 32, &a.data) || tilec_rt_memcpy_htod(rt, a.data, ah, 32))\n        return 5;\n"
