@@ -313,13 +313,16 @@ static int fma_kc_ok(lw *L, const pipe_plan *pp, int i)
  * (columns 4 apart, n / 4 consecutive) hit eight distinct 16-byte bank
  * groups. Needs the thread's columns in runs of 4 (the FMA layout's
  * FMA_QUAD) and K a multiple of 8 (then n * K has no bit the swizzle
- * flips for n a multiple of 4, which the read splits off). */
+ * flips for n a multiple of 4, which the read splits off). The hint
+ * `transpose_b = 1` keeps the transposing 4-byte copies instead (a
+ * variant the tuner may time against this one: docs/language.md). */
 static int fma_bnk_ok(lw *L, const pipe_plan *pp)
 {
     const tilec_type *t = lower_ty(L, pp->load[1]);
     int kax = fma_kax(pp, 1);
     int64_t K = t->dims[kax];
-    return pp->acc->ly.kind == LY_FMA && pp->cax[1] == kax && pp->acc->ly.run == FMA_QUAD && K % 8 == 0;
+    return pp->acc->ly.kind == LY_FMA && pp->cax[1] == kax && pp->acc->ly.run == FMA_QUAD && K % 8 == 0 &&
+           tilec_kernel_hint(L->k, L->variant, "transpose_b", 0) <= 0;
 }
 
 const char *lower_fma_bnk_at(lw *L, const char *n, const char *k, int64_t K)
