@@ -331,6 +331,66 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
     lower_line(L, "}");
 }
 
+/* Pipelined f32 with B [N][K] in its ring (pipeline.c, fma_bnk_ok: B
+ * contiguous along K, copied as it lies) and A [K][M]: per four k, A's TM
+ * rows at each k in TM / 4 16-byte reads (as below), then for each of the
+ * thread's TN columns n one 16-byte read of its four k, at (n * K + k4) ^
+ * g(n), g(n) = ((n / 4) % 8) * 4 (lower_fma_bnk_at), and its 4 * TM FMAs.
+ * The thread's first column nb is a multiple of 4, so nb * K has none of
+ * the bits g flips (K a multiple of 8): the index is nb * K plus x ^ g, x
+ * = (n - nb) * K + k4 a constant of the unrolled loop, split as
+ * (x / 32) * 32 + ((x % 32) ^ g): one XOR per distinct x % 32, the rest
+ * the read's immediate offset. Every accumulator still sums its k in
+ * order, one fmaf each: the same results as x @ W's loop. */
+static void fma_bnk_kloop(lw *L, const val *acc, const char *sa, const char *sb, int lda, int64_t K, int swa)
+{
+    const lay *y = &acc->ly;
+    int cs = y->run * y->tx; /* columns between a thread's runs */
+    lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %s) + (tl_tid / %d) * %d;", sa, y->tx, y->tm);
+    lower_line(L, "const float *tl_sbn = (const float *)(tl_smem + %s) + (tl_tid %% %d) * %lld;", sb, y->tx,
+               (long long)(y->run * K));
+    /* g of the thread's run r: its column / 4 is tl_tid % tx + r * tx; with tx a multiple of 8 one g a thread */
+    const char *g = y->tx % 8 == 0 ? "tl_g" : lower_fmt(L, "((((tl_tid %% %d) + (tl_n / %d) * %d) %% 8) * 4)", y->tx, y->run, y->tx);
+    if (y->tx % 8 == 0)
+        lower_line(L, "const int tl_g = ((tl_tid %% %d) %% 8) * 4;", y->tx);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_k4 = 0; tl_k4 < %lld; tl_k4 += 4) {", (long long)K);
+    L->ind++;
+    lower_line(L, "float tl_ra[4][%d];", y->tm);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {");
+    L->ind++;
+    lower_line(L, "const int tl_k = tl_k4 + tl_kk;");
+    lower_line(L, "#pragma unroll");
+    if (y->tm % 4 == 0 && lda % 4 == 0)
+        lower_line(L, "for (int tl_m = 0; tl_m < %d; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * %d + tl_m];",
+                   y->tm, lda);
+    else
+        lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_kk][tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n) {", y->tn);
+    L->ind++;
+    lower_line(L, "const int tl_x = ((tl_n / %d) * %d + tl_n %% %d) * %lld + tl_k4;", y->run, cs, y->run, (long long)K);
+    lower_line(L, "const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x %% 32) ^ %s)];", g);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {");
+    L->ind++;
+    lower_line(L, "const int tl_k = tl_k4 + tl_kk;");
+    lower_line(L, "(void)tl_k;");
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", y->tm);
+    lower_line(L, "    %s[tl_m * %d + tl_n] = fmaf(%s, ((const float *)&tl_b)[tl_kk], %s[tl_m * %d + tl_n]);", acc->c, y->tn,
+               swa ? lower_fmt(L, "tl_ra[tl_kk][tl_m ^ %s]", fma_sw(L, swa)) : "tl_ra[tl_kk][tl_m]", acc->c, y->tn);
+    L->ind--;
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+}
+
 /* Pipelined f32 (pipeline.c). B is [K][N] in its ring, whichever way it
  * lies in memory (x @ W and x @ W.T alike). With `at`, A is [K][M]: each k
  * step reads the thread's TM rows of A in TM / 4 16-byte vectors and its
@@ -340,10 +400,15 @@ static void dot_fma(lw *L, const tilec_expr *a, const tilec_expr *b, val *acc, i
  * below had a third more FFMAs with two same-bank register reads). Without
  * it A stays row-major, rows padded by 4 floats, and one 16-byte read
  * brings four k of an A row: a step of four k reads TM + TN vectors. */
-void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at, int swa, int swb)
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at, int swa, int swb,
+                          int bnk)
 {
     const lay *y = &acc->ly;
     const char *rb = swb && y->run == FMA_QUAD ? lower_fmt(L, "tl_rb[tl_n ^ %s]", fma_sw(L, swb)) : "tl_rb[tl_n]";
+    if (at && bnk) {
+        fma_bnk_kloop(L, acc, sa, sb, lda, K, swa);
+        return;
+    }
     if (at) {
         lower_line(L, "const float *tl_sa = (const float *)(tl_smem + %s) + (tl_tid / %d) * %d;", sa, y->tx, y->tm);
         fma_b_base(L, y, sb);

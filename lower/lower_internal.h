@@ -609,7 +609,10 @@ void lower_emit_mma_kloop(lw *L, val *acc, const char *sa, const char *sb, int b
 /* The f32 FMA loop: acc (FMA layout) += A [M][K] at byte offset sa (row
  * stride lda; [K][M] when at) @ B [K][N] at sb (row stride ldb), in
  * shared memory; K a multiple of 4. */
-void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at, int swa, int swb);
+void lower_emit_fma_kloop(lw *L, val *acc, const char *sa, const char *sb, int lda, int ldb, int64_t K, int at, int swa, int swb,
+                          int bnk);
+/* The element index of (n, k) in an FMA loop's [N][K] ring of B (pipeline.c, fma_bnk_ok): n and k C expressions. */
+const char *lower_fma_bnk_at(lw *L, const char *n, const char *k, int64_t K);
 
 /* ---- stmt.c, pipeline.c: statements and loops ---- */
 

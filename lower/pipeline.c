@@ -267,6 +267,7 @@ typedef struct ring {
     int bt; /* tensor cores: B is trans of a [N, K] load, stored as loaded, [N][K] with rows of ldb elements */
     int cp[2]; /* how operand i's load is copied (LOWER_CP_*; FMA: see fma_kc_ok) */
     int swa, swb; /* FMA: the swizzle unit of A's and B's 4-byte copies (lower_at_sw), 0: none */
+    int bnk; /* FMA: B contiguous along K, stored as loaded, [N][K] rows of K, swizzled (fma_bnk_ok) */
 } ring;
 
 /* FMA loops read both operands K-major from their rings, A as [K][M] and
@@ -299,6 +300,34 @@ static int fma_kc_ok(lw *L, const pipe_plan *pp, int i)
     int64_t R = t->dims[1 - kax], K = t->dims[kax];
     return pp->acc->ly.kind == LY_FMA && (i || pp->acc->ly.tm % 4 == 0) && L->nt % 32 == 0 && R % (32 / kw) == 0 &&
            K % kw == 0 && (R * K) % L->nt == 0;
+}
+
+/* B contiguous along K (x @ W.T: W stored [N, K]) without transposing
+ * copies: its tile is copied as it lies, 16 bytes a cp.async (the copies
+ * of x @ W's B, along the other axis), into a ring of [N][K] rows of K
+ * (no padding) whose 16-byte chunks are swizzled: element (n, k) at
+ * (n * K + k) ^ ((n / 4) % 8) * 4 (lower_fma_bnk_at). The FMA loop reads
+ * four k of one of the thread's columns a 16-byte read (dot.c,
+ * fma_bnk_reads): per four k TN such reads and four times A's TM / 4, as
+ * x @ W's loop reads per four k, and the eight threads of a quarter warp
+ * (columns 4 apart, n / 4 consecutive) hit eight distinct 16-byte bank
+ * groups. Needs the thread's columns in runs of 4 (the FMA layout's
+ * FMA_QUAD) and K a multiple of 8 (then n * K has no bit the swizzle
+ * flips for n a multiple of 4, which the read splits off). The hint
+ * `transpose_b = 1` keeps the transposing 4-byte copies instead (a
+ * variant the tuner may time against this one: docs/language.md). */
+static int fma_bnk_ok(lw *L, const pipe_plan *pp)
+{
+    const tilec_type *t = lower_ty(L, pp->load[1]);
+    int kax = fma_kax(pp, 1);
+    int64_t K = t->dims[kax];
+    return pp->acc->ly.kind == LY_FMA && pp->cax[1] == kax && pp->acc->ly.run == FMA_QUAD && K % 8 == 0 &&
+           tilec_kernel_hint(L->k, L->variant, "transpose_b", 0) <= 0;
+}
+
+const char *lower_fma_bnk_at(lw *L, const char *n, const char *k, int64_t K)
+{
+    return lower_fmt(L, "((%s * %lld + %s) ^ (((%s / 4) %% 8) * 4))", n, (long long)K, k, n);
 }
 
 /* The least stride >= n that is 32 / kw (mod 32) elements: the rows of a
@@ -368,13 +397,16 @@ static void ring_geometry(lw *L, const pipe_plan *pp, ring *r)
     r->K = K;
     if (pp->acc->ly.kind == LY_FMA) { /* both K-major (fma_kc_ok) */
         int ka = fma_kax(pp, 0), kb = fma_kax(pp, 1);
-        int kca = pp->cax[0] == ka && fma_kc_ok(L, pp, 0), kcb = pp->cax[1] == kb;
+        int kca = pp->cax[0] == ka && fma_kc_ok(L, pp, 0);
+        r->bnk = fma_bnk_ok(L, pp);
+        int kcb = pp->cax[1] == kb && !r->bnk;
         /* A: [K][M] by 4-byte copies, or as it lies along M; else [M][K] */
         r->at = kca || pp->cax[0] != ka;
         r->cp[0] = kca ? (ka ? LOWER_CP_T1 : LOWER_CP_T0) : (r->at ? ka : !ka) ? LOWER_CP_COLS : LOWER_CP_ROWS;
-        r->cp[1] = kcb ? (kb ? LOWER_CP_T1 : LOWER_CP_T0) : kb ? LOWER_CP_COLS : LOWER_CP_ROWS;
+        /* B as loaded: [N][K] rows along K (bnk), else [K][N] */
+        r->cp[1] = kcb ? (kb ? LOWER_CP_T1 : LOWER_CP_T0) : (r->bnk ? !kb : kb) ? LOWER_CP_COLS : LOWER_CP_ROWS;
         r->lda = kca ? ld_kc(M, lower_at_kw(L, pp->load[0], ka)) : (int)(r->at ? M : K) + pad;
-        r->ldb = kcb ? ld_kc(N, lower_at_kw(L, pp->load[1], kb)) : (int)N + pad;
+        r->ldb = kcb ? ld_kc(N, lower_at_kw(L, pp->load[1], kb)) : r->bnk ? (int)K : (int)N + pad;
         r->swa = kca ? lower_at_sw(lower_at_kw(L, pp->load[0], ka)) : 0;
         r->swb = kcb ? lower_at_sw(lower_at_kw(L, pp->load[1], kb)) : 0;
     } else {
@@ -383,7 +415,7 @@ static void ring_geometry(lw *L, const pipe_plan *pp, ring *r)
         r->ldb = (int)(r->bt ? K : N) + bpad;
     }
     r->abytes = (r->at ? K : M) * r->lda * es;
-    r->bbytes = (r->bt ? N : K) * r->ldb * es;
+    r->bbytes = (r->bt || r->bnk ? N : K) * r->ldb * es;
 }
 
 /* May statement s stay in a pipelined loop? Lets of index, mask and
@@ -500,7 +532,7 @@ static int pipeline_check(lw *L, const tilec_stmt *loop, pipe_plan *pp)
             return 0;
     }
     if (pp->acc->ly.kind == LY_FMA) {
-        if (pp->cax[1] == fma_kax(pp, 1) && !fma_kc_ok(L, pp, 1))
+        if (pp->cax[1] == fma_kax(pp, 1) && !fma_bnk_ok(L, pp) && !fma_kc_ok(L, pp, 1))
             return lower_miss(L, dl, "dot operand B is contiguous along K, and its [%lld, %lld] load is not whole "
                                      "blocks of 4 rows by 8 k or 8 rows by 4 k, or its 4-byte copies do not divide among the %d threads",
                               (long long)lower_ty(L, ld[1])->dims[0], (long long)lower_ty(L, ld[1])->dims[1], L->nt);
@@ -648,6 +680,11 @@ static void issue_copies(lw *L, const void *ctx, const char *slot)
         int m = r->cp[i];
         if (m == LOWER_CP_T1 || m == LOWER_CP_T0)
             lower_emit_at_copies(L, pp->load[i], i ? db : da, i ? r->ldb : r->lda, m == LOWER_CP_T1);
+        else if (i && r->bnk) /* [N][K] as loaded, swizzled: n is the row index, k the contiguous one */
+            lower_emit_async_load_at(L, pp->load[1], lower_fmt(L, "tl_smem + %s", db),
+                                     lower_fma_bnk_at(L, m == LOWER_CP_COLS ? "tl_i1" : "tl_i0",
+                                                      m == LOWER_CP_COLS ? "tl_i0" : "tl_i1", r->K),
+                                     m == LOWER_CP_COLS, 0);
         else
             lower_emit_async_load(L, pp->load[i], i ? db : da, i ? r->ldb : r->lda, m == LOWER_CP_COLS);
     }
@@ -721,7 +758,7 @@ static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, til
     const char *sa = lower_fmt(L, "(%u + tl_cs * %lld)", r->sa, (long long)r->abytes);
     const char *sb = lower_fmt(L, "(%u + tl_cs * %lld)", r->sb, (long long)r->bbytes);
     if (pp->acc->ly.kind == LY_FMA)
-        lower_emit_fma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, r->at, r->swa, r->swb);
+        lower_emit_fma_kloop(L, pp->acc, sa, sb, r->lda, r->ldb, r->K, r->at, r->swa, r->swb, r->bnk);
     else
         lower_emit_mma_kloop(L, pp->acc, sa, sb, r->bt, r->lda, r->ldb, r->K, d);
     L->ind--;
@@ -745,6 +782,9 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
                        pp->update->loc.line, nm, i ? "[K][N]" : "[K][M]", r.cp[i] == LOWER_CP_T1 ? ", transposed" : "",
                        32 / kw, kw == 32 ? "row" : "rows", kw, lower_at_sw(kw) ? ", swizzled" : "", i ? "columns" : "rows");
         }
+        else if (i == 1 && r.bnk)
+            lower_note(L, "  line %u: dot operand %s stored [N][K] in its ring (16-byte cp.async as loaded, swizzled), "
+                          "four k a 16-byte read", pp->update->loc.line, nm);
         else if ((i == 0 && r.at) || (i == 1 && pp->acc->ly.kind == LY_FMA && r.cp[i] == LOWER_CP_COLS))
             lower_note(L, "  line %u: dot operand %s stored %s in its ring (16-byte cp.async%s), four %s a 16-byte read",
                        pp->update->loc.line, nm, i ? "[K][N]" : "[K][M]", r.cp[i] == LOWER_CP_COLS ? ", transposed" : "",
@@ -799,8 +839,8 @@ static void remark_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     ring_geometry(L, pp, &g);
     const lay *y = &pp->acc->ly;
     /* f32: the same words for x @ W and x @ W.T (both operands K-major in the ring) */
-    const char *engine = pp->acc->ly.kind == LY_FMA ? lower_fmt(L, "FMA register blocks (%dx%d a thread; A %s, B [K][N] in the ring)",
-                                                                y->tm, y->tn, g.at ? "[K][M]" : "[M][K]")
+    const char *engine = pp->acc->ly.kind == LY_FMA ? lower_fmt(L, "FMA register blocks (%dx%d a thread; A %s, B %s in the ring)",
+                                                                y->tm, y->tn, g.at ? "[K][M]" : "[M][K]", g.bnk ? "[N][K]" : "[K][N]")
                          : ad == TILEC_DT_F32       ? "mma.sync (tf32)"
                          : pp->tr[1]                ? "mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
                                                     : "mma.sync";

@@ -793,7 +793,7 @@ static long read_swizzle(const char *from, char r, int ld, long k)
     const char *f = strstr(from, "fmaf(");
     if (!f || !strstr(from, pat) || strstr(from, pat) > f)
         return -1;
-    snprintf(pat, sizeof pat, "tl_r%c[tl_%c ^ ", r, r == 'a' ? 'm' : 'n');
+    snprintf(pat, sizeof pat, "[tl_%c ^ ", r == 'a' ? 'm' : 'n'); /* tl_ra[tl_m ^ S], tl_ra[tl_kk][tl_m ^ S] */
     const char *x = strstr(f, pat), *eol = strchr(f, '\n');
     if (!x || x > eol)
         return 0;
@@ -832,11 +832,14 @@ static int check_at_copies(const char *src, const char *what)
         const char *rname = strcmp(kname, "tl_i0") ? "tl_i0" : "tl_i1";
         /* which ring: the one of the FMA loop that follows at the copy's shared offset */
         const char *fl = strstr(c, "const float *tl_sa = "), *fb = fl ? strstr(fl, "const float *tl_sb = ") : NULL;
+        const char *fbn = fl ? strstr(fl, "const float *tl_sbn = ") : NULL; /* B [N][K] (copied as it lies) */
+        if (fbn && (!fb || fbn < fb))
+            fb = fbn;
         const char *dst = strstr(c, "__cvta_generic_to_shared(tl_smem) + (unsigned)(");
         cr_assert(fl && fb && dst, "%s: an FMA loop after the copies", what);
         long off = atol(dst + strlen("__cvta_generic_to_shared(tl_smem) + (unsigned)("));
-        char ring = atol(fb + strlen("const float *tl_sb = (const float *)(tl_smem + (")) == off ? 'b' : 'a';
-        cr_assert_eq(atol((ring == 'a' ? fl : fb) + strlen("const float *tl_sa = (const float *)(tl_smem + (")), off,
+        char ring = atol(strstr(fb, "(tl_smem + (") + strlen("(tl_smem + (")) == off ? 'b' : 'a';
+        cr_assert_eq(atol(strstr(ring == 'a' ? fl : fb, "(tl_smem + (") + strlen("(tl_smem + (")), off,
                      "%s: no ring at the copy's offset %ld", what, off);
         cr_assert(read_swizzle(fl, ring, ld, 0) >= 0, "%s: ring %c not read with stride %d", what, ring, ld);
         char *seen = calloc((size_t)(nq * W * 32) * 64, 1); /* (row, k) pairs, rows < nq W 32, k < 64 */
@@ -907,12 +910,168 @@ static int check_at_copies(const char *src, const char *what)
     return loops;
 }
 
+/* The value of the C integer expression at p (to the first character
+ * that ends it) with the names of v bound; ev_bind binds one more. */
+static long ev_until(const char *p, const ienv *v)
+{
+    return ev_xor(&p, v);
+}
+
+static void ev_bind(ienv *v, const char *name, long val)
+{
+    cr_assert(v->n < 16);
+    v->name[v->n] = name;
+    v->len[v->n] = strlen(name);
+    v->val[v->n] = val;
+    v->n++;
+}
+
+/* The expression after `key` in src from `from` on, or fail. */
+static const char *after(const char *from, const char *key, const char *what)
+{
+    const char *p = strstr(from, key);
+    cr_assert_not_null(p, "%s: no '%s' in:\n%.400s", what, key, from);
+    return p + strlen(key);
+}
+
+/* Every copy into an FMA loop's [N][K] ring of B (16-byte cp.async of a
+ * load contiguous along K, as it lies) and the loop's reads of it, run on
+ * the host for every thread: each element (n, k) of the tile is copied
+ * once, to where the loop reads four k of column n (the column the
+ * accumulator layout gives the thread's tl_n); a warp's copy writes its
+ * 32 chunks to 4 wavefronts (32 distinct (line, 16-byte bank group)); the
+ * eight threads of each quarter warp read eight distinct 16-byte bank
+ * groups (or the same chunk). Returns how many copy loops it checked
+ * (the prologue's and the loop's). */
+static int check_nk_ring(const char *src, const char *what)
+{
+    int loops = 0;
+    const char *key = "float *tl_d = (float *)(tl_smem + ";
+    for (const char *c = strstr(src, key); c; c = strstr(c + 1, key)) {
+        const char *at = strstr(c, ") + ((tl_i");
+        const char *eol = strchr(c, '\n');
+        if (!at || at > eol || !strstr(c, "^ (((tl_i") || strstr(c, "^ (((tl_i") > eol)
+            continue; /* another ring's 16-byte copies (B of x @ W) */
+        at += 4;
+        const char *hdr = NULL, *lb = NULL;
+        for (const char *p = strstr(src, "for (int tl_q = 0; tl_q < "); p && p < c; p = strstr(p + 1, "for (int tl_q = 0; tl_q < "))
+            hdr = p;
+        for (const char *p = strstr(src, "__launch_bounds__("); p && p < c; p = strstr(p + 1, "__launch_bounds__("))
+            lb = p;
+        cr_assert(hdr && lb, "%s: the copy's chunk loop and thread count", what);
+        int nq = atoi(hdr + strlen("for (int tl_q = 0; tl_q < ")), nt = atoi(lb + strlen("__launch_bounds__("));
+        /* the layout's column of element tl_j (the accumulator's zeros) and the loop's reads */
+        const char *col = after(lb, "for (int tl_j = 0; tl_j < ", what);
+        col = after(col, "const int tl_i1 = ", what);
+        const char *lp = after(c, "const float *tl_sbn = ", what);
+        const char *base = after(lp, ") + ", what);
+        const char *g = strstr(lp, "const int tl_g = ");
+        const char *k4 = after(lp, "for (int tl_k4 = 0; tl_k4 < ", what);
+        const char *tn = after(k4, "for (int tl_n = 0; tl_n < ", what);
+        const char *x = after(tn, "const int tl_x = ", what);
+        const char *rd = after(x, "&tl_sbn[", what);
+        long K = atol(k4), TN = atol(tn);
+        cr_assert(K > 0 && K <= 64 && TN > 0 && TN <= 64, "%s: K %ld, TN %ld", what, K, TN);
+        /* the copies: element (row n, k) -> its place */
+        long N = (long)nq * nt * 4 / K;
+        long *place = malloc((size_t)(N * K) * sizeof *place);
+        cr_assert_not_null(place);
+        for (long i = 0; i < N * K; i++)
+            place[i] = -1;
+        const char *l = after(hdr, "const int tl_l = ", what), *ij = after(hdr, "const int tl_i", what) - 4;
+        for (int q = 0; q < nq; q++)
+            for (int w = 0; w < nt / 32; w++) {
+                long where[32];
+                for (int lane = 0; lane < 32; lane++) {
+                    ienv v = {{0}, {0}, {0}, 0};
+                    ev_bind(&v, "tl_q", q);
+                    ev_bind(&v, "tl_tid", w * 32 + lane);
+                    ev_bind(&v, "tl_l", ev_until(l, &v));
+                    /* const int tl_iA = E1, tl_iB = E2; */
+                    const char *p = ij;
+                    for (int k = 0; k < 2; k++) {
+                        const char *nm = p;
+                        p += strlen("tl_i0 = ");
+                        long val = ev_xor(&p, &v);
+                        ev_bind(&v, nm[4] == '0' ? "tl_i0" : "tl_i1", val);
+                        p += 2; /* ", " */
+                    }
+                    long i0 = v.val[3], i1 = v.val[4];
+                    if (!strcmp(v.name[3], "tl_i1")) {
+                        long t = i0;
+                        i0 = i1;
+                        i1 = t;
+                    }
+                    /* the row n: the index the place's first product names, ((tl_iN * K + ...) */
+                    int n_is_i0 = at[6] == '0';
+                    long n = n_is_i0 ? i0 : i1, k = n_is_i0 ? i1 : i0;
+                    long d = ev_until(at, &v);
+                    cr_assert(n >= 0 && n < N && k >= 0 && k + 3 < K, "%s: chunk (%ld, %ld)", what, n, k);
+                    for (int e = 0; e < 4; e++) {
+                        cr_assert(d + e >= 0 && d + e < N * K, "%s: place %ld", what, d + e);
+                        cr_expect_eq(place[d + e], -1, "%s: place %ld written twice", what, d + e);
+                        place[d + e] = n * K + k + e;
+                    }
+                    where[lane] = d;
+                }
+                int units = 0;
+                for (int a = 0; a < 32; a++) {
+                    int fresh = 1;
+                    for (int b = 0; b < a; b++)
+                        fresh &= where[b] / 32 != where[a] / 32 || (where[b] / 4) % 8 != (where[a] / 4) % 8;
+                    units += fresh;
+                }
+                cr_expect_eq(units, 32, "%s: a warp's 32 chunks in %d distinct (line, bank group) places", what, units);
+            }
+        /* the reads: four k of the thread's column tl_n */
+        for (int tid = 0; tid < nt; tid++)
+            for (long n = 0; n < TN; n++)
+                for (long kk = 0; kk < K; kk += 4) {
+                    ienv v = {{0}, {0}, {0}, 0};
+                    ev_bind(&v, "tl_tid", tid);
+                    ev_bind(&v, "tl_j", n);
+                    ev_bind(&v, "tl_n", n);
+                    ev_bind(&v, "tl_k4", kk);
+                    long column = ev_until(col, &v);
+                    if (g)
+                        ev_bind(&v, "tl_g", ev_until(g + strlen("const int tl_g = "), &v));
+                    ev_bind(&v, "tl_x", ev_until(x, &v));
+                    long r = ev_until(base, &v) + ev_until(rd, &v);
+                    for (int e = 0; e < 4; e++)
+                        cr_expect_eq(place[r + e], column * K + kk + e, "%s: thread %d reads (%ld, %ld) at %ld, which holds (%ld, %ld)",
+                                     what, tid, column, kk + e, r + e, place[r + e] / K, place[r + e] % K);
+                    if (tid % 8 == 0) { /* a quarter warp: 8 distinct 16-byte groups or the same chunk */
+                        long rs[8];
+                        for (int t = 0; t < 8; t++) {
+                            ienv u = {{0}, {0}, {0}, 0};
+                            ev_bind(&u, "tl_tid", tid + t);
+                            ev_bind(&u, "tl_n", n);
+                            ev_bind(&u, "tl_k4", kk);
+                            if (g)
+                                ev_bind(&u, "tl_g", ev_until(g + strlen("const int tl_g = "), &u));
+                            ev_bind(&u, "tl_x", ev_until(x, &u));
+                            rs[t] = ev_until(base, &u) + ev_until(rd, &u);
+                            for (int b = 0; b < t; b++)
+                                cr_expect(rs[b] == rs[t] || (rs[b] / 4) % 8 != (rs[t] / 4) % 8,
+                                          "%s: threads %d and %d read one bank group (%ld, %ld)", what, tid + b, tid + t, rs[b], rs[t]);
+                        }
+                    }
+                }
+        free(place);
+        loops++;
+    }
+    return loops;
+}
+
 /* f32 without tf32, spelt as users write x @ W, x @ W.T and their
  * transposes (issue 29 item 2): every spelling takes the cp.async pipeline
  * on FMA register blocks with both operands K-major in the ring, the same
- * remark and the same inner loop (16-byte reads of A [K][M] and B [K][N]);
- * only the copies differ, by where each operand is contiguous: along K
- * (4-byte copies that transpose, LDGSTS.E) or along M / N (16-byte ones).
+ * remark and the inner loop of their B: A [K][M] read by 16 bytes, and B
+ * contiguous along N (x @ W) [K][N], four columns a 16-byte read, or
+ * contiguous along K (x @ W.T, however spelt) copied as it lies, 16 bytes
+ * a cp.async, into the [N][K] ring, four k a 16-byte read (check_nk_ring);
+ * A contiguous along K is transposed by 4-byte copies (LDGSTS.E), along M
+ * copied by 16-byte ones.
  * Without the `stages` hint the same spellings share the register-staged
  * loop, trans(x) stored the other way round instead of converted; a
  * `let` of trans(x) there is still materialized first (a gap: its
@@ -925,34 +1084,35 @@ Test(forms, f32_spellings, .timeout = 120)
 #define B_LOAD "let tb = load(b + rk[:, None] * N + rn[None, :], rk[:, None] < K && rn[None, :] < N, 0.0);"
     static const struct {
         const char *file, *kernel, *what, *e[3][2];
-        int copies4; /* operands copied by 4-byte cp.async (K-contiguous) */
+        int copies4; /* operands copied by 4-byte cp.async (A contiguous along K) */
         int converts; /* without `stages`: a let of trans(x) is materialized, x converted through shared memory */
+        int nk;       /* B contiguous along K: copied as it lies into the [N][K] ring */
     } cases[] = {
-        {"examples/matmul_f32.tile", "matmul_f32", "x @ W", {{"", ""}}, 1, 0},
-        {"examples/linear_f32.tile", "linear_f32", "x @ W.T, dot(x, trans(w))", {{"", ""}}, 2, 0},
+        {"examples/matmul_f32.tile", "matmul_f32", "x @ W", {{"", ""}}, 1, 0, 0},
+        {"examples/linear_f32.tile", "linear_f32", "x @ W.T, dot(x, trans(w))", {{"", ""}}, 1, 0, 1},
         {"examples/linear_f32.tile", "linear_f32", "x @ W.T, let wt = trans(tw)",
-         {{"acc = acc + dot(tx, trans(tw));", "let wt = trans(tw);\n        acc = acc + dot(tx, wt);"}}, 2, 1},
+         {{"acc = acc + dot(tx, trans(tw));", "let wt = trans(tw);\n        acc = acc + dot(tx, wt);"}}, 1, 1, 1},
         {"examples/linear_f32.tile", "linear_f32", "x @ W.T, the loads inline",
          {{X_LOAD, ""}, {W_LOAD, ""}, {"dot(tx, trans(tw))",
           "dot(load(x + rm[:, None] * K + rk[None, :], rm[:, None] < M && rk[None, :] < K, 0.0), "
-          "trans(load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0)))"}}, 2, 0},
+          "trans(load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0)))"}}, 1, 0, 1},
         {"examples/linear_f32.tile", "linear_f32", "x @ W.T, a pointer let",
          {{W_LOAD, "let pw = w + rn[:, None] * K + rk[None, :];\n        "
-                   "let tw = load(pw, rn[:, None] < N && rk[None, :] < K, 0.0);"}}, 2, 0},
+                   "let tw = load(pw, rn[:, None] < N && rk[None, :] < K, 0.0);"}}, 1, 0, 1},
         {"examples/linear_f32.tile", "linear_f32", "x @ W.T, W's tile loaded [K, N] by strides",
          {{W_LOAD, "let tw = load(w + rk[:, None] + rn[None, :] * K, rk[:, None] < K && rn[None, :] < N, 0.0);"},
-          {"trans(tw)", "tw"}}, 2, 0},
+          {"trans(tw)", "tw"}}, 1, 0, 1},
         {"examples/matmul_f32.tile", "matmul_f32", "x.T @ W, A stored [K, M]",
          {{A_LOAD, "let ta = load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0);"},
-          {"dot(ta, tb)", "dot(trans(ta), tb)"}}, 0, 0},
+          {"dot(ta, tb)", "dot(trans(ta), tb)"}}, 0, 0, 0},
         {"examples/matmul_f32.tile", "matmul_f32", "x.T @ W.T, both transposed",
          {{A_LOAD, "let ta = load(a + rk[:, None] * M + rm[None, :], rk[:, None] < K && rm[None, :] < M, 0.0);"},
           {B_LOAD, "let tb = load(b + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0);"},
-          {"dot(ta, tb)", "dot(trans(ta), trans(tb))"}}, 1, 0},
+          {"dot(ta, tb)", "dot(trans(ta), trans(tb))"}}, 0, 0, 1},
     };
     enum { NC = sizeof cases / sizeof cases[0] };
     for (int staged = 0; staged < 2; staged++) {
-        char *ref = NULL;
+        char *ref[2] = {NULL, NULL}; /* the inner loop of B [K][N], of B [N][K] */
         for (int i = 0; i < NC; i++) {
             const char *edits[8];
             int n = 0;
@@ -961,8 +1121,8 @@ Test(forms, f32_spellings, .timeout = 120)
                 edits[2 * n + 1] = cases[i].e[j][1];
             }
             if (staged) { /* no `stages` hint: the loads through registers */
-                edits[2 * n] = ", stages = 3 }";
-                edits[2 * n + 1] = " }";
+                edits[2 * n] = ", stages = 3";
+                edits[2 * n + 1] = "";
                 n++;
             }
             tilec_ctx *ctx = tilec_ctx_new();
@@ -970,10 +1130,17 @@ Test(forms, f32_spellings, .timeout = 120)
             tilec_kernel_code code;
             lower_edited(ctx, &m, cases[i].file, cases[i].kernel, edits, n, &code);
             const char *what = cases[i].what;
+            int nk = !staged && cases[i].nk;
             if (!staged) {
-                cr_expect(strstr(code.remarks, "dot loop: cp.async pipeline + FMA register blocks (4x8 a thread; A [K][M], "
-                                               "B [K][N] in the ring), 3 stages (the `stages` hint)"),
+                cr_expect(strstr(code.remarks, nk ? "dot loop: cp.async pipeline + FMA register blocks (4x8 a thread; A [K][M], "
+                                                    "B [N][K] in the ring), 3 stages (the `stages` hint)"
+                                                  : "dot loop: cp.async pipeline + FMA register blocks (4x8 a thread; A [K][M], "
+                                                    "B [K][N] in the ring), 3 stages (the `stages` hint)"),
                           "%s:\n%s", what, code.remarks);
+                cr_expect_eq(strstr(code.layouts, "stored [N][K] in its ring (16-byte cp.async as loaded, swizzled), four k "
+                                                  "a 16-byte read") != NULL, nk, "%s:\n%s", what, code.layouts);
+                if (nk)
+                    cr_expect_eq(check_nk_ring(code.source, what), 2, "%s: the [N][K] ring's copies and reads", what);
                 cr_expect(!strstr(code.remarks, " not on "), "%s: nothing missed:\n%s", what, code.remarks);
                 int c4 = 0;
                 for (const char *p = strstr(code.layouts, "(4-byte cp.async"); p; p = strstr(p + 1, "(4-byte cp.async"))
@@ -988,21 +1155,27 @@ Test(forms, f32_spellings, .timeout = 120)
             }
             char *loop = fma_inner_loop(code.source);
             cr_assert_not_null(loop, "%s: an FMA loop:\n%s", what, code.source);
-            cr_expect(strstr(loop, "*(float# *)&tl_ra[tl_m] = *(const float# *)&tl_sa[tl_k * #"), "%s: A by 16 bytes:\n%s",
-                      what, loop);
-            cr_expect(strstr(loop, "*(float# *)&tl_rb[tl_n] = *(const float# *)&tl_sb[tl_k * #"), "%s: B by 16 bytes:\n%s",
-                      what, loop);
-            if (!ref)
-                ref = loop;
+            cr_expect(strstr(loop, nk ? "*(float# *)&tl_ra[tl_kk][tl_m] = *(const float# *)&tl_sa[tl_k * #"
+                                      : "*(float# *)&tl_ra[tl_m] = *(const float# *)&tl_sa[tl_k * #"),
+                      "%s: A by 16 bytes:\n%s", what, loop);
+            if (nk)
+                cr_expect(strstr(loop, "const float# tl_b = *(const float# *)&tl_sbn[(tl_x / #) * # + ((tl_x % #) ^ tl_g)]"),
+                          "%s: B by 16 bytes, four k:\n%s", what, loop);
+            else
+                cr_expect(strstr(loop, "*(float# *)&tl_rb[tl_n] = *(const float# *)&tl_sb[tl_k * #"), "%s: B by 16 bytes:\n%s",
+                          what, loop);
+            if (!ref[nk])
+                ref[nk] = loop;
             else {
-                cr_expect_str_eq(loop, ref, "%s: the inner loop of x @ W", what);
+                cr_expect_str_eq(loop, ref[nk], "%s: the inner loop of %s", what, nk ? "x @ W.T" : "x @ W");
                 free(loop);
             }
             tilec_kernel_code_free(&code);
             tilec_module_free(m);
             tilec_ctx_free(ctx);
         }
-        free(ref);
+        free(ref[0]);
+        free(ref[1]);
     }
 #undef X_LOAD
 #undef W_LOAD
@@ -1011,28 +1184,32 @@ Test(forms, f32_spellings, .timeout = 120)
 }
 
 /* Every variant of the two f32 examples (64x64 BK = 16 with 4 warps,
- * 128x256 BK = 16 and BK = 32 with 8): each K-contiguous operand's 4-byte
- * copies read whole sectors, and at BK = 32 one whole line a warp copy (4
- * lines before), write 32 banks and put each element where the FMA loop
- * reads it (check_at_copies). */
+ * 128x256 BK = 16 and BK = 32 with 8, and linear_f32's two with
+ * `transpose_b = 1`): each 4-byte copy loop (A contiguous along K; B too
+ * under the hint) reads whole sectors, and at BK = 32 one whole line a
+ * warp copy (4 lines before), writes 32 banks and puts each element where
+ * the FMA loop reads it (check_at_copies); without the hint x @ W.T's B
+ * takes the [N][K] ring (check_nk_ring). */
 Test(forms, f32_whole_line_copies, .timeout = 120)
 {
     static const struct {
         const char *file, *kernel, *from, *to; /* an edit: another spelling */
-        int copies4;
+        int nv;
+        int copies4[5]; /* per variant */
     } cases[] = {
-        {"examples/matmul_f32.tile", "matmul_f32", NULL, NULL, 1},
-        {"examples/linear_f32.tile", "linear_f32", NULL, NULL, 2},
+        {"examples/matmul_f32.tile", "matmul_f32", NULL, NULL, 3, {1, 1, 1}},
+        {"examples/linear_f32.tile", "linear_f32", NULL, NULL, 5, {1, 1, 1, 2, 2}},
         /* W's tile loaded [K, N] by strides (K on the load's axis 0), no trans */
         {"examples/linear_f32.tile", "linear_f32",
          "let tw = load(w + rn[:, None] * K + rk[None, :], rn[:, None] < N && rk[None, :] < K, 0.0);\n"
          "        acc = acc + dot(tx, trans(tw));",
          "let tw = load(w + rk[:, None] + rn[None, :] * K, rk[:, None] < K && rn[None, :] < N, 0.0);\n"
-         "        acc = acc + dot(tx, tw);", 2},
+         "        acc = acc + dot(tx, tw);", 5, {1, 1, 1, 2, 2}},
     };
-    static const char *shape[3] = {"a warp 4 rows by 8 k)", "a warp 4 rows by 8 k)", "a warp 1 row by 32 k, swizzled)"};
+    static const char *shape[5] = {"a warp 4 rows by 8 k)", "a warp 4 rows by 8 k)", "a warp 1 row by 32 k, swizzled)",
+                                   "a warp 4 rows by 8 k)", "a warp 1 row by 32 k, swizzled)"};
     for (int i = 0; i < 3; i++)
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < cases[i].nv; v++) {
             tilec_ctx *ctx = tilec_ctx_new();
             tilec_module *m = NULL;
             tilec_kernel_code code;
@@ -1048,11 +1225,14 @@ Test(forms, f32_whole_line_copies, .timeout = 120)
             cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, cases[i].kernel), v, &code), TILEC_OK);
             char what[96];
             snprintf(what, sizeof what, "%s variant %d%s", cases[i].kernel, v, cases[i].from ? " (W loaded [K, N])" : "");
-            cr_expect_eq(check_at_copies(code.source, what), 2 * cases[i].copies4, "%s: the 4-byte copy loops", what);
+            int c4 = cases[i].copies4[v];
+            cr_expect_eq(check_at_copies(code.source, what), 2 * c4, "%s: the 4-byte copy loops", what);
             int n = 0;
             for (const char *p = strstr(code.layouts, shape[v]); p; p = strstr(p + 1, shape[v]))
                 n++;
-            cr_expect_eq(n, cases[i].copies4, "%s: '%s':\n%s", what, shape[v], code.layouts);
+            cr_expect_eq(n, c4, "%s: '%s':\n%s", what, shape[v], code.layouts);
+            int nk = i > 0 && c4 == 1;
+            cr_expect_eq(check_nk_ring(code.source, what), nk ? 2 : 0, "%s: the [N][K] ring's copy loops", what);
             free(src);
             tilec_kernel_code_free(&code);
             tilec_module_free(m);

@@ -1623,7 +1623,9 @@ def host_sides(run, case, sides, rounds, n):
         run.emit(rec)
 
 
-def main():
+def arg_parser():
+    """The harness's options; ladder.py parses its Run's from these too, so
+    every option Run reads has its default there."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", action="append", help="run the workloads whose name contains this (repeatable)")
@@ -1639,7 +1641,11 @@ def main():
     ap.add_argument("--tag", default="run")
     ap.add_argument("--tables-from", nargs="+", metavar="JSONL",
                     help="print issue 31's tables (GEMMs, row kernels) from these records and exit (no device)")
-    args = ap.parse_args()
+    return ap
+
+
+def main():
+    args = arg_parser().parse_args()
     if args.tables_from:
         return tables_from(args.tables_from)
     if not torch.cuda.is_available():

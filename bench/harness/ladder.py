@@ -22,6 +22,12 @@ import bench  # noqa: E402
 import torch  # noqa: E402
 
 
+def run_args(out):
+    """bench.Run's options for a ladder: bench.py's own defaults (every
+    option Run reads), no torch.compile, tag "ladder" until a case sets its own."""
+    return bench.arg_parser().parse_args(["--out", out, "--no-compile", "--tag", "ladder"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
@@ -36,7 +42,7 @@ def main():
     if not torch.cuda.is_available():
         print("SKIP: ladder: no CUDA device")
         return 0
-    run = bench.Run(argparse.Namespace(out=args.out, tag="ladder", no_compile=True, autotune=False))
+    run = bench.Run(run_args(args.out))
     run.env()
     n = args.size
     for case in args.case:

@@ -32,5 +32,37 @@ class F32MatmulTests(unittest.TestCase):
                       '    w.append(w_matmul(4096, 4096, 4096, "f32", bt=True))', src)
 
 
+class LadderTests(unittest.TestCase):
+    def test_ladder_runs_carry_every_option_run_reads(self):
+        """ladder.py (bench/harness/ladder.py: one workload for several .tile
+        files, the f32 variant ladders of bench/results/f32*.md) hands bench.Run
+        its options: each one Run reads must be there (a Namespace of four
+        options stopped every ladder at Run.env() once `family` was read)."""
+        import importlib.util
+        import re
+        import types
+        bench = _load_bench()
+        saved = {k: sys.modules.get(k) for k in ("bench", "torch")}
+        sys.modules["bench"], sys.modules["torch"] = bench, types.ModuleType("torch")
+        try:
+            spec = importlib.util.spec_from_file_location("ladder_under_test",
+                                                          os.path.join(ROOT, "bench", "harness", "ladder.py"))
+            ladder = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(ladder)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+        args = ladder.run_args("F.jsonl")
+        with open(os.path.join(ROOT, "bench", "harness", "bench.py")) as f:
+            read = set(re.findall(r"self\.args\.(\w+)", f.read()))
+        self.assertIn("family", read)
+        for name in sorted(read):
+            self.assertTrue(hasattr(args, name), f"ladder's options lack {name}, which bench.Run reads")
+        self.assertEqual((args.out, args.tag, args.no_compile, args.autotune), ("F.jsonl", "ladder", True, False))
+
+
 if __name__ == "__main__":
     unittest.main()

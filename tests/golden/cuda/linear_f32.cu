@@ -97,8 +97,8 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* linear_f32, variant 0: BM = 64, BN = 64, BK = 16, warps = 4, stages = 3 */
-/* indexing: 64-bit (lines 16, 17, 20), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* linear_f32, variant 0: BM = 64, BN = 64, BK = 16, warps = 4, stages = 3, transpose_b = 0 */
+/* indexing: 64-bit (lines 19, 20, 23), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, float *v_w, float *v_y, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -109,11 +109,12 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
     constexpr int v_BK = 16;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/linear_f32.tile:11
+    constexpr int v_transpose_b = 0;
+    // examples/linear_f32.tile:14
     // v_rm: index tile computed where it is used
-    // examples/linear_f32.tile:12
+    // examples/linear_f32.tile:15
     // v_rn: index tile computed where it is used
-    // examples/linear_f32.tile:13
+    // examples/linear_f32.tile:16
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -121,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
         const int tl_i1 = ((tl_j % 8) / 4) * 32 + (tl_tid % 8) * 4 + tl_j % 4;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/linear_f32.tile:14
+    // examples/linear_f32.tile:17
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -134,13 +135,14 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
             if (tl_q < 4) tl_h0[tl_q] = v_x + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
             if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
         }
-        const float * tl_h2[4];
-        bool tl_h3[4];
+        const float * tl_h2[2];
+        bool tl_h3[2];
         #pragma unroll
-        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-            const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
-            if (tl_q < 4) tl_h2[tl_q] = v_w + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))));
-            if (tl_q < 4) tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_N);
+        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+            const int tl_l = (tl_q * 128 + tl_tid) * 4;
+            const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
+            tl_h2[tl_q] = v_w + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))));
+            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_N);
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -153,15 +155,28 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                 }
                 #pragma unroll
-                for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
-                    const float *tl_p = (tl_h2[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(13056 + tl_s * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                    const int tl_l = (tl_q * 128 + tl_tid) * 4;
+                    const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
+                    const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
+                    float *tl_d = (float *)(tl_smem + 13056 + tl_s * 4096) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
+                    const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
+                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                    if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
+                        tl_d[1] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
+                        tl_d[2] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
+                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                    }
                 }
             }
             tl_cp_commit();
         }
-        // examples/linear_f32.tile:14
+        // examples/linear_f32.tile:17
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -178,38 +193,60 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
                     }
                     #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_i0 = ((tl_q % 4) * 4 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
-                        const float *tl_p = (tl_h2[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
-                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(13056 + tl_ns * 4352) + (unsigned)(tl_i1 * 68 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h3[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 4;
+                        const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
+                        const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
+                        float *tl_d = (float *)(tl_smem + 13056 + tl_ns * 4096) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
+                        const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
+                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                        if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
+                            tl_d[1] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
+                            tl_d[2] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
+                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        }
                     }
                 }
                 tl_cp_commit();
             }
-            // examples/linear_f32.tile:18
+            // examples/linear_f32.tile:21
             const int tl_cs = tl_it % 3;
             const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 4352)) + (tl_tid / 8) * 4;
-            const float *tl_sb = (const float *)(tl_smem + (13056 + tl_cs * 4352)) + (tl_tid % 8) * 4;
+            const float *tl_sbn = (const float *)(tl_smem + (13056 + tl_cs * 4096)) + (tl_tid % 8) * 64;
+            const int tl_g = ((tl_tid % 8) % 8) * 4;
             #pragma unroll
-            for (int tl_k = 0; tl_k < 16; ++tl_k) {
-                float tl_ra[4];
+            for (int tl_k4 = 0; tl_k4 < 16; tl_k4 += 4) {
+                float tl_ra[4][4];
                 #pragma unroll
-                for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_m] = *(const float4 *)&tl_sa[tl_k * 68 + tl_m];
-                float tl_rb[8];
-                #pragma unroll
-                for (int tl_n = 0; tl_n < 8; tl_n += 4)
-                    *(float4 *)&tl_rb[tl_n] = *(const float4 *)&tl_sb[tl_k * 68 + (tl_n / 4) * 32];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
+                for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
+                    const int tl_k = tl_k4 + tl_kk;
                     #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; ++tl_n)
-                        v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_m], tl_rb[tl_n], v_acc[tl_m * 8 + tl_n]);
+                    for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 68 + tl_m];
+                }
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 8; ++tl_n) {
+                    const int tl_x = ((tl_n / 4) * 32 + tl_n % 4) * 16 + tl_k4;
+                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                    #pragma unroll
+                    for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
+                        const int tl_k = tl_k4 + tl_kk;
+                        (void)tl_k;
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 4; ++tl_m)
+                            v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 8 + tl_n]);
+                    }
+                }
             }
         }
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/linear_f32.tile:20
+    // examples/linear_f32.tile:23
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
         const int tl_j = tl_c;
@@ -240,8 +277,8 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
     }
 }
 
-/* linear_f32, variant 1: BM = 128, BN = 256, BK = 16, warps = 8, stages = 3 */
-/* indexing: 64-bit (lines 16, 17, 20), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* linear_f32, variant 1: BM = 128, BN = 256, BK = 16, warps = 8, stages = 3, transpose_b = 0 */
+/* indexing: 64-bit (lines 19, 20, 23), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, float *v_w, float *v_y, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -252,11 +289,12 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
     constexpr int v_BK = 16;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/linear_f32.tile:11
+    constexpr int v_transpose_b = 0;
+    // examples/linear_f32.tile:14
     // v_rm: index tile computed where it is used
-    // examples/linear_f32.tile:12
+    // examples/linear_f32.tile:15
     // v_rn: index tile computed where it is used
-    // examples/linear_f32.tile:13
+    // examples/linear_f32.tile:16
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -264,7 +302,349 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
         const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
         v_acc[tl_j] = ((float)0);
     }
+    // examples/linear_f32.tile:17
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
+        const float * tl_h0[4];
+        bool tl_h1[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+            const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+            if (tl_q < 4) tl_h0[tl_q] = v_x + (0LL + (long long)(tl_c1) + (long long)((((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))));
+            if (tl_q < 4) tl_h1[tl_q] = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_M);
+        }
+        const float * tl_h2[4];
+        bool tl_h3[4];
+        #pragma unroll
+        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+            const int tl_l = (tl_q * 256 + tl_tid) * 4;
+            const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
+            tl_h2[tl_q] = v_w + (0LL + (long long)(tl_i1) + (long long)((((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))));
+            tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_N);
+        }
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            if (v_k < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                    const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                    const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 8448) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 4;
+                    const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
+                    const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
+                    float *tl_d = (float *)(tl_smem + 25344 + tl_s * 16384) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
+                    const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
+                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                    if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
+                        tl_d[1] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
+                        tl_d[2] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
+                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/linear_f32.tile:17
+        int tl_it = 0;
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_k + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_k = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_i0 = ((tl_q % 4) * 8 + tl_warp) * 4 + tl_lane / 8, tl_kc = (tl_q / 4) * 8, tl_c1 = tl_lane % 8, tl_i1 = tl_kc + tl_c1;
+                        const float *tl_p = (tl_h0[tl_q % 4] + (0LL + (long long)(v_k) + (long long)(tl_kc)));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 8448) + (unsigned)(tl_i1 * 132 + tl_i0) * 4u), "l"(tl_p), "r"(((tl_h1[tl_q % 4] && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 4;
+                        const int tl_i0 = tl_l / 16, tl_i1 = tl_l % 16;
+                        const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
+                        float *tl_d = (float *)(tl_smem + 25344 + tl_ns * 16384) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
+                        const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
+                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                        if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
+                            tl_d[1] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
+                            tl_d[2] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
+                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/linear_f32.tile:21
+            const int tl_cs = tl_it % 3;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 8448)) + (tl_tid / 16) * 8;
+            const float *tl_sbn = (const float *)(tl_smem + (25344 + tl_cs * 16384)) + (tl_tid % 16) * 64;
+            const int tl_g = ((tl_tid % 16) % 8) * 4;
+            #pragma unroll
+            for (int tl_k4 = 0; tl_k4 < 16; tl_k4 += 4) {
+                float tl_ra[4][8];
+                #pragma unroll
+                for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
+                    const int tl_k = tl_k4 + tl_kk;
+                    #pragma unroll
+                    for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
+                }
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 16; ++tl_n) {
+                    const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 16 + tl_k4;
+                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                    #pragma unroll
+                    for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
+                        const int tl_k = tl_k4 + tl_kk;
+                        (void)tl_k;
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 8; ++tl_m)
+                            v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 16 + tl_n]);
+                    }
+                }
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/linear_f32.tile:23
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 128; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 16;
+        const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
+        float *tl_p = ((v_y + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        const float tl_v2 = v_acc[tl_j + 2];
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
+        const float tl_v3 = v_acc[tl_j + 3];
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            ((float *)&tl_vec)[2] = tl_v2;
+            ((float *)&tl_vec)[3] = tl_v3;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+        }
+    }
+}
+
+/* linear_f32, variant 2: BM = 128, BN = 256, BK = 32, warps = 8, stages = 3, transpose_b = 0 */
+/* indexing: 64-bit (lines 19, 20, 23), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, float *v_w, float *v_y, int v_M, int v_N, int v_K)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 256;
+    constexpr int v_BK = 32;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_transpose_b = 0;
     // examples/linear_f32.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/linear_f32.tile:15
+    // v_rn: index tile computed where it is used
+    // examples/linear_f32.tile:16
+    float v_acc[128];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 128; ++tl_j) {
+        const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 16;
+        const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/linear_f32.tile:17
+    { /* v_acc += dot, 3-stage cp.async pipeline */
+        typedef int tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 2; ++tl_s) {
+            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            if (v_k < tl_hi) {
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 16; ++tl_q) {
+                    const int tl_i0 = ((tl_q % 16) * 8 + tl_warp) * 1 + tl_lane / 32, tl_kc = (tl_q / 16) * 32, tl_c1 = tl_lane % 32, tl_i1 = tl_kc + tl_c1, tl_sr = ((tl_q % 16) * 8 + (tl_warp ^ ((tl_c1 / 8) % 4))) * 1 + tl_lane / 32;
+                    const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_s * 16896) + (unsigned)(tl_i1 * 132 + tl_sr) * 4u), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                }
+                #pragma unroll
+                for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                    const int tl_l = (tl_q * 256 + tl_tid) * 4;
+                    const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                    const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                    float *tl_d = (float *)(tl_smem + 50688 + tl_s * 32768) + ((tl_i0 * 32 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
+                    const bool tl_m0 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K));
+                    const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 3)) < v_K));
+                    if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
+                        tl_cp16(tl_d, tl_p, 16);
+                    } else if (!(tl_m0)) {
+                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                    } else {
+                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
+                        tl_d[1] = (((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
+                        tl_d[2] = (((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
+                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        // examples/linear_f32.tile:17
+        int tl_it = 0;
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            tl_cp_wait<1>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_k + 2 * tl_st;
+                const int tl_ns = (tl_it + 2) % 3;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_k = tl_next;
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 16; ++tl_q) {
+                        const int tl_i0 = ((tl_q % 16) * 8 + tl_warp) * 1 + tl_lane / 32, tl_kc = (tl_q / 16) * 32, tl_c1 = tl_lane % 32, tl_i1 = tl_kc + tl_c1, tl_sr = ((tl_q % 16) * 8 + (tl_warp ^ ((tl_c1 / 8) % 4))) * 1 + tl_lane / 32;
+                        const float *tl_p = ((v_x + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"((unsigned)__cvta_generic_to_shared(tl_smem) + (unsigned)(0 + tl_ns * 16896) + (unsigned)(tl_i1 * 132 + tl_sr) * 4u), "l"(tl_p), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K))) ? 4 : 0));
+                    }
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 4;
+                        const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                        const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
+                        float *tl_d = (float *)(tl_smem + 50688 + tl_ns * 32768) + ((tl_i0 * 32 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
+                        const bool tl_m0 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K));
+                        const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 3)) < v_K));
+                        if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
+                            tl_d[1] = (((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
+                            tl_d[2] = (((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
+                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            // examples/linear_f32.tile:21
+            const int tl_cs = tl_it % 3;
+            const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 16896)) + (tl_tid / 16) * 8;
+            const float *tl_sbn = (const float *)(tl_smem + (50688 + tl_cs * 32768)) + (tl_tid % 16) * 128;
+            const int tl_g = ((tl_tid % 16) % 8) * 4;
+            #pragma unroll
+            for (int tl_k4 = 0; tl_k4 < 32; tl_k4 += 4) {
+                float tl_ra[4][8];
+                #pragma unroll
+                for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
+                    const int tl_k = tl_k4 + tl_kk;
+                    #pragma unroll
+                    for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
+                }
+                #pragma unroll
+                for (int tl_n = 0; tl_n < 16; ++tl_n) {
+                    const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 32 + tl_k4;
+                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                    #pragma unroll
+                    for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
+                        const int tl_k = tl_k4 + tl_kk;
+                        (void)tl_k;
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 8; ++tl_m)
+                            v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m ^ (((tl_k / 8) % 4) * 1)], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 16 + tl_n]);
+                    }
+                }
+            }
+        }
+        tl_cp_wait<0>();
+        __syncthreads();
+    }
+    // examples/linear_f32.tile:23
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 128; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 16;
+        const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
+        float *tl_p = ((v_y + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
+        const float tl_v0 = v_acc[tl_j];
+        const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
+        const float tl_v1 = v_acc[tl_j + 1];
+        const bool tl_m1 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N));
+        const float tl_v2 = v_acc[tl_j + 2];
+        const bool tl_m2 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N));
+        const float tl_v3 = v_acc[tl_j + 3];
+        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            ((float *)&tl_vec)[2] = tl_v2;
+            ((float *)&tl_vec)[3] = tl_v3;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+        }
+    }
+}
+
+/* linear_f32, variant 3: BM = 128, BN = 256, BK = 16, warps = 8, stages = 3, transpose_b = 1 */
+/* indexing: 64-bit (lines 19, 20, 23), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) linear_f32_v3(float *v_x, float *v_w, float *v_y, int v_M, int v_N, int v_K)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 256;
+    constexpr int v_BK = 16;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 3;
+    constexpr int v_transpose_b = 1;
+    // examples/linear_f32.tile:14
+    // v_rm: index tile computed where it is used
+    // examples/linear_f32.tile:15
+    // v_rn: index tile computed where it is used
+    // examples/linear_f32.tile:16
+    float v_acc[128];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 128; ++tl_j) {
+        const int tl_i0 = (tl_tid / 16) * 8 + tl_j / 16;
+        const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/linear_f32.tile:17
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -296,7 +676,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
             }
             tl_cp_commit();
         }
-        // examples/linear_f32.tile:14
+        // examples/linear_f32.tile:17
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -321,7 +701,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                 }
                 tl_cp_commit();
             }
-            // examples/linear_f32.tile:18
+            // examples/linear_f32.tile:21
             const int tl_cs = tl_it % 3;
             const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 8448)) + (tl_tid / 16) * 8;
             const float *tl_sb = (const float *)(tl_smem + (25344 + tl_cs * 16640)) + (tl_tid % 16) * 4;
@@ -344,7 +724,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/linear_f32.tile:20
+    // examples/linear_f32.tile:23
     #pragma unroll
     for (int tl_c = 0; tl_c < 128; tl_c += 4) {
         const int tl_j = tl_c;
@@ -375,9 +755,9 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
     }
 }
 
-/* linear_f32, variant 2: BM = 128, BN = 256, BK = 32, warps = 8, stages = 3 */
-/* indexing: 64-bit (lines 16, 17, 20), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, float *v_w, float *v_y, int v_M, int v_N, int v_K)
+/* linear_f32, variant 4: BM = 128, BN = 256, BK = 32, warps = 8, stages = 3, transpose_b = 1 */
+/* indexing: 64-bit (lines 19, 20, 23), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) linear_f32_v4(float *v_x, float *v_w, float *v_y, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -387,11 +767,12 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/linear_f32.tile:11
+    constexpr int v_transpose_b = 1;
+    // examples/linear_f32.tile:14
     // v_rm: index tile computed where it is used
-    // examples/linear_f32.tile:12
+    // examples/linear_f32.tile:15
     // v_rn: index tile computed where it is used
-    // examples/linear_f32.tile:13
+    // examples/linear_f32.tile:16
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -399,7 +780,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
         const int tl_i1 = ((tl_j % 16) / 4) * 64 + (tl_tid % 16) * 4 + tl_j % 4;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/linear_f32.tile:14
+    // examples/linear_f32.tile:17
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -422,7 +803,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
             }
             tl_cp_commit();
         }
-        // examples/linear_f32.tile:14
+        // examples/linear_f32.tile:17
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -447,7 +828,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                 }
                 tl_cp_commit();
             }
-            // examples/linear_f32.tile:18
+            // examples/linear_f32.tile:21
             const int tl_cs = tl_it % 3;
             const float *tl_sa = (const float *)(tl_smem + (0 + tl_cs * 16896)) + (tl_tid / 16) * 8;
             const float *tl_sb = (const float *)(tl_smem + (50688 + tl_cs * 33280)) + (tl_tid % 16) * 4;
@@ -470,7 +851,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/linear_f32.tile:20
+    // examples/linear_f32.tile:23
     #pragma unroll
     for (int tl_c = 0; tl_c < 128; tl_c += 4) {
         const int tl_j = tl_c;
