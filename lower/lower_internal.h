@@ -133,9 +133,11 @@ typedef struct wg_plan {
                                    * stay in flight into the next iteration (wgattn.c), or NULL */
     const char *defer_acc;        /* its accumulator's name */
     int pingpong;                 /* two consumer warp groups take turns to issue their wgmma (named barriers 2, 3) */
-    /* two program tiles along N a block (wgpair.c): pid(1) = 2j and 2j + 1 share A's stages and run
-     * as one m64(2N) wgmma; pair_ok decided by the regular pass, pair in force on a persistent grid */
-    int pair_ok, pair;
+    /* two program tiles along N a block (wgpair.c): pid(pax) = 2j and 2j + 1 share A's stages and run
+     * as one m64(2N) wgmma; pair_ok decided by the regular pass, pair in force on a persistent grid;
+     * pax the grid axis of the N tiles (1, or 2 when B's N index reads pid(2): a head's product, the
+     * batch in pid(1)) */
+    int pair_ok, pair, pax;
     int64_t pair_stage_bytes;     /* a paired stage: (M + 2N) x K elements */
     int pair_S;                   /* its stages in the ring */
     /* two program tiles along M a block (wgpair.c): a BM = 64 twin whose `warps` hint asks for two warp
@@ -890,16 +892,17 @@ void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t ep
 /* ---- wgpair.c: two program tiles along N a block of the persistent twin ---- */
 
 /* Regular pass, at the twin's loop (its loads matched, plan w filled but
- * for the store): whether pid(1) = 2j and 2j + 1 may share a block (B's N
- * index pid(1) * N + ..., nothing else reading pid(1) before the
- * epilogue); sets w->pair_ok and its stages, or says why not in w->how. */
+ * for the store): whether pid(a) = 2j and 2j + 1 may share a block, a the
+ * grid axis of B's N index (pid(a) * N + ..., a = 1 or 2, nothing else
+ * reading pid(a) before the epilogue); sets w->pair_ok, w->pax and its
+ * stages, or says why not in w->how. */
 void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w);
 /* The N of the twin's loop (its wgmma, B's boxes): 2N when paired. */
 int64_t lower_wg_n(const wg_plan *w);
 /* The paired consumers' second accumulator, zeroed (before the loop). */
 void lower_wg_pair_acc(lw *L, const char *acc);
 /* The consumers' epilogue text of a paired tile (C's [tw.epi, tw.end),
- * once per program tile, the second after the lets again at pid(1) + 1
+ * once per program tile, the second after the lets again at pid(pax) + 1
  * with the second accumulator) into tu. */
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C);
 /* Two M tiles a block (BM = 64, the `warps` hint two warp groups or more, N tiles not paired): the remark's

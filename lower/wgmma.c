@@ -1288,28 +1288,33 @@ static int batch_in_y(const wg_plan *w)
     return 0;
 }
 
-/* tl_pid0..2 of tile tl_u of the logical grid tl_grid0..2: pid(2) the
- * slowest, then the grouped order of the 2-D grid as lower_wg_preamble
- * (a bijection: every tile once). With the batch in pid(1) (yz) axes 1
- * and 2 trade places in that walk: the batch the slowest, M tiles grouped
- * with pid(2)'s (the N tiles of a head's product), so the blocks resident
- * at once share A's row panels as the plain product's do. */
-static void persist_pids(strbuf *tu, int pair, int mpair, int yz)
+/* tl_pid0..2 of tile tl_u of the logical grid tl_grid0..2: one of axes
+ * 1 and 2 the slowest, then the grouped order of the 2-D grid as
+ * lower_wg_preamble over pid(0) and the other, the N tiles' axis `in` (a
+ * bijection: every tile once). `in` is the axis of the pairs of N tiles
+ * (pax: wgpair.c) when paired, else 2 when the batch is pid(1) (yz), else
+ * 1: the batch the slowest, M tiles grouped with the N tiles of its
+ * product, so the blocks resident at once share A's row panels as the
+ * plain product's do. */
+static void persist_pids(strbuf *tu, int pax, int mpair, int yz)
 {
-    /* paired (wgpair.c): the order over pairs of tiles along axis 1 (tl_g1 of them), pid(1) the pair's first;
-     * two M tiles a block: over pairs along axis 0 (tl_g0), pid(0) the pair's first */
+    /* paired (wgpair.c): the order over pairs of tiles along axis `in` (tl_g1 of them), pid(in) the pair's
+     * first; two M tiles a block: over pairs along axis 0 (tl_g0), pid(0) the pair's first */
     const char *g0 = mpair ? "tl_g0" : "tl_grid0";
     if (mpair)
         sb_puts(tu, "        const int tl_g0 = (tl_grid0 + 1) / 2;\n");
-    const char *slow = yz ? "tl_pid1" : "tl_pid2", *inner = yz ? "tl_pid2" : "tl_pid1"; /* pairs: never yz */
-    sb_printf(tu, "        const int tl_g1 = %s;\n"
-                  "        const int tl_n01 = %s * tl_g1, %s = tl_u / tl_n01, tl_lin = tl_u - %s * tl_n01;\n"
+    int in = pax ? pax : yz ? 2 : 1, sl = 3 - in;
+    if (pax)
+        sb_printf(tu, "        const int tl_g1 = (tl_grid%d + 1) / 2;\n", in);
+    else
+        sb_printf(tu, "        const int tl_g1 = tl_grid%d;\n", in);
+    sb_printf(tu, "        const int tl_n01 = %s * tl_g1, tl_pid%d = tl_u / tl_n01, tl_lin = tl_u - tl_pid%d * tl_n01;\n"
                   "        const int tl_gw = %d * tl_g1, tl_first = (tl_lin / tl_gw) * %d, tl_rest = %s - tl_first;\n"
                   "        const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;\n"
-                  "        const int tl_pid0 = %stl_first + tl_r %% tl_gs%s, %s = (tl_r / tl_gs)%s;\n"
+                  "        const int tl_pid0 = %stl_first + tl_r %% tl_gs%s, tl_pid%d = (tl_r / tl_gs)%s;\n"
                   "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n",
-              pair ? "(tl_grid1 + 1) / 2" : yz ? "tl_grid2" : "tl_grid1", g0, slow, slow, WG_GROUP, WG_GROUP, g0,
-              WG_GROUP, WG_GROUP, mpair ? "(" : "", mpair ? ") * 2" : "", inner, pair ? " * 2" : "");
+              g0, sl, sl, WG_GROUP, WG_GROUP, g0, WG_GROUP, WG_GROUP, mpair ? "(" : "", mpair ? ") * 2" : "", in,
+              pax ? " * 2" : "");
 }
 
 /* The persistent twin: the barriers set up once; the producer thread and
@@ -1336,16 +1341,17 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   "    }\n"
                   "    __syncthreads();\n",
               w->S, C->nwarps * (w->mpair ? 2 : 1));
-    sb_printf(tu, "    const int tl_units = %s * %s * tl_grid2;\n", w->mpair ? "((tl_grid0 + 1) / 2)" : "tl_grid0",
-              w->pair ? "((tl_grid1 + 1) / 2)" : "tl_grid1");
+    sb_printf(tu, "    const int tl_units = %s * %s * %s;\n", w->mpair ? "((tl_grid0 + 1) / 2)" : "tl_grid0",
+              w->pair && w->pax == 1 ? "((tl_grid1 + 1) / 2)" : "tl_grid1",
+              w->pair && w->pax == 2 ? "((tl_grid2 + 1) / 2)" : "tl_grid2");
     int nt = lower_wg_consumers(C); /* the consumer threads (two M tiles a block: two warp groups of C's) */
     sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", nt, nt);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu, w->pair, w->mpair, !w->pair && batch_in_y(w));
+    persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w));
     sb_add(tu, pb + P->tw.body, P->tw.epi - P->tw.body);
     sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu, w->pair, w->mpair, !w->pair && batch_in_y(w));
+    persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w));
     if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
         lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.epi, C->nt);
         lower_wg_pair_epilogue(tu, C);
@@ -1394,8 +1400,8 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
     meta->threads = (uint32_t)(lower_wg_consumers(L) + (w->gather ? w->producers : WG_PRODUCER));
     meta->smem_bytes = L->smem;
     meta->nmaps = (uint32_t)w->nmaps;
-    /* 2: pairs of tiles along y, 3: along x (wgpair.c) */
-    meta->persistent = (uint32_t)(w->pair ? 2 : w->mpair ? 3 : w->persist);
+    /* 2: pairs of tiles along y, 4: along z, 3: along x (wgpair.c) */
+    meta->persistent = (uint32_t)(w->pair ? (w->pax == 2 ? 4 : 2) : w->mpair ? 3 : w->persist);
     memcpy(meta->maps, w->maps, sizeof w->maps);
     meta->kbound = w->kbound;
     meta->kfrom = w->kfrom;

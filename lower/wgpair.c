@@ -2,18 +2,20 @@
  * twin (wgmma.c). A user's 128 x 128 tile runs its wgmma as m64n128k16,
  * which reads twice the shared memory per product of m64n256k16, and
  * loads A once per 128 columns of C. When the program's tiles along N
- * are pid(1) (B's N index is pid(1) * BN + ..., nothing that A, the K
- * loop or the batch reads depends on pid(1)), the twin runs the tiles
- * pid(1) = 2j and 2j + 1 in one block: one stage holds A once and B's
- * 2 * BN columns, one m64(2BN)k16 wgmma a k16 step writes both tiles'
- * accumulators (its first BN / 2 registers a thread are the first tile's
- * fragments, the rest the second's, in the same layout), and the
- * statements after the loop run once per tile, the second time with the
- * lets before the loop again at pid(1) + 1 and the second accumulator;
- * a second tile past the program's grid (an odd grid) is computed and
- * not stored. The block walks the pairs of the persistent grid
- * (tilec_tma_meta.persistent 2). docs/lowering.md, "Two N tiles a
- * block", says which twins take it and what it measured. */
+ * are a grid axis a, 1 or 2 (B's N index is pid(a) * BN + ..., nothing
+ * that A, the K loop or the batch reads depends on pid(a): pid(1) in a
+ * plain or pid(2)-batched product, pid(2) in a head's, whose batch is
+ * pid(1)), the twin runs the tiles pid(a) = 2j and 2j + 1 in one block:
+ * one stage holds A once and B's 2 * BN columns, one m64(2BN)k16 wgmma a
+ * k16 step writes both tiles' accumulators (its first BN / 2 registers a
+ * thread are the first tile's fragments, the rest the second's, in the
+ * same layout), and the statements after the loop run once per tile, the
+ * second time with the lets before the loop again at pid(a) + 1 and the
+ * second accumulator; a second tile past the program's grid (an odd
+ * grid) is computed and not stored. The block walks the pairs of the
+ * persistent grid (tilec_tma_meta.persistent 2 along y, 4 along z).
+ * docs/lowering.md, "Two N tiles a block", says which twins take it and
+ * what it measured. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -122,16 +124,10 @@ static int pid_sum_is(lw *L, const tilec_expr *e, const tilec_expr *add, const t
     return pid_affine(L, e, loop, ax, &a, 0) && (!add || pid_affine(L, add, loop, ax, &b, 0)) && a + b == want;
 }
 
-static int pid1_is(lw *L, const tilec_expr *e, const tilec_stmt *loop, int64_t want) { return pid_is(L, e, loop, 1, want); }
-
-static int pid1_sum_is(lw *L, const tilec_expr *e, const tilec_expr *add, const tilec_stmt *loop, int64_t want)
-{
-    return pid_sum_is(L, e, add, loop, 1, want);
-}
-
-/* Why the tiles pid(1) = 2j and 2j + 1 of plan w cannot share a block,
- * or NULL. */
-static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, const wg_plan *w)
+/* Why the tiles pid(a) = 2j and 2j + 1 of plan w cannot share a block,
+ * or NULL; a (w->pax) the grid axis of B's N index: 1, or 2 (a head's
+ * product: the batch in pid(1), the N tiles in pid(2)). */
+static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w)
 {
     if (2 * w->N > WP_MAX_N)
         return lower_fmt(L, "N tile %lld: two would pass wgmma's N of %d", (long long)w->N, WP_MAX_N);
@@ -140,21 +136,24 @@ static const char *pair_why(lw *L, const tilec_stmt *loop, const char *acc, cons
     const tilec_expr *init = let_of(L, acc, loop, 0);
     if (!init || !tilec_is_builtin(init, BI_ZEROS))
         return lower_fmt(L, "the accumulator %s does not start as zeros", acc);
-    /* B's N index: pid(1) * N + ..., so tile 2j + 1's columns follow 2j's */
+    /* B's N index: pid(a) * N + ..., so tile 2j + 1's columns follow 2j's */
     const tilec_expr *bn = w->bk ? w->R[1] : w->C[1], *bkx = w->bk ? w->C[1] : w->R[1];
     /* with the scalars the pointers add to the coordinates (lower_ptraff.add) */
     const tilec_expr *bna = w->bk ? w->Ra[1] : w->Ca[1], *bka = w->bk ? w->Ca[1] : w->Ra[1];
-    if (!pid1_sum_is(L, bn, bna, loop, w->N))
-        return lower_fmt(L, "B's N index is not pid(1) * %lld plus what does not read pid(1)", (long long)w->N);
-    if (!pid1_is(L, w->Ra[0], loop, 0) || !pid1_is(L, w->Ca[0], loop, 0) || !pid1_is(L, bka, loop, 0))
-        return "A's tile, the K index or the batch reads pid(1)";
-    if (!pid1_sum_is(L, bn, bna, loop, w->N))
-        return lower_fmt(L, "B's N index is not pid(1) * %lld plus what does not read pid(1)", (long long)w->N);
-    if (!pid1_is(L, w->R[0], loop, 0) || !pid1_is(L, w->C[0], loop, 0) || !pid1_is(L, bkx, loop, 0) ||
-        !pid1_is(L, w->Z[0], loop, 0) || !pid1_is(L, w->Z[1], loop, 0))
-        return "A's tile, the K index or the batch reads pid(1)";
-    if (!pid1_is(L, loop->lo, loop, 0) || !pid1_is(L, loop->hi, loop, 0) || !pid1_is(L, loop->step, loop, 0))
-        return "the loop's bounds read pid(1)";
+    int a = 0;
+    for (int x = 1; x <= 2 && !a; x++)
+        if (pid_sum_is(L, bn, bna, loop, x, w->N))
+            a = x;
+    if (!a)
+        return lower_fmt(L, "B's N index is neither pid(1) * %lld nor pid(2) * %lld plus what does not read that pid",
+                         (long long)w->N, (long long)w->N);
+    w->pax = a;
+    if (!pid_is(L, w->Ra[0], loop, a, 0) || !pid_is(L, w->Ca[0], loop, a, 0) || !pid_is(L, bka, loop, a, 0) ||
+        !pid_is(L, w->R[0], loop, a, 0) || !pid_is(L, w->C[0], loop, a, 0) || !pid_is(L, bkx, loop, a, 0) ||
+        !pid_is(L, w->Z[0], loop, a, 0) || !pid_is(L, w->Z[1], loop, a, 0))
+        return lower_fmt(L, "A's tile, the K index or the batch reads pid(%d)", a);
+    if (!pid_is(L, loop->lo, loop, a, 0) || !pid_is(L, loop->hi, loop, a, 0) || !pid_is(L, loop->step, loop, a, 0))
+        return lower_fmt(L, "the loop's bounds read pid(%d)", a);
     if (!lower_wg_pair_deep(w, w->pair_S))
         return lower_fmt(L, "%d stages of %lld KiB fit", w->pair_S, (long long)(w->pair_stage_bytes / 1024));
     return NULL;
@@ -165,6 +164,7 @@ int lower_wg_pair_deep(const wg_plan *w, int S) { return S >= WP_MIN_STAGES && S
 void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w)
 {
     w->pair_ok = 0;
+    w->pax = 1;
     w->pair_stage_bytes = (w->M + 2 * w->N) * w->K * (int64_t)w->maps[0].elem_bytes;
     w->pair_S = lower_wg_ring_stages(w, w->pair_stage_bytes);
     if (w->N == WP_MAX_N)
@@ -174,9 +174,9 @@ void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan 
     lower_leave(L);
     w->pair_ok = !why;
     w->how = why ? lower_fmt(L, "%s, one N tile a block (not two: %s)", w->how, why)
-                 : lower_fmt(L, "%s, two N tiles a block on a persistent grid (pid(1) 2j and 2j + 1: m64n%lld wgmma, "
+                 : lower_fmt(L, "%s, two N tiles a block on a persistent grid (pid(%d) 2j and 2j + 1: m64n%lld wgmma, "
                                 "%d stages)",
-                             w->how, (long long)(2 * w->N), w->pair_S);
+                             w->how, w->pax, (long long)(2 * w->N), w->pair_S);
 }
 
 int64_t lower_wg_n(const wg_plan *w) { return w->pair ? 2 * w->N : w->N; }
@@ -197,11 +197,13 @@ void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
 {
     const char *cb = sb_str((strbuf *)&C->out);
     lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
-    sb_puts(tu, "        { /* the second N tile of the pair: pid(1) + 1, when the program's grid has it */\n"
-                "        const int tl_pidn = tl_pid1 + 1;\n"
-                "        if (tl_pidn < tl_grid1) {\n"
-                "        const int tl_pid1 = tl_pidn;\n"
-                "        (void)tl_pid1;\n");
+    int a = C->tw.plan.pax;
+    sb_printf(tu, "        { /* the second N tile of the pair: pid(%d) + 1, when the program's grid has it */\n"
+                  "        const int tl_pidn = tl_pid%d + 1;\n"
+                  "        if (tl_pidn < tl_grid%d) {\n"
+                  "        const int tl_pid%d = tl_pidn;\n"
+                  "        (void)tl_pid%d;\n",
+              a, a, a, a, a);
     lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.body, C->tw.pre, C->nt);
     sb_printf(tu, "        #pragma unroll\n"
                   "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"

@@ -235,8 +235,8 @@ static int split_ok(uint32_t split_k, uint32_t split_bytes, uint64_t written, ui
  * parameter below nparams where its trips are known (kper not 0). */
 static int twin_ok(const tilec_tma_meta *t, uint32_t nparams, const char **what)
 {
-    if (t->threads == 0 || t->threads > TILEC_RT_MAX_BLOCK || t->nmaps > TILEC_TMA_MAX_MAPS || t->persistent > 3) {
-        *what = "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 to 3";
+    if (t->threads == 0 || t->threads > TILEC_RT_MAX_BLOCK || t->nmaps > TILEC_TMA_MAX_MAPS || t->persistent > 4) {
+        *what = "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 to 4";
         return 0;
     }
     if (t->kper && t->kbound >= nparams) {

@@ -45,7 +45,7 @@ enum { TMA_PERSIST_WAVES = 8 };
  * 243 tiles a multiprocessor, 16 trips (C = 1024) and 8 (C = 512) of 64,
  * 13-17% faster walking; 8192^3 at 128 trips lost 6-9% walking. */
 enum { TMA_PERSIST_KSTEPS = 32 };
-/* A paired twin's unit (two tiles along y, lower/wgpair.c) takes this
+/* A paired twin's unit (two tiles along y or z, lower/wgpair.c) takes this
  * many hundredths of one tile's time: measured on the H100 at 4096^3 in
  * 128 x 128 tiles (docs/lowering.md, "Two N tiles a block"), 0.185
  * against 0.203 ms, 2 x 0.91. The launch takes the one-tile twin where
@@ -101,7 +101,7 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
                             t->bgrid > 2 || !t->bscale)))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
-    if (m->persistent > 3 || (m->kper && m->kbound >= pk->d.nparams))
+    if (m->persistent > 4 || (m->kper && m->kbound >= pk->d.nparams))
         return TILEC_RT_OK;
     rt_tma *t = calloc(1, sizeof *t);
     char *name = t ? strdup(m->name) : NULL;
@@ -175,7 +175,8 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
     t->persist_mode = pp && !strcmp(pp, "1") ? 1 : pp && !strcmp(pp, "0") ? 0 : -1;
     if (log && pp && t->persist_mode < 0)
         fprintf(stderr, "tilec tma: TILEC_TMA_PERSIST=%.32s is neither 0 nor 1: the launch chooses\n", pp);
-    if (t->meta.persistent == 2) { /* its one-tile twin, when the module has it (lower.c, single_twin) */
+    /* pairs (2 along y, 4 along z): its one-tile twin, when the module has it (lower.c, single_twin) */
+    if (t->meta.persistent == 2 || t->meta.persistent == 4) {
         size_t n = strlen(t->meta.name);
         char one[256];
         CUfunction f1 = NULL;
@@ -343,9 +344,11 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     int32_t logical[3];
     if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
         uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2];
-        /* 2: the block's unit is a pair of tiles along y (lower/wgpair.c), unless the one-tile twin's
-         * rounds of tiles cost less (TMA_PAIR_COST); 3: a pair along x, one a consumer warp group */
+        /* 2: the block's unit is a pair of tiles along y (lower/wgpair.c), 4: along z (a head's product, the
+         * batch in y), unless the one-tile twin's rounds of tiles cost less (TMA_PAIR_COST); 3: a pair along
+         * x, one a consumer warp group */
         uint64_t units = t->meta.persistent == 2   ? (uint64_t)grid[0] * ((grid[1] + 1) / 2) * grid[2]
+                         : t->meta.persistent == 4 ? (uint64_t)grid[0] * grid[1] * ((grid[2] + 1) / 2)
                          : t->meta.persistent == 3 ? ((uint64_t)grid[0] + 1) / 2 * grid[1] * grid[2]
                                                    : tiles;
         if (units != tiles && t->fn1 &&

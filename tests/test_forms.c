@@ -41,7 +41,8 @@ typedef struct form {
     "dot loop: wgmma + TMA (the sm_90a twin, B K-major: trans of its [N, K] load" PAIR "); elsewhere cp.async "        \
     "pipeline + mma.sync (B^T: [N][K] in its ring, plain ldmatrix)"
 
-#define HEAD_ONE "one N tile a block (not two: B's N index is not pid(1) * 128 plus what does not read pid(1))"
+/* a head's product (the batch in pid(1), B's N index pid(2) * 128 + ...): its N tiles pair along pid(2) */
+#define HEAD_PAIR ", two N tiles a block on a persistent grid (pid(2) 2j and 2j + 1: m64n256 wgmma, 4 stages)"
 
 /* A MN-major (A^T stored [K, M], dW = G^T @ X): wgmma's transpose bit for A, its TMA boxes of K rows along M;
  * elsewhere B alone on a cp.async ring (the mma.sync pipeline reads A as [M][K]) */
@@ -139,9 +140,9 @@ static const form forms[] = {
     {"ptr_step_tiles.tile", 1, 1,
      "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere cp.async pipeline + mma.sync, 3 stages", NULL, 1, 64},
     /* a batch or head index in pid(1) (the mask bounds no pid(1) term: the batch, not a coordinate), N tiles in
-     * pid(2): one N tile a block (the pairs walk pid(1)) */
-    {"head_pid1.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, " HEAD_ONE "); elsewhere", NULL, 1, 64},
-    {"head_lets.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin, " HEAD_ONE "); elsewhere", NULL, 1, 64},
+     * pid(2): two N tiles a block along pid(2), the axis B's N index reads */
+    {"head_pid1.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" HEAD_PAIR "); elsewhere", NULL, 1, 64},
+    {"head_lets.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" HEAD_PAIR "); elsewhere", NULL, 1, 64},
     /* a batch stride of literal sizes, a let of them, a module constant */
     {"batch_const.tile", 1, 1, "dot loop: wgmma + TMA (the sm_90a twin" PAIR "); elsewhere", NULL, 1, 64},
     /* two scalars on the rows' axis: their sum one coordinate, compared with the store's by linear form */
@@ -285,18 +286,35 @@ Test(forms, maps_as_reference, .timeout = 120)
 }
 
 /* The persistent twin's walk over the tiles: the batch index slowest and
- * the M tiles grouped with the other axis's, so resident blocks share A's
+ * the M tiles grouped with the N tiles' axis, so resident blocks share A's
  * row panels; with the batch in pid(1), axes 1 and 2 trade places (a
- * bijection of the grid all the same). */
+ * bijection of the grid all the same): a head's product walks pairs of N
+ * tiles along pid(2) as the pid(2)-batched one walks them along pid(1), its
+ * metadata persistent 4 (pairs along z) where that one's is 2 (along y),
+ * the second tile of a pair pid(2) + 1; the one-tile twin beside it walks
+ * single tiles in the same order. */
 Test(forms, batch_axis_slowest, .timeout = 120)
 {
     static const struct {
-        const char *file, *want[2];
+        const char *file, *want[5];
+        uint32_t persistent;
     } cases[] = {
-        {"head_pid1.tile", {"const int tl_g1 = tl_grid2;\n", "tl_pid1 = tl_u / tl_n01"}},
-        {"head_lets.tile", {"const int tl_g1 = tl_grid2;\n", "tl_pid1 = tl_u / tl_n01"}},
-        {"batch_ptr_let.tile", {"const int tl_g1 = (tl_grid1 + 1) / 2;\n", "tl_pid2 = tl_u / tl_n01"}},
-        {"ref.tile", {"const int tl_g1 = (tl_grid1 + 1) / 2;\n", "tl_pid2 = tl_u / tl_n01"}},
+        {"head_pid1.tile",
+         {"const int tl_g1 = (tl_grid2 + 1) / 2;\n", "tl_pid1 = tl_u / tl_n01", "tl_pid2 = (tl_r / tl_gs) * 2;",
+          "const int tl_pidn = tl_pid2 + 1;\n        if (tl_pidn < tl_grid2) {", "const int tl_g1 = tl_grid2;\n"},
+         4},
+        {"head_lets.tile",
+         {"const int tl_g1 = (tl_grid2 + 1) / 2;\n", "tl_pid1 = tl_u / tl_n01", "tl_pid2 = (tl_r / tl_gs) * 2;",
+          "const int tl_pidn = tl_pid2 + 1;\n        if (tl_pidn < tl_grid2) {", "const int tl_g1 = tl_grid2;\n"},
+         4},
+        {"batch_ptr_let.tile",
+         {"const int tl_g1 = (tl_grid1 + 1) / 2;\n", "tl_pid2 = tl_u / tl_n01", "tl_pid1 = (tl_r / tl_gs) * 2;",
+          "const int tl_pidn = tl_pid1 + 1;\n        if (tl_pidn < tl_grid1) {", "const int tl_g1 = tl_grid1;\n"},
+         2},
+        {"ref.tile",
+         {"const int tl_g1 = (tl_grid1 + 1) / 2;\n", "tl_pid2 = tl_u / tl_n01", "tl_pid1 = (tl_r / tl_gs) * 2;",
+          "const int tl_pidn = tl_pid1 + 1;\n        if (tl_pidn < tl_grid1) {", "const int tl_g1 = tl_grid1;\n"},
+         2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tilec_ctx *ctx = tilec_ctx_new();
@@ -304,8 +322,9 @@ Test(forms, batch_axis_slowest, .timeout = 120)
         tilec_kernel_code code;
         form f = {.file = cases[i].file};
         lower_form(ctx, &m, &f, &code);
-        for (int j = 0; j < 2; j++)
+        for (int j = 0; j < 5; j++)
             cr_expect(strstr(code.source, cases[i].want[j]), "%s: the walk has '%s'", cases[i].file, cases[i].want[j]);
+        cr_expect_eq(code.tma.persistent, cases[i].persistent, "%s: persistent %u", cases[i].file, code.tma.persistent);
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
         tilec_ctx_free(ctx);

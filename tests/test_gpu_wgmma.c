@@ -327,15 +327,25 @@ Test(wgmma, forms_steps_and_inline, .timeout = 600)
 
 /* tests/forms whose batch index is pid(1) (head_pid1, head_lets: a head
  * as attention writes it, N tiles in pid(2)): the 3-D maps' batch extent
- * is the grid's y; two products a call, every shape. two_rows: the first
- * row in two scalars on one axis (a group of M tiles and the tile in
- * it), its store by TMA. */
+ * is the grid's y; two products a call, every shape, with the launch's
+ * choice and with the pairs of N tiles along z (lower/wgpair.c: an odd
+ * number of N tiles, 264 columns, leaves the last pair's second tile past
+ * the grid) and the one-tile twin each forced (TILEC_TMA_PAIR). two_rows:
+ * the first row in two scalars on one axis (a group of M tiles and the
+ * tile in it), its store by TMA. */
 Test(wgmma, forms_heads_and_two_scalars, .timeout = 600)
 {
     if (!hopper)
         return;
     static const char *const heads[] = {"head_pid1", "head_lets"}, *const rows[] = {"two_rows"};
-    run_forms_batch(heads, 2, 2);
+    static const char *const modes[] = {NULL, "1", "0"};
+    for (size_t i = 0; i < 3; i++) {
+        if (modes[i])
+            setenv("TILEC_TMA_PAIR", modes[i], 1);
+        cr_log_info("heads, TILEC_TMA_PAIR=%s", modes[i] ? modes[i] : "-");
+        run_forms_batch(heads, 2, 2);
+        unsetenv("TILEC_TMA_PAIR");
+    }
     run_forms(rows, 1);
 }
 

@@ -193,6 +193,46 @@ Test(tma, a_head_in_pid1_and_a_constant_stride, .timeout = 120)
     env_free(&e);
 }
 
+/* A head's product (the batch in pid(1), its N tiles in pid(2)) pairs its N
+ * tiles along z (lower/wgpair.c, tilec_tma_meta.persistent 4): with the
+ * pairs forced and a block a unit, 3 x 2 x 3 tiles are 3 * 2 * ceil(3 / 2)
+ * = 12 units (not 18 tiles, nor the 9 of pairs along y); the one-tile
+ * twin beside it, forced, takes 18. */
+Test(tma, a_head_s_n_tiles_pair_along_z, .timeout = 120)
+{
+    static const char *const edits[] = {
+        "grid (cdiv(M, BM), cdiv(N, BN))", "grid (cdiv(M, BM), 2, cdiv(N, BN))",
+        "let rn = pid(1) * BN", "let rn = pid(2) * BN",
+        "load(a + rm", "load(a + pid(1) * M * K + rm",
+        "load(b + rk", "load(b + pid(1) * K * N + rk",
+        "store(c + rm", "store(c + pid(1) * M * N + rm",
+    };
+    static const struct {
+        const char *pair;
+        unsigned blocks;
+        int one;
+    } cases[] = {{"1", 12, 0}, {"0", 18, 1}};
+    setenv("TILEC_TMA_PERSIST", "0", 1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv("TILEC_TMA_PAIR", cases[i].pair, 1);
+        env e;
+        env_build_edits(&e, NULL, "tw", MM_TILE_MASK, edits, 5);
+        cr_assert(tilec_program_has_twin(e.p, "tw", 0));
+        int before = fake->tma_launches, one = fake->tma_one_launches;
+        cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+        cr_expect(fake->tma_launches == before + 1 && fake->tma_one_launches == one + cases[i].one,
+                  "TILEC_TMA_PAIR=%s: %d launches, %d one-tile", cases[i].pair, fake->tma_launches - before,
+                  fake->tma_one_launches - one);
+        cr_expect(fake->tma_grid[0] == 3 && fake->tma_grid[1] == 2 && fake->tma_grid[2] == 3, "grid %d x %d x %d",
+                  fake->tma_grid[0], fake->tma_grid[1], fake->tma_grid[2]);
+        cr_expect(fake->grid[0] == cases[i].blocks && fake->grid[1] == 1, "TILEC_TMA_PAIR=%s: %u blocks, not %u",
+                  cases[i].pair, fake->grid[0], cases[i].blocks);
+        env_free(&e);
+    }
+    unsetenv("TILEC_TMA_PAIR");
+    unsetenv("TILEC_TMA_PERSIST");
+}
+
 /* A twin of two M tiles a block (BM = 64 with 8 warps, lower/wgpair.c:
  * tilec_tma_meta.persistent 3) counts its units as pairs of tiles along
  * x: ceil(x / 2) * y * z blocks at most, A's box both tiles' 128 rows. */

@@ -536,7 +536,8 @@ Test(wgmma, two_n_tiles_a_block)
         /* the axes swapped: B's columns follow pid(0), A's rows pid(1) */
         {"let rm = pid(0) * BM + range(BM);\n    let rn = pid(1) * BN + range(BN);",
          "let rm = pid(1) * BM + range(BM);\n    let rn = pid(0) * BN + range(BN);", 0,
-         "one N tile a block (not two: B's N index is not pid(1) * 128 plus what does not read pid(1))"},
+         "one N tile a block (not two: B's N index is neither pid(1) * 128 nor pid(2) * 128 plus what does not read "
+         "that pid)"},
         /* B's tile does follow pid(1), but A's rows too */
         {"let rm = pid(0) * BM + range(BM);", "let rm = (pid(0) + pid(1)) * BM + range(BM);", 0,
          "not two: A's tile, the K index or the batch reads pid(1)"},

@@ -60,7 +60,9 @@ typedef struct tilec_tma_meta {
      * kernel skips the store of a y past the grid), x * ceil(y / 2) * z
      * units (lower/wgpair.c). 3: a pair of tiles along x (x, x + 1 for
      * even x, one a consumer warp group; the store of an x past the grid
-     * skipped), ceil(x / 2) * y * z units (lower/wgpair.c). */
+     * skipped), ceil(x / 2) * y * z units (lower/wgpair.c). 4: a pair of
+     * tiles along z (z, z + 1 for even z; a head's product, its batch y,
+     * its N tiles z), x * y * ceil(z / 2) units (lower/wgpair.c). */
     uint32_t persistent;
     tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
     /* The dot loop's K steps a tile, which the launch weighs in choosing a
