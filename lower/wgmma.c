@@ -290,7 +290,10 @@ static int after_loop_ok(const lw *L, const tilec_stmt *loop)
 
 /* ---- the epilogue's loads, issued before the loop ---- */
 
-enum { WG_EARLY_REGS = 128 }; /* a consumer thread's accumulator and early tiles, in 4-byte registers, at most */
+/* a consumer thread's accumulator and early tiles, in 4-byte registers, at most: of the 232 a consumer
+ * thread is given (setmaxnreg), 40 left for indices, addresses and the wgmma descriptors (a paired
+ * gemm_dw: 128 + 2 x 32, no local memory) */
+enum { WG_EARLY_REGS = 192 };
 
 static int early_names(lw *L, const tilec_expr *e, uint32_t at, uint32_t li, int depth);
 
@@ -390,14 +393,15 @@ static int early_loads(lw *L, const tilec_stmt *loop, const tilec_expr **ld, int
         if (s->kind != TILEC_ST_LET || lower_calls(s->value, BI_ATOMIC_ADD))
             break;
     }
-    int64_t regs = L->tw.plan.M * lower_wg_n(&L->tw.plan) / L->nt; /* the f32 accumulator */
+    int64_t regs = L->tw.plan.M * lower_wg_n(&L->tw.plan) / L->nt; /* the f32 accumulator (both of a pair) */
     int k = 0;
     for (int i = 0; i < n; i++) {
         const tilec_type *t = lower_ty(L, ld[i]);
         int64_t el = 1;
         for (int d = 0; d < t->rank; d++)
             el *= t->dims[d];
-        int64_t r = (el * tilec_dtype_size(t->dtype) / L->nt + 3) / 4;
+        /* a pair's consumers hold the tile of each of its two N tiles */
+        int64_t r = (el * tilec_dtype_size(t->dtype) / L->nt + 3) / 4 * (L->tw.plan.pair ? 2 : 1);
         if (regs + r <= WG_EARLY_REGS) {
             regs += r;
             ld[k++] = ld[i];
@@ -406,10 +410,44 @@ static int early_loads(lw *L, const tilec_stmt *loop, const tilec_expr **ld, int
     return k;
 }
 
+/* A paired twin's consumers (wgpair.c) load the second N tile's early
+ * tiles too: the text of the lets before the loop (body..pre) and of the
+ * early loads (at..) again, in a block where tl_pid1 is pid(1) + 1 (as
+ * lower_wg_pair_epilogue runs the statements after the loop), each
+ * register array copied out to NAME_n1, which the second tile's epilogue
+ * copies back (no register moves once compiled). A second tile past the
+ * program's grid loads nothing. */
+static void early_pair(lw *L, size_t at)
+{
+    const char *s = L->out.s ? L->out.s : "";
+    const char *lets = lower_fmt(L, "%.*s", (int)(L->tw.pre - L->tw.body), s + L->tw.body);
+    const char *early = lower_fmt(L, "%.*s", (int)(L->out.n - at), s + at);
+    for (int i = 0; i < L->tw.nearly; i++) {
+        const val *v = L->tw.early[i].v;
+        lower_line(L, "%s %s_n1[%d]; /* the second N tile's (pid(1) + 1) */", lower_vctype(L, &v->ty),
+                   v->c, v->ly.E);
+    }
+    lower_line(L, "{ /* the second N tile's early loads: pid(1) + 1, when the program's grid has it */");
+    lower_line(L, "const int tl_pidn = tl_pid1 + 1;");
+    lower_line(L, "if (tl_pidn < tl_grid1) {");
+    lower_line(L, "const int tl_pid1 = tl_pidn;");
+    lower_line(L, "(void)tl_pid1;");
+    sb_puts(&L->out, lets);
+    sb_puts(&L->out, early);
+    for (int i = 0; i < L->tw.nearly; i++) {
+        const val *v = L->tw.early[i].v;
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", v->ly.E);
+        lower_line(L, "    %s_n1[tl_j] = %s[tl_j];", v->c, v->c);
+    }
+    lower_line(L, "}");
+    lower_line(L, "}");
+}
+
 /* A persistent twin's consumers (role 2; the producer's pass, role 1,
  * materializes the same and drops the text, so that both passes count
- * the same shared memory) (not paired: the second N tile's
- * epilogue is the first's text again; not where two M tiles a block
+ * the same shared memory) (paired: the second N tile's early tiles too,
+ * early_pair; not where two M tiles a block
  * are planned (mpair_ok; mpair is only set with it): each warp group's
  * epilogue runs at its own pid(0), after the lets before the loop
  * again, and early registers hold the block's first tile; not a gather twin: its consumers'
@@ -421,7 +459,7 @@ static void early_issue(lw *L, const tilec_stmt *loop, const val *acc)
 {
     const wg_plan *w = &L->tw.plan;
     const tilec_expr *ld[WG_MAX_EARLY];
-    int n = L->tw.role && !w->pair && !w->mpair_ok && !w->gather ? early_loads(L, loop, ld, WG_MAX_EARLY) : 0;
+    int n = L->tw.role && !w->mpair_ok && !w->gather ? early_loads(L, loop, ld, WG_MAX_EARLY) : 0;
     if (!n)
         return;
     const tilec_block *b = &L->k->body;
@@ -451,6 +489,8 @@ static void early_issue(lw *L, const tilec_stmt *loop, const val *acc)
         L->tw.early[L->tw.nearly++] = (matnode){ld[j], lower_materialize(L, ld[j], NULL, want)};
     }
     lower_leave(L);
+    if (w->pair && L->tw.role == 2 && !L->failed)
+        early_pair(L, at);
     if (L->tw.role == 1) {
         L->out.n = at;
         if (L->out.s)

@@ -209,6 +209,11 @@ void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
                   "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
                   "            %s[tl_j] = tl_acc1[tl_j];\n",
               (long long)(C->tw.plan.N / 2), C->tw.acc);
+    for (int i = 0; i < C->tw.nearly; i++) /* its early tiles (wgmma.c, early_pair) */
+        sb_printf(tu, "        #pragma unroll\n"
+                      "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
+                      "            %s[tl_j] = %s_n1[tl_j];\n",
+                  C->tw.early[i].v->ly.E, C->tw.early[i].v->c, C->tw.early[i].v->c);
     lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
     sb_puts(tu, "        }\n        }\n");
 }

@@ -86,11 +86,11 @@ def main():
     with open(red_path, "w") as f:
         f.write(GEMM_DW_RED)
     red = tilec.load(red_path)
-    # gemm_dw again, its persistent twin launched a block a tile
-    # (TILEC_TMA_PERSIST=0, read when the kernel is resolved: its first call
-    # below); the launch's default walks its tiles on one block an SM, since
-    # each tile's loop is at most 32 K steps (runtime/tma.c,
-    # TMA_PERSIST_KSTEPS): the row says what that default gains
+    # gemm_dw again, its one-tile persistent twin forced (TILEC_TMA_PAIR=0,
+    # read when the kernel is resolved: its first call below): the twin
+    # session 42 ran, one 128 x 128 tile a unit; the graph's runs the pairs
+    # (two N tiles a block, both tiles' dW loaded before the loop,
+    # lower/wgmma.c early_pair): the row says what pairing gains
     dwp_path = os.path.join(os.path.dirname(red_path), "gemm_dw_persist.tile")
     with open(dwp_path, "w") as f:
         f.write(kernel_text(os.path.join(ROOT, "examples", "llm.tile"), "gemm_dw"))
@@ -112,11 +112,11 @@ def main():
         g = logits.clone()
         m.ce_fwd_bwd(g, tc, lc, g, C, V, 1.0 / T)
         if dwp is None:
-            os.environ["TILEC_TMA_PERSIST"] = "0"
+            os.environ["TILEC_TMA_PAIR"] = "0"
             dwp = tilec.load(dwp_path)
             dwp.gemm_dw(g, hc, dw, V, D, C, 1)
             torch.cuda.synchronize()
-            del os.environ["TILEC_TMA_PERSIST"]
+            del os.environ["TILEC_TMA_PAIR"]
         steps = [
             ("gemm_nt logits = h_c @ W^T", lambda: m.gemm_nt(hc, w, logits, C, V, D),
              lambda: torch.matmul(hc, w.t(), out=logits), 2.0 * C * V * D),
@@ -127,7 +127,7 @@ def main():
             ("sum_slices dH_c", lambda: m.sum_slices(part, dhc, C * D, S), None, 0.0),
             ("gemm_dw dW += G^T h_c", lambda: m.gemm_dw(g, hc, dw, V, D, C, 1),
              lambda: torch.addmm(dw, g.t(), hc, out=dw), 2.0 * C * V * D),
-            ("gemm_dw a block a tile (TILEC_TMA_PERSIST=0; not in the graph)",
+            ("gemm_dw one tile a unit (TILEC_TMA_PAIR=0; not in the graph)",
              lambda: dwp.gemm_dw(g, hc, dw, V, D, C, 1), None, 2.0 * C * V * D),
             ("gemm_dw_red (bf16 atomic epilogue; not in the graph)", lambda: red.gemm_dw_red(g, hc, dw, V, D, C), None,
              2.0 * C * V * D),

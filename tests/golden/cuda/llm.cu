@@ -38142,12 +38142,12 @@ static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsi
            (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
 }
 #endif
-#ifndef TL_WGMMA_bf16_N128_AT
-#define TL_WGMMA_bf16_N128_AT
-static __device__ __forceinline__ void tl_wgmma_bf16_n128_at(float *d, unsigned long long da, unsigned long long db)
+#ifndef TL_WGMMA_bf16_N256_AT_2
+#define TL_WGMMA_bf16_N256_AT_2
+static __device__ __forceinline__ void tl_wgmma_bf16_n256_at_2(float *d, float *e, unsigned long long da, unsigned long long db)
 {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 1, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 1, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(e[0]), "+f"(e[1]), "+f"(e[2]), "+f"(e[3]), "+f"(e[4]), "+f"(e[5]), "+f"(e[6]), "+f"(e[7]), "+f"(e[8]), "+f"(e[9]), "+f"(e[10]), "+f"(e[11]), "+f"(e[12]), "+f"(e[13]), "+f"(e[14]), "+f"(e[15]), "+f"(e[16]), "+f"(e[17]), "+f"(e[18]), "+f"(e[19]), "+f"(e[20]), "+f"(e[21]), "+f"(e[22]), "+f"(e[23]), "+f"(e[24]), "+f"(e[25]), "+f"(e[26]), "+f"(e[27]), "+f"(e[28]), "+f"(e[29]), "+f"(e[30]), "+f"(e[31]), "+f"(e[32]), "+f"(e[33]), "+f"(e[34]), "+f"(e[35]), "+f"(e[36]), "+f"(e[37]), "+f"(e[38]), "+f"(e[39]), "+f"(e[40]), "+f"(e[41]), "+f"(e[42]), "+f"(e[43]), "+f"(e[44]), "+f"(e[45]), "+f"(e[46]), "+f"(e[47]), "+f"(e[48]), "+f"(e[49]), "+f"(e[50]), "+f"(e[51]), "+f"(e[52]), "+f"(e[53]), "+f"(e[54]), "+f"(e[55]), "+f"(e[56]), "+f"(e[57]), "+f"(e[58]), "+f"(e[59]), "+f"(e[60]), "+f"(e[61]), "+f"(e[62]), "+f"(e[63])
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
@@ -38162,11 +38162,349 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    { /* a persistent grid: each block walks tiles, 5 stages (sm_90a) */
+    { /* a persistent grid: each block walks tiles, 4 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 40;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 32;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 5; ++tl_s) {
+        for (int tl_s = 0; tl_s < 4; ++tl_s) {
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
+            tl_mbar_init(tl_empty0 + tl_s * 8, 8);
+        }
+        tl_mbar_fence_init();
+    }
+    __syncthreads();
+    const int tl_units = tl_grid0 * ((tl_grid1 + 1) / 2) * tl_grid2;
+    if (tl_tid >= 256) {
+        tl_setmaxnreg_dec<40>();
+        if (tl_tid == 256) {
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_g1 = (tl_grid1 + 1) / 2;
+        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
+    // examples/llm.tile:456
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:457
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:458
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:459
+    { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 4;
+            if (tl_it >= 4)
+                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+            tl_mbar_expect(tl_full + tl_s * 8, 49152);
+            tl_tma_2d(tl_ring + tl_s * 16384 + 0, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + tl_s * 16384 + 8192, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 16384, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 128, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 24576, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 192, (v_k + 0), tl_full + tl_s * 8);
+        }
+    }
+        }
+        }
+    } else {
+        tl_setmaxnreg_inc<232>();
+        int tl_it = 0;
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
+        const int tl_g1 = (tl_grid1 + 1) / 2;
+        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
+        const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
+        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
+    // examples/llm.tile:456
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:457
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:458
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:459
+    // the epilogue's load at line 467, issued before the dot loop (its latency under the loop's)
+    __nv_bfloat16 tl_t0[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N)) && (v_add != 0));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
+        }
+    }
+    __nv_bfloat16 tl_t0_n1[64]; /* the second N tile's (pid(1) + 1) */
+    { /* the second N tile's early loads: pid(1) + 1, when the program's grid has it */
+    const int tl_pidn = tl_pid1 + 1;
+    if (tl_pidn < tl_grid1) {
+    const int tl_pid1 = tl_pidn;
+    (void)tl_pid1;
+    // examples/llm.tile:456
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:457
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:458
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:459
+    // the epilogue's load at line 467, issued before the dot loop (its latency under the loop's)
+    __nv_bfloat16 tl_t0[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
+        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
+        const bool tl_m1 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N)) && (v_add != 0));
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
+        }
+    }
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j)
+        tl_t0_n1[tl_j] = tl_t0[tl_j];
+    }
+    }
+    float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j)
+        tl_acc1[tl_j] = 0.0f;
+    { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
+        const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
+        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
+        const int tl_it0 = tl_it;
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+            const int tl_s = tl_it % 4;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
+            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
+            const unsigned tl_b = tl_ring + 65536 + tl_s * 32768;
+            tl_wg_fence();
+            #pragma unroll
+            for (int tl_q = 0; tl_q < 4; ++tl_q)
+                tl_wgmma_bf16_n256_at_2(v_acc, tl_acc1, tl_wg_desc(tl_a + tl_q * 2048, 8192, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
+            tl_wg_commit();
+            tl_wg_wait<1>();
+            if (tl_it > tl_it0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
+        }
+        tl_wg_wait<0>();
+        if (tl_it > tl_it0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
+    }
+    // examples/llm.tile:465
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:466
+    // v_at: pointer tile computed where it is used
+    // examples/llm.tile:467
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(tl_t0[tl_j])));
+            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(tl_t0[tl_j + 1])));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            unsigned int tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_bulk_commit();
+        }
+    }
+        { /* the second N tile of the pair: pid(1) + 1, when the program's grid has it */
+        const int tl_pidn = tl_pid1 + 1;
+        if (tl_pidn < tl_grid1) {
+        const int tl_pid1 = tl_pidn;
+        (void)tl_pid1;
+    // examples/llm.tile:456
+    // v_rm: index tile computed where it is used
+    // examples/llm.tile:457
+    // v_rn: index tile computed where it is used
+    // examples/llm.tile:458
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/llm.tile:459
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j)
+            v_acc[tl_j] = tl_acc1[tl_j];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j)
+            tl_t0[tl_j] = tl_t0_n1[tl_j];
+    // examples/llm.tile:465
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:466
+    // v_at: pointer tile computed where it is used
+    // examples/llm.tile:467
+    { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
+        if (tl_tid == 0)
+            tl_bulk_wait_read();
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(tl_t0[tl_j])));
+            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(tl_t0[tl_j + 1])));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            unsigned int tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_fence_async_smem();
+        tl_bar_consumers(256);
+        if (tl_tid == 0) {
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 0);
+            tl_tma_store_2d(&tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_sa(tl_so) + 16384);
+            tl_bulk_commit();
+        }
+    }
+        }
+        }
+        }
+        if (tl_tid == 0)
+            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
+    }
+    }
+}
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WGMMA_bf16_N128_AT
+#define TL_WGMMA_bf16_N128_AT
+static __device__ __forceinline__ void tl_wgmma_bf16_n128_at(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 1, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8 */
+/* indexing: 64-bit (lines 461, 462, 466), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_BK = 64;
+    constexpr int v_warps = 8;
+    { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
+    const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    if (tl_tid == 0) {
+        for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
@@ -38198,19 +38536,19 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:459
-    { /* v_acc += dot: wgmma on 5 TMA stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 40;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 5;
-            if (tl_it >= 5)
-                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 5) + 1) & 1);
+            const int tl_s = tl_it % 6;
+            if (tl_it >= 6)
+                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
             tl_mbar_expect(tl_full + tl_s * 8, 32768);
             tl_tma_2d(tl_ring + tl_s * 16384 + 0, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
             tl_tma_2d(tl_ring + tl_s * 16384 + 8192, &tl_tm0, ((tl_pid0 * v_BM) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
-            tl_tma_2d(tl_ring + 81920 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 0, (v_k + 0), tl_full + tl_s * 8);
+            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, ((tl_pid1 * v_BN) + 0) + 64, (v_k + 0), tl_full + tl_s * 8);
         }
     }
         }
@@ -38255,16 +38593,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
             tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
         }
     }
-    { /* v_acc += dot: wgmma on 5 TMA stages, one producer warp group (sm_90a) */
+    { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 40;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 5;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 5) & 1);
+            const int tl_s = tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 81920 + tl_s * 16384;
+            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -38272,11 +38610,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 5) * 8);
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 5) * 8);
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/llm.tile:465
     // v_m: index tile computed where it is used
@@ -38284,7 +38622,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
     // v_at: pointer tile computed where it is used
     // examples/llm.tile:467
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 163840;
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
             tl_bulk_wait_read();
         tl_bar_consumers(256);
