@@ -466,7 +466,8 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
         lower_dot_remark *r = lower_remark_dot(L, loop, path, NULL);
         if (r) {
             r->wg = 1;
-            r->wg_path = "wgmma, its rings filled by a cp.async producer warp group through mbarriers";
+            r->wg_path = L->tw.plan.nmaps ? "wgmma, its rings filled by TMA through mbarriers"
+                                          : "wgmma, its rings filled by a cp.async producer warp group through mbarriers";
         }
     } else if (lower_block_dots(&loop->body) == 1) {
         L->miss = miss;
