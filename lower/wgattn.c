@@ -16,11 +16,14 @@
  *   descriptor reads it: K-major when the dot reads it as B^T (K as
  *   stored [S, D], read transposed), MN-major with the transpose bit when
  *   the contiguous axis is the dot's N (V, or K given as [D, S]);
- * - one producer warp group copies the tiles by cp.async into a ring of
- *   stages, each with a *full* mbarrier (its 128 threads arrive once
- *   their copies of the stage have landed, after fence.proxy.async: the
- *   wgmma reads through the async proxy) and an *empty* one (one arrive
- *   per consumer warp when the iteration's wgmma are done);
+ * - one producer warp group fills a ring of stages, each with a *full*
+ *   mbarrier and an *empty* one (one arrive per consumer warp when the
+ *   iteration's wgmma are done): by TMA where a tensor map describes each
+ *   ring's load (ring_maps: one thread expects the stage's bytes and
+ *   issues its boxes, the layout the swizzled rows already are), else by
+ *   cp.async (its 128 threads arrive on *full* once their copies of the
+ *   stage have landed, after fence.proxy.async: the wgmma reads through
+ *   the async proxy);
  * - BM / 16 consumer warps (one warp group per 64 rows) run the body:
  *   wait for the stage, and at each dot pack A's fragments, wgmma.fence,
  *   the K/16 wgmma, commit, wait_group 0;
@@ -34,9 +37,9 @@
  * The regular pass notes the loop (lower_wga_note, from ring.c) and says
  * why not in the remarks; the twin pass (lw.wg with wgp.attn) emits it
  * (lower_wga_loop) and lower_wga_finish wraps the twin in
- * #if defined(__CUDA_ARCH_FEAT_SM90_ALL). It takes no tensor maps: the
- * runtime launches it with the variant's parameters (tilec/tma.h,
- * nmaps 0). docs/lowering.md ("wgmma for loops of dots on rings") says
+ * #if defined(__CUDA_ARCH_FEAT_SM90_ALL). Its tensor maps (one a ring, or
+ * none where its rings are filled by cp.async) follow the variant's
+ * parameters (tilec/tma.h). docs/lowering.md ("wgmma for loops of dots on rings") says
  * which loops qualify. */
 #include <string.h>
 

@@ -86,7 +86,8 @@ static CUtensorMapSwizzle swizzle_of(uint32_t bytes)
 
 tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
 {
-    /* no maps: a twin fed by cp.async (the loop of dots on rings, lower/wgattn.c; a gathered operand, lower/wggather.c) */
+    /* no maps: a twin fed by cp.async (the loop of dots on rings whose loads no map describes, lower/wgattn.c; a
+     * gathered operand, lower/wggather.c) */
     if (!m || !m->name || m->nmaps > TILEC_TMA_MAX_MAPS)
         return TILEC_RT_OK;
     for (uint32_t i = 0; i < m->nmaps; i++) {

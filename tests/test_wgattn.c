@@ -90,6 +90,10 @@ Test(wgattn, every_attention_variant_has_a_twin)
         cr_expect(!strstr(tw, "tl_cp16(") && !strstr(tw, "tl_fence_async_smem();"), "no cp.async in the twin");
         cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by TMA through mbarriers"),
                   "the remark names the path:\n%s", code.remarks);
+        cr_expect(!strstr(code.remarks, "sm_90a twin: cp.async by its producer warps") &&
+                      strstr(code.remarks, "(16 bytes) a chunk, a whole tile without checks where it is in bounds, mask on "
+                                           "a prefix; sm_90a twin: TMA\n"),
+                  "the loads' remarks say the twin copies them by TMA:\n%s", code.remarks);
         tilec_kernel_code_free(&code);
     }
     tilec_module_free(m);
@@ -150,7 +154,8 @@ Test(wgattn, rings_by_tma_where_a_map_describes_each_load)
         cr_expect(tw && strstr(tw, "tl_fence_async_smem();") && !strstr(tw, "tl_tma_"),
                   "%s: the cp.async producer, its writes fenced for wgmma's reads", cp[i]);
         cr_expect(strstr(code.remarks, "its rings filled by a cp.async producer warp group through mbarriers") &&
-                      strstr(code.remarks, "not by TMA: load tv: the mask is not R[:, None] < rows"),
+                      strstr(code.remarks, "not by TMA: load tv: the mask is not R[:, None] < rows") &&
+                      strstr(code.remarks, "sm_90a twin: cp.async by its producer warps"),
                   "%s: the remark says which load no map describes:\n%s", cp[i], code.remarks);
         tilec_kernel_code_free(&code);
     }

@@ -56,7 +56,8 @@ typedef struct tilec_tma_meta {
     char *name;           /* the twin's __global__ function; NULL: none */
     uint32_t threads;     /* its block size */
     uint32_t smem_bytes;  /* its dynamic shared memory */
-    uint32_t nmaps;       /* 0: a twin fed by cp.async (lower/wgattn.c, lower/wggather.c), the variant's parameters alone */
+    uint32_t nmaps;       /* 0: a twin fed by cp.async (lower/wgattn.c where no map describes a ring's load,
+                           * lower/wggather.c), the variant's parameters alone */
     /* 1: a persistent grid. The twin takes three more int parameters after
      * its maps, the program's grid (x, y, z), and is launched with any
      * number of blocks along x, each walking the tiles blockIdx.x,
