@@ -113,11 +113,14 @@ typedef struct aot_walk {
     const char *sfx; /* after each name ("_sm_80"): one table per architecture */
 } aot_walk;
 
-/* A tilec_tma_map field that is a parameter index or TILEC_TMA_NONE. */
+/* A tilec_tma_map field that is a parameter index, TILEC_TMA_NONE or a
+ * constant (TILEC_TMA_CONST | c). */
 static void aot_index(strbuf *c, const char *sep, uint32_t i)
 {
     if (i == TILEC_TMA_NONE)
         sb_printf(c, "%sTILEC_TMA_NONE", sep);
+    else if (TILEC_TMA_IS_CONST(i)) /* an extent or stride the hints fix */
+        sb_printf(c, "%sTILEC_TMA_CONST | %uu", sep, i & ~TILEC_TMA_CONST);
     else
         sb_printf(c, "%s%u", sep, i);
 }
@@ -134,8 +137,9 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
         const tilec_tma_map *m = &t->maps[i];
         sb_printf(c, "%s\n    {%u, ", i ? "," : "", m->ptr);
         aot_index(c, "", m->rows); /* TILEC_TMA_NONE: rows the kernel proves (a gather twin's B) */
-        sb_printf(c, ", %u, %u, %u, %u, %u, %u, %u, {", m->cols, m->stride, m->box_rows, m->box_cols, m->elem_bytes,
-                  m->bf16, m->batched);
+        aot_index(c, ", ", m->cols);
+        aot_index(c, ", ", m->stride);
+        sb_printf(c, ", %u, %u, %u, %u, %u, {", m->box_rows, m->box_cols, m->elem_bytes, m->bf16, m->batched);
         aot_index(c, "", m->bs[0]);
         aot_index(c, ", ", m->bs[1]);
         sb_printf(c, "}, %u, %u}", m->bgrid, m->bscale);

@@ -1030,8 +1030,12 @@ static int batch_of(lw *L, const pa_prod *f, lower_ptraff *pa)
     return 1;
 }
 
-/* lower_ptr_affine with the batch index a pid of the grid axes in zaxes. */
-static int affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa, int zaxes)
+/* Does pa's axis ax have unit stride (no parameter, no constant)? */
+static int unit_axis(const lower_ptraff *pa, int ax) { return pa->stride[ax] < 0 && !pa->kstride[ax]; }
+
+/* lower_ptr_affine with the batch index a pid of the grid axes in zaxes;
+ * konst: a row stride may be a constant (pa->kstride). */
+static int affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa, int zaxes, int konst)
 {
     const tilec_expr *t[PA_MAX];
     const tilec_type *tile = lower_ty(L, ptr);
@@ -1089,11 +1093,12 @@ static int affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa, int zaxes)
                 return 0;
             continue;
         }
-        if (f.c != 1)
+        if (f.c != 1 && !(konst && f.c > 1 && f.c <= INT32_MAX && !f.nsym)) /* konst: R[:, None] * D, D a hint */
             return pa->why = "a term of the pointer is not the pointer parameter, R[:, None] * S or C[None, :]", 0;
         int ax = m == 1 ? 0 : m == 2 ? 1 : -1;
         if (ax < 0 || f.z || f.nleaf != 1 || f.nsym > 1 || pa->idx[ax])
             return pa->why = "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles", 0;
+        pa->kstride[ax] = f.c != 1 ? f.c : 0;
         if (f.nsym == 1 && f.sym[0] < 0)
             return pa->why = "the row stride is not an integer parameter", 0;
         const tilec_expr *I = f.leaf[0];
@@ -1105,10 +1110,13 @@ static int affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa, int zaxes)
     }
     if (pa->base < 0)
         return pa->why = "the pointer is not a pointer parameter plus offsets", 0;
-    if (!pa->idx[0] || !pa->idx[1] || (pa->stride[0] >= 0) == (pa->stride[1] >= 0))
+    if (!pa->idx[0] || !pa->idx[1] || unit_axis(pa, 0) == unit_axis(pa, 1))
         return pa->why = "the pointer's offsets are not R[:, None] * S + C[None, :] of 1-D index tiles", 0;
-    for (int i = 0; i < ns; i++) {
-        int ax = pa->stride[0] == sstride[i] ? 0 : pa->stride[1] == sstride[i] ? 1 : -1;
+    for (int i = 0; i < ns; i++) { /* sstride -1: the unit axis (not one of a constant stride) */
+        int ax = sstride[i] < 0 ? (unit_axis(pa, 0) ? 0 : 1)
+                 : pa->stride[0] == sstride[i] ? 0
+                 : pa->stride[1] == sstride[i] ? 1
+                                               : -1;
         if (ax < 0)
             return pa->why = "a scalar offset of the pointer is not pid(2) times one or two integer parameters", 0;
         /* two scalars on one axis: their sum, one coordinate (compared by linear form: lower_same_first) */
@@ -1121,7 +1129,7 @@ static int affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa, int zaxes)
     return 1;
 }
 
-int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa) { return affine(L, ptr, pa, 1 << 2); }
+int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa) { return affine(L, ptr, pa, 1 << 2, 0); }
 
 /* Does a scalar term of ptr's sum read pid(1)? */
 static int reads_pid1(lw *L, const tilec_expr *ptr)
@@ -1136,25 +1144,38 @@ static int reads_pid1(lw *L, const tilec_expr *ptr)
     return 0;
 }
 
-int lower_ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2])
+static int mask_bounds(lw *L, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst);
+
+/* lower_ptr_map; konst: lower_ptr_map_const. */
+static int ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst)
 {
     bound[0] = bound[1] = -1;
-    int ok = affine(L, ptr, pa, 1 << 2);
-    if (ok && lower_mask_bounds(L, m, pa, bound))
+    int ok = affine(L, ptr, pa, 1 << 2, konst);
+    if (ok && mask_bounds(L, m, pa, bound, konst))
         return 1;
     if (!reads_pid1(L, ptr)) /* no head offset to read otherwise */
         return ok ? (pa->why = "the mask is not R[:, None] < rows && C[None, :] < cols", 0) : 0;
     /* pid(1) times what the mask does not bound: the batch index (a head), not a coordinate; where that
      * is no map either, the first reading's reason, unless only the second read every term */
     lower_ptraff p1;
-    if (!affine(L, ptr, &p1, 1 << 2 | 1 << 1)) {
+    if (!affine(L, ptr, &p1, 1 << 2 | 1 << 1, konst)) {
         pa->why = ok ? "the mask is not R[:, None] < rows && C[None, :] < cols" : p1.why;
         return 0;
     }
     *pa = p1;
-    if (!lower_mask_bounds(L, m, pa, bound))
+    if (!mask_bounds(L, m, pa, bound, konst))
         return pa->why = "the mask is not R[:, None] < rows && C[None, :] < cols", 0;
     return 1;
+}
+
+int lower_ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2])
+{
+    return m && ptr_map(L, ptr, m, pa, bound, 0);
+}
+
+int lower_ptr_map_const(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2])
+{
+    return ptr_map(L, ptr, m, pa, bound, 1);
 }
 
 /* ---- first elements as linear forms: sum of coef * atom + c ---- */
@@ -1284,12 +1305,31 @@ static int bound_index(lw *L, const tilec_expr *x, const lower_ptraff *pa, int a
     return a.known && a.stride == 1 && same_first(L, x, pa->idx[ax], pa->add[ax]);
 }
 
+/* Is index x's first element 0 (range(n), `0 + range(n)`)? */
+static int starts_at_zero(lw *L, const tilec_expr *x)
+{
+    lin f = {.ok = 1};
+    lin_of(L, x, 1, &f, 0);
+    for (int i = 0; f.ok && i < f.n; i++)
+        f.ok = !f.coef[i];
+    return f.ok && !f.c;
+}
+
 int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bound[2])
 {
+    return m && mask_bounds(L, m, (lower_ptraff *)pa, bound, 0);
+}
+
+/* lower_mask_bounds; konst: a bound may be a constant (pa->kext: it),
+ * and m may bound one axis or none (m NULL), an unbounded axis's index
+ * range(n) from 0 with nothing added (pa->kext: n). */
+static int mask_bounds(lw *L, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst)
+{
     const tilec_expr *t[PA_MAX];
+    int64_t kb[2] = {0, 0}, c0;
     bound[0] = bound[1] = -1;
-    int n = split(L, m, 1, t, 0, 0);
-    if (n != 2)
+    int n = m ? split(L, m, 1, t, 0, 0) : 0;
+    if (konst ? n < 0 || n > 2 : n != 2)
         return 0;
     for (int i = 0; i < n; i++) {
         const tilec_expr *c = t[i], *x, *b;
@@ -1300,18 +1340,28 @@ int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bo
         x = c->op == TILEC_OP_LT ? c->args[0] : c->args[1];
         b = c->op == TILEC_OP_LT ? c->args[1] : c->args[0];
         int p = lower_param_of(L, b, 0, 1);
-        if (p < 0)
+        /* konst: a constant bound (`rd[None, :] < D`, D a hint), the map's extent along that axis */
+        int k = p < 0 && konst && lower_ty(L, b)->rank == 0 && lower_const_int(L, b, &c0) == 0 && c0 >= 1 &&
+                c0 < INT32_MAX;
+        if (p < 0 && !k)
             return 0;
         /* the bound's index is the pointer's along that axis, broadcast along it alone */
-        int m2 = varying(L, t[i], pa->tile);
-        for (int ax = 0; ax < 2; ax++)
-            if (bound[ax] < 0 && m2 == 1 << ax && bound_index(L, x, pa, ax)) {
-                bound[ax] = p;
-                p = -1;
-                break;
+        int m2 = varying(L, t[i], pa->tile), done = 0;
+        for (int ax = 0; ax < 2 && !done; ax++)
+            if (bound[ax] < 0 && !kb[ax] && m2 == 1 << ax && bound_index(L, x, pa, ax)) {
+                if (k)
+                    kb[ax] = c0;
+                else
+                    bound[ax] = p;
+                done = 1;
             }
-        if (p >= 0)
+        if (!done)
             return 0;
     }
-    return bound[0] >= 0 && bound[1] >= 0;
+    for (int ax = 0; konst && ax < 2; ax++) {
+        pa->kext[ax] = kb[ax];
+        if (bound[ax] < 0 && !kb[ax] && !pa->add[ax] && starts_at_zero(L, pa->idx[ax]))
+            pa->kext[ax] = pa->tile->dims[ax];
+    }
+    return (bound[0] >= 0 || pa->kext[0]) && (bound[1] >= 0 || pa->kext[1]);
 }

@@ -540,6 +540,11 @@ typedef struct lower_ptraff {
     int zaxis;                 /* its grid axis: 2 or 1 */
     int bs[2];                 /* its stride: c times none, one or two integer parameters (-1: none) */
     int64_t bscale;            /* c, at least 1 */
+    /* lower_ptr_map_const only (0 otherwise): per axis, a constant row stride (`rn[None, :] * D`, D a hint;
+     * stride[ax] then -1 as for the unit axis), and an axis's constant extent: the mask's constant bound
+     * (`rd[None, :] < D`), or n where the mask does not bound the axis and its index is range(n) from 0
+     * (what the load reads); bound[ax] then -1 */
+    int64_t kstride[2], kext[2];
     const char *why;
 } lower_ptraff;
 int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa);
@@ -549,6 +554,11 @@ int lower_ptr_affine(lw *L, const tilec_expr *ptr, lower_ptraff *pa);
  * pid(1) * S * D`); the bounds' parameters into bound[axis] (as
  * lower_mask_bounds). 0 with pa->why when neither reading is a map. */
 int lower_ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2]);
+/* lower_ptr_map also reading a constant row stride (pa->kstride), a
+ * constant bound (pa->kext) and an axis that mask m (maybe NULL) leaves
+ * unbounded where its index is range(n) from 0 (pa->kext: n), for a map whose extents and stride may
+ * be constants (tilec_tma_map's TILEC_TMA_CONST; lower/wgattn.c). */
+int lower_ptr_map_const(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2]);
 /* Do scalars or index tiles a and b (either NULL: both) have the same
  * first element as linear forms of names, pids and constants (`pid(0) *
  * BM + range(BM)` and `range(BM) + BM * pid(0)`, let under two names)? */

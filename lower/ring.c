@@ -297,8 +297,8 @@ void lower_ring_issue(lw *L, const void *ctx, const char *slot)
                       whole ? "" : lower_fmt(L, "%s)", partial),
                       lower_remark_mask(L, mask, mask && lower_monotone_mask(L, mask, 2, o->trans ? 0 : 1))),
             NULL);
-        if (rm)
-            rm->twin = rp->twin ? 2 : 0;
+        if (rm) /* the twin's producer: TMA where maps describe the rings (wgattn.c), else cp.async */
+            rm->twin = rp->twin ? (L->tw.plan.nmaps ? 1 : 2) : 0;
         if (whole) {
             lower_line(L, "if (%s) {", whole);
             L->ind++;
@@ -466,7 +466,8 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
         lower_dot_remark *r = lower_remark_dot(L, loop, path, NULL);
         if (r) {
             r->wg = 1;
-            r->wg_path = "wgmma, its rings filled by a cp.async producer warp group through mbarriers";
+            r->wg_path = L->tw.plan.nmaps ? "wgmma, its rings filled by TMA through mbarriers"
+                                          : "wgmma, its rings filled by a cp.async producer warp group through mbarriers";
         }
     } else if (lower_block_dots(&loop->body) == 1) {
         L->miss = miss;

@@ -24,8 +24,8 @@ static const char *sm90a_launch_bounds(lw *L, int64_t blocks)
                      L->tw.plan.blocks > 1 ? L->tw.plan.blocks : 1);
 }
 
-/* the TMA twin's tensor maps (the attention twin has none) */
-static const char *sm90a_params(lw *L) { return L->tw.plan.attn ? "" : lower_wg_params(L); }
+/* the TMA twin's tensor maps (the attention twin's where its rings are filled by TMA) */
+static const char *sm90a_params(lw *L) { return L->tw.plan.attn && !L->tw.plan.nmaps ? "" : lower_wg_params(L); }
 
 /* the attention twin's producer warp group runs the statements before the
  * loop as warps 0-3 (wgattn.c) */

@@ -16,11 +16,14 @@
  *   descriptor reads it: K-major when the dot reads it as B^T (K as
  *   stored [S, D], read transposed), MN-major with the transpose bit when
  *   the contiguous axis is the dot's N (V, or K given as [D, S]);
- * - one producer warp group copies the tiles by cp.async into a ring of
- *   stages, each with a *full* mbarrier (its 128 threads arrive once
- *   their copies of the stage have landed, after fence.proxy.async: the
- *   wgmma reads through the async proxy) and an *empty* one (one arrive
- *   per consumer warp when the iteration's wgmma are done);
+ * - one producer warp group fills a ring of stages, each with a *full*
+ *   mbarrier and an *empty* one (one arrive per consumer warp when the
+ *   iteration's wgmma are done): by TMA where a tensor map describes each
+ *   ring's load (ring_maps: one thread expects the stage's bytes and
+ *   issues its boxes, the layout the swizzled rows already are), else by
+ *   cp.async (its 128 threads arrive on *full* once their copies of the
+ *   stage have landed, after fence.proxy.async: the wgmma reads through
+ *   the async proxy);
  * - BM / 16 consumer warps (one warp group per 64 rows) run the body:
  *   wait for the stage, and at each dot pack A's fragments, wgmma.fence,
  *   the K/16 wgmma, commit, wait_group 0;
@@ -34,9 +37,9 @@
  * The regular pass notes the loop (lower_wga_note, from ring.c) and says
  * why not in the remarks; the twin pass (lw.wg with wgp.attn) emits it
  * (lower_wga_loop) and lower_wga_finish wraps the twin in
- * #if defined(__CUDA_ARCH_FEAT_SM90_ALL). It takes no tensor maps: the
- * runtime launches it with the variant's parameters (tilec/tma.h,
- * nmaps 0). docs/lowering.md ("wgmma for loops of dots on rings") says
+ * #if defined(__CUDA_ARCH_FEAT_SM90_ALL). Its tensor maps (one a ring, or
+ * none where its rings are filled by cp.async) follow the variant's
+ * parameters (tilec/tma.h). docs/lowering.md ("wgmma for loops of dots on rings") says
  * which loops qualify. */
 #include <string.h>
 
@@ -48,6 +51,8 @@ enum {
     WGA_MAX_STAGES = 4,
     WGA_REGS_PRODUCER = 56,      /* setmaxnreg: 2 x 128 x 224 + 128 x 56 <= 65536 */
     WGA_REGS_CONSUMER = 224,
+    WGA_REGS_PRODUCER_TMA = 40,  /* one thread issues the TMA copies: 2 x 128 x 232 + 128 x 40 <= 65536 */
+    WGA_REGS_CONSUMER_TMA = 232,
     WGA_DEFER_N = 64, /* the widest accumulator whose last dot stays in flight (plan_defer) */
     WGA_WG_WARPS = 4, /* warps of a warp group */
 };
@@ -233,6 +238,74 @@ static int placed_ok(lw *L, const tilec_stmt *loop)
     return lower_miss(L, 0, "the loop is not a statement of the kernel's body (inside a branch or another loop)");
 }
 
+/* A map's rows, cols or stride: parameter p, else the constant c
+ * (TILEC_TMA_CONST | c); TILEC_TMA_NONE when c does not fit. */
+static uint32_t map_field(int p, int64_t c)
+{
+    return p >= 0 ? (uint32_t)p : c >= 1 && c < INT32_MAX ? TILEC_TMA_CONST | (uint32_t)c : TILEC_TMA_NONE;
+}
+
+/* The tensor map of ring op i's load into plan w (maps[i], R, C, Z, Ra,
+ * Ca): P + R[:, None] * S + C[None, :] [+ a batch or head offset], S a
+ * parameter or a constant (a hint: K and V [S, D], D = 64), under a mask
+ * bounding R, C or both, an unbounded axis's index range(n) from 0 (the
+ * map's extent n), the unit-stride axis the ring's contiguous one; boxes
+ * of all the tile's rows x 64 elements (128 bytes, the ring's swizzle).
+ * NULL, or why not (the producer then copies by cp.async). */
+static const char *ring_map(lw *L, const ring_op *o, wg_plan *w, int i)
+{
+    const tilec_expr *ld = o->let->value;
+    const tilec_type *ty = lower_ty(L, ld);
+    lower_ptraff pa;
+    int bound[2];
+    if (!lower_ptr_map_const(L, ld->args[0], ld->nargs >= 2 ? ld->args[1] : NULL, &pa, bound))
+        return lower_fmt(L, "load %s: %s", o->let->names[0], pa.why ? pa.why : "the mask is not R < rows && C < cols");
+    int cax = pa.stride[1] < 0 && !pa.kstride[1] ? 1 : 0, rax = 1 - cax;
+    if (cax != (o->trans ? 0 : 1))
+        return lower_fmt(L, "load %s: its unit-stride axis is not the ring's contiguous one", o->let->names[0]);
+    if (L->k->params[pa.base].type.dtype != ty->dtype)
+        return lower_fmt(L, "load %s: pointer %s's elements are not the loaded type", o->let->names[0],
+                         L->k->params[pa.base].name);
+    tilec_tma_map *m = &w->maps[i];
+    memset(m, 0, sizeof *m);
+    m->ptr = (uint32_t)pa.base;
+    m->rows = map_field(bound[rax], pa.kext[rax]);
+    m->cols = map_field(bound[cax], pa.kext[cax]);
+    m->stride = map_field(pa.stride[rax], pa.kstride[rax]);
+    if (m->rows == TILEC_TMA_NONE || m->cols == TILEC_TMA_NONE || m->stride == TILEC_TMA_NONE || ty->dims[rax] > 256)
+        return lower_fmt(L, "load %s: an extent or stride past a tensor map's", o->let->names[0]);
+    m->box_rows = (uint32_t)ty->dims[rax];
+    m->elem_bytes = tilec_dtype_size(ty->dtype);
+    m->box_cols = 128 / m->elem_bytes;
+    m->bf16 = ty->dtype == TILEC_DT_BF16;
+    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
+    if (pa.z) {
+        m->batched = 1;
+        m->bs[0] = pa.bs[0] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[0];
+        m->bs[1] = pa.bs[1] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[1];
+        m->bgrid = (uint32_t)pa.zaxis;
+        m->bscale = (uint32_t)pa.bscale;
+    }
+    w->R[i] = pa.idx[rax];
+    w->C[i] = pa.idx[cax];
+    w->Ra[i] = pa.add[rax];
+    w->Ca[i] = pa.add[cax];
+    w->Z[i] = pa.z;
+    return NULL;
+}
+
+/* Every ring of rp by TMA (w->nmaps its count), or none (0, *why says
+ * which load no map describes). */
+static void ring_maps(lw *L, const tilec_stmt *loop, const ring_plan *rp, wg_plan *w, const char **why)
+{
+    *why = rp->n > TILEC_TMA_MAX_MAPS ? "more rings than a twin's tensor maps" : NULL;
+    lower_bind_loop_scope(L, loop);
+    for (int i = 0; i < rp->n && !*why; i++)
+        *why = ring_map(L, &rp->op[i], w, i);
+    lower_leave(L);
+    w->nmaps = *why ? 0 : rp->n;
+}
+
 int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
 {
     if (L->tw.on)
@@ -285,9 +358,12 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     w->stage_bytes = stage;
     w->warps = wga_warps(M);
     plan_defer(L, loop, w);
-    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s", S, (long long)stage, w->warps,
+    const char *nomap;
+    ring_maps(L, loop, rp, w, &nomap);
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s", S, (long long)stage, w->warps,
                        w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "",
-                       takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "");
+                       takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "",
+                       nomap ? lower_fmt(L, "; not by TMA: %s", nomap) : "");
     L->tw.loop = loop;
     return 1;
 }
@@ -334,6 +410,49 @@ static void producer(lw *L, const tilec_stmt *loop, ring_plan *rp, const char *v
     lower_line(L, "}");
 }
 
+/* The producer by TMA (plan w's maps, one a ring): one thread waits for
+ * each iteration's stage to be empty, expects its bytes on its *full*
+ * and issues each ring's boxes (all the tile's rows x 64 elements, box j
+ * at j x rows x 128 bytes of the slot, as the cp.async copies lay them). */
+static void producer_tma(lw *L, const tilec_stmt *loop, const ring_plan *rp, const wg_plan *w, const char *v)
+{
+    int S = rp->S, nt = L->nt;
+    lower_line(L, "if (tl_tid0 >= %d) { /* the producer warp group: one thread issues the TMA copies */", nt);
+    L->ind++;
+    lower_line(L, "tl_setmaxnreg_dec<%d>();", WGA_REGS_PRODUCER_TMA);
+    lower_line(L, "if (tl_tid0 == %d) {", nt);
+    L->ind++;
+    lower_line(L, "int tl_it = 0;");
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    L->ind++;
+    lower_line(L, "const int tl_s = tl_it %% %d;", S);
+    lower_line(L, "if (tl_it >= %d)", S);
+    lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
+    lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, %lld);", (long long)w->stage_bytes);
+    lower_bind_loop_scope(L, loop);
+    for (int i = 0; i < rp->n; i++) {
+        const ring_op *o = &rp->op[i];
+        const tilec_type *t = lower_ty(L, o->let->value);
+        int64_t rows = w->maps[i].box_rows, nb = t->dims[o->trans ? 0 : 1] / w->maps[i].box_cols;
+        const char *col, *row;
+        lower_wg_coords(L, w, i, &col, &row);
+        const char *z = lower_wg_batch(L, w, i);
+        for (int64_t j = 0; j < nb; j++)
+            lower_line(L, "tl_tma_%dd(tl_sa(tl_smem) + tl_wro + %u + tl_s * %lld + %lld, &tl_tm%d, (int)(%s) + %lld, (int)(%s)%s, "
+                          "tl_full + tl_s * 8); /* %s */",
+                       z[0] ? 3 : 2, o->off, (long long)o->bytes, (long long)(j * rows * 128), i, col,
+                       (long long)(j * w->maps[i].box_cols), row, z, lower_cname(L, o->let->names[0]));
+    }
+    lower_leave(L);
+    L->ind--;
+    lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "return;");
+    L->ind--;
+    lower_line(L, "}");
+}
+
 int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
 {
     if (!L->tw.on || !L->tw.plan.attn || loop != L->tw.loop)
@@ -356,7 +475,8 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, 0));
     lower_plan_loop(L, loop, 1);
     const char *v = lower_cname(L, loop->names[0]);
-    lower_line(L, "{ /* dots on wgmma, %d-stage ring by a cp.async producer warp group (sm_90a) */", S);
+    lower_line(L, "{ /* dots on wgmma, %d-stage ring by %s (sm_90a) */", S,
+               w->nmaps ? "TMA" : "a cp.async producer warp group");
     L->ind++;
     lower_cp_bounds(L, loop);
     lower_line(L, "const unsigned tl_wro = ((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem);", base);
@@ -364,15 +484,18 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
                8 * S);
     lower_line(L, "if (tl_tid0 == 0) {");
     lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", WGA_PRODUCER);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->nmaps ? 1 : WGA_PRODUCER);
     lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
     lower_line(L, "    }");
     lower_line(L, "    tl_mbar_fence_init();");
     lower_line(L, "}");
     lower_line(L, "__syncthreads();");
-    producer(L, loop, rp, v);
+    if (w->nmaps)
+        producer_tma(L, loop, rp, w, v);
+    else
+        producer(L, loop, rp, v);
     L->tw.epi = L->out.n; /* from here on only the consumer warps run: their own named barrier */
-    lower_line(L, "tl_setmaxnreg_inc<%d>();", WGA_REGS_CONSUMER);
+    lower_line(L, "tl_setmaxnreg_inc<%d>();", w->nmaps ? WGA_REGS_CONSUMER_TMA : WGA_REGS_CONSUMER);
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
     lower_line(L, "int tl_it = 0;");
     if (w->pingpong) { /* warp group 0 issues first; its turn for the first iteration's first dot starts here */
@@ -549,8 +672,10 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
         rs_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
     lower_wg_add_consumers(tu, sb_str(&L->out), 0, L->tw.epi, L->out.n, L->nt);
     sb_puts(tu, "#endif\n");
-    memset(meta, 0, sizeof *meta); /* no tensor maps: the variant's parameters alone */
+    memset(meta, 0, sizeof *meta); /* no tensor maps (rings by cp.async): the variant's parameters alone */
     meta->threads = (uint32_t)(L->nt + WGA_PRODUCER);
     meta->smem_bytes = L->smem;
+    meta->nmaps = (uint32_t)w->nmaps; /* the rings' maps, after the variant's parameters */
+    memcpy(meta->maps, w->maps, sizeof w->maps);
     return (meta->name = strdup(fname)) != NULL ? 1 : -1;
 }

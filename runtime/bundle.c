@@ -41,13 +41,14 @@ _Static_assert(sizeof(tilec_tma_map) == TWIN_MAP_WORDS * sizeof(uint32_t), "a te
 
 /* The words of a tensor map in stored order, and which of them are
  * parameter indices: 1 below the kernel's parameter count, 2 that or
- * TILEC_TMA_NONE (docs/runtime.md, "The bundle format"). */
+ * TILEC_TMA_NONE, 3 that or a constant (TILEC_TMA_CONST | c), 4 any of
+ * the three (docs/runtime.md, "The bundle format"). */
 static const struct {
     size_t at;
     int param;
 } map_words[TWIN_MAP_WORDS] = {
-    {offsetof(tilec_tma_map, ptr), 1},        {offsetof(tilec_tma_map, rows), 2},
-    {offsetof(tilec_tma_map, cols), 1},       {offsetof(tilec_tma_map, stride), 1},
+    {offsetof(tilec_tma_map, ptr), 1},        {offsetof(tilec_tma_map, rows), 4},
+    {offsetof(tilec_tma_map, cols), 3},       {offsetof(tilec_tma_map, stride), 3},
     {offsetof(tilec_tma_map, box_rows), 0},   {offsetof(tilec_tma_map, box_cols), 0},
     {offsetof(tilec_tma_map, elem_bytes), 0}, {offsetof(tilec_tma_map, bf16), 0},
     {offsetof(tilec_tma_map, batched), 0},    {offsetof(tilec_tma_map, bs[0]), 2},
@@ -246,7 +247,9 @@ static int twin_ok(const tilec_tma_meta *t, uint32_t nparams, const char **what)
     for (uint32_t m = 0; m < t->nmaps; m++)
         for (int f = 0; f < TWIN_MAP_WORDS; f++) {
             uint32_t v = *map_word((tilec_tma_map *)&t->maps[m], f);
-            if (map_words[f].param && v >= nparams && !(map_words[f].param == 2 && v == TILEC_TMA_NONE)) {
+            int k = map_words[f].param;
+            if (k && v >= nparams && !((k == 2 || k == 4) && v == TILEC_TMA_NONE) &&
+                !(k >= 3 && TILEC_TMA_IS_CONST(v))) {
                 *what = "a twin's tensor map names a parameter past the parameter count";
                 return 0;
             }

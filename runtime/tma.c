@@ -86,13 +86,16 @@ static CUtensorMapSwizzle swizzle_of(uint32_t bytes)
 
 tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
 {
-    /* no maps: a twin fed by cp.async (the loop of dots on rings, lower/wgattn.c; a gathered operand, lower/wggather.c) */
+    /* no maps: a twin fed by cp.async (the loop of dots on rings whose loads no map describes, lower/wgattn.c; a
+     * gathered operand, lower/wggather.c) */
     if (!m || !m->name || m->nmaps > TILEC_TMA_MAX_MAPS)
         return TILEC_RT_OK;
     for (uint32_t i = 0; i < m->nmaps; i++) {
         const tilec_tma_map *t = &m->maps[i];
-        if (t->ptr >= pk->d.nparams || (t->rows >= pk->d.nparams && t->rows != TILEC_TMA_NONE) ||
-            t->cols >= pk->d.nparams || t->stride >= pk->d.nparams ||
+        if (t->ptr >= pk->d.nparams ||
+            (t->rows >= pk->d.nparams && t->rows != TILEC_TMA_NONE && !TILEC_TMA_IS_CONST(t->rows)) ||
+            (t->cols >= pk->d.nparams && !TILEC_TMA_IS_CONST(t->cols)) ||
+            (t->stride >= pk->d.nparams && !TILEC_TMA_IS_CONST(t->stride)) ||
             pk->d.kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
             (t->elem_bytes == 4 && t->bf16) || !t->box_rows || t->box_rows > 256 ||
             !swizzle_of(t->box_cols * t->elem_bytes) || t->batched > 1 ||
@@ -208,6 +211,13 @@ static int64_t int_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t i)
     }
 }
 
+/* A map's rows, cols or stride: its constant (TILEC_TMA_CONST), or the
+ * integer argument it names. */
+static int64_t extent_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t f)
+{
+    return TILEC_TMA_IS_CONST(f) ? (int64_t)(f & ~TILEC_TMA_CONST) : int_arg(pk, args, f);
+}
+
 /* A batched map's matrix stride in elements (its constant times its
  * parameters), -1 when it is negative or too large for a tensor map. */
 static int64_t batch_stride(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args)
@@ -230,8 +240,8 @@ static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg
 {
     uint64_t base = args[m->ptr].ptr;
     /* rows TILEC_TMA_NONE: every row a coordinate can name (the kernel proves the rows it reads, lower/wggather.c) */
-    int64_t rows = m->rows == TILEC_TMA_NONE ? INT32_MAX : int_arg(pk, args, m->rows);
-    int64_t cols = int_arg(pk, args, m->cols), stride = int_arg(pk, args, m->stride);
+    int64_t rows = m->rows == TILEC_TMA_NONE ? INT32_MAX : extent_arg(pk, args, m->rows);
+    int64_t cols = extent_arg(pk, args, m->cols), stride = extent_arg(pk, args, m->stride);
     if (!base || base % 16 || rows < 1 || cols < 1 || stride < cols || rows > INT32_MAX || cols > INT32_MAX ||
         (stride * m->elem_bytes) % 16 || stride > (INT64_C(1) << 39) / m->elem_bytes)
         return 0;

@@ -480,7 +480,7 @@ static CUresult fake_EventElapsedTime(float *ms, CUevent a, CUevent b)
 typedef struct fake_kernel {
     const char *name;
     int nparams;
-    size_t sizes[9];
+    size_t sizes[10];
     int max_threads, static_smem;
 } fake_kernel;
 
@@ -502,6 +502,9 @@ static const fake_kernel kernels[] = {
     {"tw_v0_tma_1", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0}, /* its one-tile twin (lower/wgpair.c) */
     {"gw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
     {"gw_v0_tma", 7, {8, 8, 8, 4, 4, 4, 128}, 1024, 0}, /* a gather twin: B's map alone (lower/wggather.c) */
+    /* attention (q, k, v, o, S, bh, causal, scale) and its twin, K's and V's maps after them (lower/wgattn.c) */
+    {"at_v0", 8, {8, 8, 8, 8, 4, 4, 4, 4}, 1024, 0},
+    {"at_v0_tma", 10, {8, 8, 8, 8, 4, 4, 4, 4, 128, 128}, 1024, 0},
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
     {"sk_v0", 4, {8, 4, 8, 8}, 1024, 0},        /* split-K: x, n, and the hidden part, cnt */
     /* test_fake.py's skmm(a, b, c, M, N, K): variant 0 split-K (two hidden pointers), variant 1 not */
@@ -790,6 +793,10 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     } else if (strcmp(k->name, "gw_v0_tma") == 0) {
         state.tma_launches++;
         memcpy(&state.tma_args[0], params[6], 8);
+    } else if (strcmp(k->name, "at_v0_tma") == 0) {
+        state.tma_launches++;
+        memcpy(&state.tma_args[0], params[8], 8);
+        memcpy(&state.tma_args[1], params[9], 8);
     } else if (strcmp(k->name, "tilec_fill_u64") == 0) {
         uint64_t d, v, n;
         memcpy(&d, params[0], 8);

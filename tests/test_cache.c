@@ -513,8 +513,9 @@ Test(bundle, forged_fields)
 
     FORGE(bundle_put32(buf + 8, 1), "version 1", "an older version");
     FORGE(bundle_put32(buf + 8, 2), "version 2", "an older version (no batch axis or constant in a map)");
-    FORGE(bundle_put32(buf + 8, 3), "version 3", "the previous version (no loop trips in the twin)");
-    FORGE(bundle_put32(buf + 8, 5), "version 5", "a later version");
+    FORGE(bundle_put32(buf + 8, 3), "version 3", "an older version (no loop trips in the twin)");
+    FORGE(bundle_put32(buf + 8, 4), "version 4", "the previous version (no constant map extent, no persistence 4)");
+    FORGE(bundle_put32(buf + 8, 6), "version 6", "a later version");
     FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
     FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
     FORGE(buf[47] = 1, "reserved", "reserved byte");
@@ -583,6 +584,26 @@ Test(bundle, forged_fields)
         tilec_bundle_free(p);
     }
     FORGE(bundle_put32(buf + twin2 + tn2 + 32, kb2->nparams), "past the parameter count", "map 0's pointer");
+    /* rows, cols and stride may be constants (TILEC_TMA_CONST | c, c >= 1: the attention twin's head size); a
+     * pointer may not, nor a constant 0 */
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32, TILEC_TMA_CONST | 64), "past the parameter count",
+          "map 0's pointer a constant");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 2, TILEC_TMA_CONST), "past the parameter count",
+          "map 0's columns the constant 0");
+    {
+        memcpy(buf, good, len);
+        bundle_put32(buf + twin2 + tn2 + 32 + 4 * 1, TILEC_TMA_CONST | 300);
+        bundle_put32(buf + twin2 + tn2 + 32 + 4 * 2, TILEC_TMA_CONST | 64);
+        bundle_put32(buf + twin2 + tn2 + 32 + 4 * 3, TILEC_TMA_CONST | 64);
+        bundle_reseal(buf, len);
+        tilec_bundle *p = NULL;
+        cr_expect_eq(tilec_bundle_parse(buf, len, KEY, &p, NULL, 0), TILEC_RT_OK, "map 0's extents and stride constants");
+        cr_expect(p && p->kernels[2].twin.maps[0].rows == (TILEC_TMA_CONST | 300) &&
+                      p->kernels[2].twin.maps[0].cols == (TILEC_TMA_CONST | 64) &&
+                      p->kernels[2].twin.maps[0].stride == (TILEC_TMA_CONST | 64),
+                  "the constants read back");
+        tilec_bundle_free(p);
+    }
     FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 + 4 * 9, kb2->nparams + 1), "past the parameter count",
           "map 1's batch stride");
     /* map 2 is batched: its grid axis 1 or 2, its constant at least 1 */

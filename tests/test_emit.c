@@ -1150,6 +1150,32 @@ Test(emit, aot_sm_90a_embeds_the_twins, .timeout = 300)
     rm_dir(cache);
 }
 
+/* The attention twin's maps in the table (tests/aot_attn.tile): columns
+ * and row stride the constant 64 (TILEC_TMA_CONST), rows parameter S (4),
+ * the head pid(1) times S * 64; the wrapper compiles. */
+Test(emit, aot_attention_twin_s_constant_extents, .timeout = 300)
+{
+    char dir[64], cache[64];
+    make_tmpdir(dir, sizeof dir);
+    make_tmpdir(cache, sizeof cache);
+    char *out;
+    cr_expect_eq(sh(&out, "TILEC_CACHE_DIR=%s %s tests/aot_attn.tile --emit c --aot sm_90a -q -o %s 2>&1", cache,
+                    TILEC_BIN, dir),
+                 0, "%s", out);
+    free(out);
+    char *c = read_in(dir, "aot_attn.c");
+    cr_assert(c);
+    static const char want[] =
+        "    {1, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64},\n"
+        "    {2, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64}}, 0, 0, "
+        "0};\n";
+    cr_expect(strstr(c, want), "the wrapper lacks\n%s", want);
+    free(c);
+    expect_compiles(dir, "aot_attn.c");
+    rm_dir(dir);
+    rm_dir(cache);
+}
+
 Test(emit, aot_bad_arch_writes_nothing)
 {
     char dir[64];

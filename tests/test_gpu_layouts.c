@@ -238,8 +238,10 @@ static void check_attention_in(const char *file, const char *kernel, int D, uint
 }
 
 /* Every variant of kernel through a program: on a 9.0 device each has
- * its sm_90a twin (lower/wgattn.c: wgmma, a cp.async producer warp
- * group) and the program launches it. */
+ * its sm_90a twin (lower/wgattn.c: wgmma, its rings filled by TMA, or by a
+ * cp.async producer warp group where no map describes a load) and the
+ * program launches it (or the variant's own kernel where an argument is
+ * no tensor map's: K given as [D, S] with S not a multiple of 8). */
 static void check_attention_twins(const char *file, const char *kernel, int D, int kds, double scale)
 {
     tilec_ctx *ctx;
@@ -274,6 +276,23 @@ Test(layouts, attention_twin_k_given_transposed, .timeout = 300)
 Test(layouts, attention_twin_trans_k, .timeout = 300)
 {
     check_attention_twins("tests/gpu/attention_kt.tile", "attention_kt_inline", 64, 0, 0);
+}
+
+/* The twin's producer either way (tests/gpu/attention_ring.tile): V's
+ * mask no tensor map's bound, both rings by cp.async (d = 64 with the
+ * turns, d = 128 at BM = 128, BN = 64); the head size bounded by the hint
+ * (`rd < D`), a map of constant extent D. */
+Test(layouts, attention_twin_cp_async_d64, .timeout = 300)
+{
+    check_attention_twins("tests/gpu/attention_ring.tile", "attention_cp_d64", 64, 0, 0);
+}
+Test(layouts, attention_twin_cp_async_d128, .timeout = 300)
+{
+    check_attention_twins("tests/gpu/attention_ring.tile", "attention_cp_d128", 128, 0, 0);
+}
+Test(layouts, attention_twin_d_bounded, .timeout = 300)
+{
+    check_attention_twins("tests/gpu/attention_ring.tile", "attention_dmask", 64, 0, 0);
 }
 
 /* A negative scale: the copy of the body with the scale folded into the

@@ -233,6 +233,45 @@ Test(tma, a_head_s_n_tiles_pair_along_z, .timeout = 120)
     unsetenv("TILEC_TMA_PERSIST");
 }
 
+/* The attention twin's K and V by TMA (lower/wgattn.c, kernel `at` of
+ * tests/aot_attn.tile): two 3-D maps of the [bh, S, D] tensors whose
+ * columns and row stride are the hint D (TILEC_TMA_CONST), rows the
+ * argument S, heads the grid's y, boxes of BN rows x 64 halves; passed
+ * after the eight arguments. */
+
+Test(tma, attention_k_and_v_by_constant_extent_maps, .timeout = 120)
+{
+    env e;
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e.rt), TILEC_RT_OK);
+    e.ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_parse_file(e.ctx, "tests/aot_attn.tile", &e.m), TILEC_OK);
+    tilec_build_options o = {.threads = 1};
+    tilec_status st = tilec_program_build(e.ctx, e.rt, e.m, &o, &e.p);
+    const tilec_diag *d = tilec_ctx_diag(e.ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    cr_assert(tilec_program_has_twin(e.p, "at", 0));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, i == 0 ? &e.a : i == 1 ? &e.b : &e.c), TILEC_RT_OK);
+    tilec_rt_arg args[8] = {{.ptr = e.a}, {.ptr = e.b}, {.ptr = e.c}, {.ptr = e.a}, {.i32 = 300}, {.i32 = 3},
+                            {.i32 = 0}, {.f32 = 0.125f}};
+    cr_assert_eq(tilec_program_launch(e.p, "at", 0, args, 8, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+    cr_expect_eq(fake->tma_launches, 1, "the twin ran");
+    cr_expect_eq(fake->tma_encodes, 2, "K's map and V's");
+    for (int i = 0; i < 2; i++) {
+        cr_expect_eq(fake->tma_maps[i].base, i ? e.c : e.b);
+        cr_expect(fake->tma_maps[i].rank == 3 && fake->tma_maps[i].dims[0] == 64 && fake->tma_maps[i].dims[1] == 300 &&
+                      fake->tma_maps[i].dims[2] == 3,
+                  "map %d: %u-D, %llu x %llu x %llu", i, fake->tma_maps[i].rank, fake->tma_maps[i].dims[0],
+                  fake->tma_maps[i].dims[1], fake->tma_maps[i].dims[2]);
+        cr_expect(fake->tma_maps[i].stride == 128 && fake->tma_maps[i].bstride == 300 * 64 * 2,
+                  "map %d: rows 128 bytes apart, heads %llu", i, fake->tma_maps[i].bstride);
+        cr_expect(fake->tma_maps[i].box[0] == 64 && fake->tma_maps[i].box[1] == 64 && fake->tma_maps[i].swizzle == 3);
+    }
+    cr_expect(fake->tma_args[0] == e.b && fake->tma_args[1] == e.c, "the maps follow the arguments");
+    env_free(&e);
+}
+
 /* A twin of two M tiles a block (BM = 64 with 8 warps, lower/wgpair.c:
  * tilec_tma_meta.persistent 3) counts its units as pairs of tiles along
  * x: ceil(x / 2) * y * z blocks at most, A's box both tiles' 128 rows. */

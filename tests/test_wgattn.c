@@ -1,11 +1,13 @@
 /* test_wgattn.c: the sm_90a twins of loops of dots on cp.async rings
  * (lower/wgattn.c) on the CPU: every variant of examples/attention.tile
- * gets one (no tensor maps, BM / 16 consumer warps and a producer warp
- * group), K as stored [S, D] is read K-major and K given as [D, S]
- * MN-major, the remarks say which path each loop took or why not, and,
- * with cuobjdump at hand, the twin's SASS multiplies on HGMMA with its A
- * operand in registers. NVRTC needs no GPU. The GPU checks against a
- * reference are in tests/test_gpu_layouts.c (attention_twin_*). */
+ * gets one (its rings filled by TMA through a tensor map a ring, BM / 16
+ * consumer warps and a producer warp group; by cp.async where no map
+ * describes a load, tests/gpu/attention_ring.tile), K as stored [S, D] is
+ * read K-major and K given as [D, S] MN-major, the remarks say which path
+ * each loop took or why not, and, with cuobjdump at hand, the twin's SASS
+ * multiplies on HGMMA with its A operand in registers and copies by
+ * UTMALDG. NVRTC needs no GPU. The GPU checks against a reference are in
+ * tests/test_gpu_layouts.c (attention_twin_*). */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
 #include <math.h>
@@ -20,6 +22,7 @@
 
 #define ATTN "examples/attention.tile"
 #define ATTN_KT "tests/gpu/attention_kt.tile"
+#define ATTN_RING "tests/gpu/attention_ring.tile"
 
 static void lower_v(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code)
 {
@@ -29,8 +32,10 @@ static void lower_v(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, 
 }
 
 /* Every variant of both kernels: a twin of BM / 16 consumer warps plus
- * the producer warp group, no tensor maps, its dots in the register-A
- * form of wgmma (K read K-major: _bk; V MN-major), the remark naming it. */
+ * the producer warp group, its dots in the register-A form of wgmma (K
+ * read K-major: _bk; V MN-major), K and V copied by TMA (two maps of the
+ * [S, D] rows of a head: S rows, D columns and row stride the hint D as
+ * constants, the head pid(1) times S * D the batch), the remark naming it. */
 Test(wgattn, every_attention_variant_has_a_twin)
 {
     static const struct {
@@ -38,13 +43,14 @@ Test(wgattn, every_attention_variant_has_a_twin)
         int v;
         uint32_t threads; /* BM / 16 warps + 128 */
         const char *s_form, *pv_form;
+        uint32_t bn, d;
     } cases[] = {
-        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64("},
-        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64("},
-        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64("},
-        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128("},
-        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128("},
-        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128("},
+        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64},
+        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128},
+        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
     };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, ATTN);
@@ -52,7 +58,18 @@ Test(wgattn, every_attention_variant_has_a_twin)
         tilec_kernel_code code;
         lower_v(ctx, m, cases[i].kernel, cases[i].v, &code);
         cr_assert_not_null(code.tma.name, "%s variant %d: an sm_90a twin", cases[i].kernel, cases[i].v);
-        cr_expect_eq(code.tma.nmaps, 0, "fed by cp.async: no tensor maps");
+        cr_expect_eq(code.tma.nmaps, 2, "%s variant %d: K and V by TMA: two tensor maps", cases[i].kernel, cases[i].v);
+        for (uint32_t j = 0; j < 2; j++) { /* k (parameter 1), v (2): [bh][S][D] */
+            const tilec_tma_map *mp = &code.tma.maps[j];
+            cr_expect(mp->ptr == 1 + j && mp->rows == 4 && mp->cols == (TILEC_TMA_CONST | cases[i].d) &&
+                          mp->stride == (TILEC_TMA_CONST | cases[i].d) && mp->box_rows == cases[i].bn &&
+                          mp->box_cols == 64 && mp->elem_bytes == 2 && !mp->bf16,
+                      "%s variant %d map %u: ptr %u rows %u cols 0x%x stride 0x%x box %u x %u", cases[i].kernel,
+                      cases[i].v, j, mp->ptr, mp->rows, mp->cols, mp->stride, mp->box_rows, mp->box_cols);
+            cr_expect(mp->batched == 1 && mp->bgrid == 1 && mp->bs[0] == 4 && mp->bs[1] == TILEC_TMA_NONE &&
+                          mp->bscale == cases[i].d,
+                      "%s variant %d map %u: a head pid(1) of S x D elements", cases[i].kernel, cases[i].v, j);
+        }
         cr_expect_eq(code.tma.persistent, 0);
         cr_expect_eq(code.tma.threads, cases[i].threads, "%s variant %d: %u threads", cases[i].kernel, cases[i].v,
                      code.tma.threads);
@@ -60,11 +77,23 @@ Test(wgattn, every_attention_variant_has_a_twin)
                   cases[i].s_form);
         cr_expect(strstr(code.source, cases[i].pv_form), "%s variant %d: acc += P V by %s", cases[i].kernel,
                   cases[i].v, cases[i].pv_form);
-        cr_expect(strstr(code.source, "tl_setmaxnreg_dec<") && strstr(code.source, "tl_mbar_wait(tl_full"),
+        const char *tw = strstr(code.source, "_tma(");
+        cr_assert_not_null(tw);
+        cr_expect(strstr(tw, "tl_setmaxnreg_dec<") && strstr(tw, "tl_mbar_wait(tl_full"),
                   "a producer warp group and an mbarrier ring");
-        cr_expect(strstr(code.source, "tl_fence_async_smem();"), "cp.async's writes fenced for wgmma's reads");
-        cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by a cp.async producer warp group"),
+        cr_expect(strstr(tw, "const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)"),
+                  "the maps after the variant's parameters");
+        cr_expect(strstr(tw, "tl_mbar_expect(tl_full + tl_s * 8, ") && strstr(tw, "tl_tma_3d(") &&
+                      strstr(tw, "&tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full"),
+                  "%s variant %d: one thread expects the stage's bytes and copies V's rows n0.. of head pid(1)",
+                  cases[i].kernel, cases[i].v);
+        cr_expect(!strstr(tw, "tl_cp16(") && !strstr(tw, "tl_fence_async_smem();"), "no cp.async in the twin");
+        cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by TMA through mbarriers"),
                   "the remark names the path:\n%s", code.remarks);
+        cr_expect(!strstr(code.remarks, "sm_90a twin: cp.async by its producer warps") &&
+                      strstr(code.remarks, "(16 bytes) a chunk, a whole tile without checks where it is in bounds, mask on "
+                                           "a prefix; sm_90a twin: TMA\n"),
+                  "the loads' remarks say the twin copies them by TMA:\n%s", code.remarks);
         tilec_kernel_code_free(&code);
     }
     tilec_module_free(m);
@@ -89,6 +118,47 @@ Test(wgattn, k_layout_decides_the_operand_major)
     cr_expect(strstr(code.source, "B v_tk from its swizzled ring (K-major)") && strstr(code.source, "tl_wgrs_f16_n64_bk("),
               "K read K-major");
     tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The maps follow the loads, not the spelling: K given as [D, S] is a map
+ * of D rows (the constant: range(D) is not masked) of S columns, row
+ * stride S; a mask that also bounds d by the hint (`rd < D`) gives the
+ * constant extent D; a mask that is no map's bound (`rn <= S - 1`) keeps
+ * both rings on cp.async, and the remark says which load and why. */
+Test(wgattn, rings_by_tma_where_a_map_describes_each_load)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, ATTN_KT);
+    tilec_kernel_code code;
+    lower_v(ctx, m, "attention_kds", 0, &code);
+    const tilec_tma_map *k = &code.tma.maps[0];
+    cr_expect(code.tma.nmaps == 2 && k->rows == (TILEC_TMA_CONST | 64) && k->cols == 4 && k->stride == 4 &&
+                  k->box_rows == 64 && k->bs[0] == 4 && k->bscale == 64,
+              "K given as [D, S]: %u maps, rows 0x%x cols %u stride %u", code.tma.nmaps, k->rows, k->cols, k->stride);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    m = parse(ctx, ATTN_RING);
+    lower_v(ctx, m, "attention_dmask", 0, &code);
+    cr_expect(code.tma.nmaps == 2 && code.tma.maps[0].cols == (TILEC_TMA_CONST | 64) &&
+                  code.tma.maps[1].cols == (TILEC_TMA_CONST | 64),
+              "rd < D: the constant extent 64 (%u maps)", code.tma.nmaps);
+    tilec_kernel_code_free(&code);
+    static const char *const cp[] = {"attention_cp_d64", "attention_cp_d128"};
+    for (int i = 0; i < 2; i++) {
+        lower_v(ctx, m, cp[i], 0, &code);
+        cr_assert_not_null(code.tma.name, "%s: a twin", cp[i]);
+        cr_expect_eq(code.tma.nmaps, 0, "%s: no maps", cp[i]);
+        const char *tw = strstr(code.source, "_tma(");
+        cr_expect(tw && strstr(tw, "tl_fence_async_smem();") && !strstr(tw, "tl_tma_"),
+                  "%s: the cp.async producer, its writes fenced for wgmma's reads", cp[i]);
+        cr_expect(strstr(code.remarks, "its rings filled by a cp.async producer warp group through mbarriers") &&
+                      strstr(code.remarks, "not by TMA: load tv: the mask is not R[:, None] < rows") &&
+                      strstr(code.remarks, "sm_90a twin: cp.async by its producer warps"),
+                  "%s: the remark says which load no map describes:\n%s", cp[i], code.remarks);
+        tilec_kernel_code_free(&code);
+    }
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
@@ -168,12 +238,12 @@ Test(wgattn, refusals_say_why)
 
 /* The SASS of `kernel` variant v's sm_90a twin alone (up to the next
  * function of the cubin); the test is skipped without cuobjdump. */
-static char *twin_sass(const char *kernel, int v)
+static char *twin_sass_in(const char *file, const char *kernel, int v)
 {
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", ATTN, kernel, v, "sm_90a");
+    char *sass = disassemble_file(tool, "-sass", file, kernel, v, "sm_90a");
     char name[64];
     snprintf(name, sizeof name, "Function : %s_v%d_tma", kernel, v);
     const char *twin = strstr(sass, name);
@@ -184,15 +254,17 @@ static char *twin_sass(const char *kernel, int v)
     return t;
 }
 
+static char *twin_sass(const char *kernel, int v) { return twin_sass_in(ATTN, kernel, v); }
+
 /* The twin's SASS: HGMMA with A from registers (no A descriptor), B
- * K-major (K) and transposed (V), cp.async copies (LDGSTS) and mbarrier
- * waits; an sm_90 compile has no twin. */
+ * K-major (K) and transposed (V), TMA copies (UTMALDG, no LDGSTS) and
+ * mbarrier waits; an sm_90 compile has no twin. */
 Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
 {
     char *t = twin_sass("attention_d64", 0);
     cr_expect(strstr(t, "HGMMA.64x64x16.F32 R"), "S = Q K^T on wgmma");
     cr_expect(strstr(t, "gdesc[") && strstr(t, ".tnspB"), "P V with V transposed from its descriptor");
-    cr_expect(strstr(t, "LDGSTS"), "the producer copies by cp.async");
+    cr_expect(strstr(t, "UTMALDG") && !strstr(t, "LDGSTS"), "the producer copies by TMA, not cp.async");
     cr_expect(strstr(t, "SYNCS"), "mbarriers");
     cr_expect(strstr(t, "USETMAXREG"), "the roles' registers");
     free(t);
@@ -417,11 +489,11 @@ Test(wgattn, whole_tiles_copied_in_constant_steps)
         int v;
         const char *step; /* K's and V's alike */
     } cases[] = {
-        {"attention_d128", 1, "tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);"},
-        {"attention_d64", 0, "tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);"},
+        {"attention_cp_d128", 0, "tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);"},
+        {"attention_cp_d64", 0, "tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);"},
     };
     tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, ATTN);
+    tilec_module *m = parse(ctx, ATTN_RING); /* example's kernels whose V no map describes: cp.async producers */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tilec_kernel_code code;
         lower_v(ctx, m, cases[i].kernel, cases[i].v, &code);
@@ -453,7 +525,7 @@ Test(wgattn, whole_tiles_copied_in_constant_steps)
  * the USETMAXREG.DEALLOC. */
 Test(wgattn, sass_producer_spills_nothing, .timeout = 200)
 {
-    char *t = twin_sass("attention_d128", 1);
+    char *t = twin_sass_in(ATTN_RING, "attention_cp_d128", 0); /* attention_d128 v1 on cp.async */
     const char *prod = strstr(t, "USETMAXREG.DEALLOC");
     cr_assert_not_null(prod, "the producer's setmaxnreg.dec");
     int ldl = 0, imm = 0;
@@ -466,4 +538,46 @@ Test(wgattn, sass_producer_spills_nothing, .timeout = 200)
     cr_expect_eq(ldl, 0, "the producer reloads %d spilled values", ldl);
     cr_expect(imm >= 8, "copies at constant offsets of one shared address (%d)", imm);
     free(t);
+}
+
+/* SASS instructions of t from its first `from` to its last `to` (a line
+ * with an address and an opcode is one); -1 when either is missing. */
+static int sass_span(const char *t, const char *from, const char *to)
+{
+    const char *a = strstr(t, from), *b = NULL;
+    for (const char *p = a; p && (p = strstr(p, to)) != NULL; p++)
+        b = p;
+    if (!a || !b)
+        return -1;
+    int n = 0;
+    for (const char *p = a; p && p < b; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *e = strstr(p, "*/"), *nl = strchr(p, '\n');
+        n += e && (!nl || e < nl) && e[2 + strspn(e + 2, " ")] >= 'A' && e[2 + strspn(e + 2, " ")] <= 'Z';
+    }
+    return n;
+}
+
+/* K and V by TMA: the producer warp group's one thread issues a UTMALDG a
+ * box (no LDGSTS in the twin), so its code from its setmaxnreg.dec to its
+ * last copy is a few dozen instructions; with 128 threads copying 16-byte
+ * chunks by cp.async it was 496 (d = 64) and 962 (d = 128, 16 LDGSTS a
+ * thread a stage) on CUDA 13.0's ptxas. */
+Test(wgattn, sass_producer_issues_tma, .timeout = 200)
+{
+    static const struct {
+        const char *kernel;
+        int v, boxes; /* UTMALDG a stage: K's and V's D / 64 boxes each */
+    } cases[] = {{"attention_d64", 0, 2}, {"attention_d128", 1, 4}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = twin_sass(cases[i].kernel, cases[i].v);
+        int n = 0;
+        for (const char *p = t; (p = strstr(p, "UTMALDG.3D")) != NULL; p++)
+            n++;
+        int span = sass_span(t, "USETMAXREG.DEALLOC", "UTMALDG");
+        cr_expect_eq(n, cases[i].boxes, "%s variant %d: %d UTMALDG.3D", cases[i].kernel, cases[i].v, n);
+        cr_expect(!strstr(t, "LDGSTS"), "%s variant %d: no cp.async", cases[i].kernel, cases[i].v);
+        cr_expect(span > 0 && span <= 100, "%s variant %d: the producer's %d instructions to its last copy",
+                  cases[i].kernel, cases[i].v, span);
+        free(t);
+    }
 }

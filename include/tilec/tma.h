@@ -27,7 +27,10 @@ extern "C" {
  * integer parameters); rows may be TILEC_TMA_NONE: every row a 32-bit
  * coordinate names (INT32_MAX rows), for a map whose kernel takes only
  * boxes whose rows it proved in range at run time (a gather twin's B,
- * lower/wggather.c). */
+ * lower/wggather.c). rows, cols and stride may instead be constants:
+ * TILEC_TMA_CONST | c (c from 1 to 2^31 - 2), for an extent or a row
+ * stride the kernel's hints fix (attention's head size D, its K and V
+ * [S, D] rows: lower/wgattn.c). */
 typedef struct tilec_tma_map {
     uint32_t ptr, rows, cols, stride;
     uint32_t box_rows, box_cols;
@@ -44,12 +47,17 @@ typedef struct tilec_tma_map {
 } tilec_tma_map;
 
 #define TILEC_TMA_NONE UINT32_MAX
+/* A map's rows, cols or stride that is the constant c, not a parameter:
+ * TILEC_TMA_CONST | c (never TILEC_TMA_NONE, which has the bit too). */
+#define TILEC_TMA_CONST 0x80000000u
+#define TILEC_TMA_IS_CONST(f) (((f) & TILEC_TMA_CONST) && (f) != TILEC_TMA_NONE && ((f) & ~TILEC_TMA_CONST) != 0)
 
 typedef struct tilec_tma_meta {
     char *name;           /* the twin's __global__ function; NULL: none */
     uint32_t threads;     /* its block size */
     uint32_t smem_bytes;  /* its dynamic shared memory */
-    uint32_t nmaps;       /* 0: a twin fed by cp.async (lower/wgattn.c, lower/wggather.c), the variant's parameters alone */
+    uint32_t nmaps;       /* 0: a twin fed by cp.async (lower/wgattn.c where no map describes a ring's load,
+                           * lower/wggather.c), the variant's parameters alone */
     /* 1: a persistent grid. The twin takes three more int parameters after
      * its maps, the program's grid (x, y, z), and is launched with any
      * number of blocks along x, each walking the tiles blockIdx.x,

@@ -785,7 +785,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 #endif
 /* attention_d64, variant 0: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 256, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -859,112 +859,35 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:25
-    { /* dots on wgmma, 4-stage ring by a cp.async producer warp group (sm_90a) */
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
         const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 128);
+                tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid0 >= 256) { /* the producer warp group */
-            tl_setmaxnreg_dec<56>();
-            const int tl_tid = tl_tid0 - 256;
-            int tl_it = 0;
-            for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-                const int tl_ps = tl_it % 4;
-                if (tl_it >= 4)
-                    tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
-                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
-                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
-                        const int tl_d = ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
+        if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<40>();
+            if (tl_tid0 == 256) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 16384);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
-                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
-                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
-                        const int tl_d = ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-                if (tl_it > 0) { /* the previous stage has landed */
-                    tl_cp_wait<1>();
-                    tl_fence_async_smem();
-                    tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
-                }
-            }
-            if (tl_it > 0) {
-                tl_cp_wait<0>();
-                tl_fence_async_smem();
-                tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
             }
             return;
         }
-        tl_setmaxnreg_inc<224>();
+        tl_setmaxnreg_inc<232>();
         int tl_it = 0;
         const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
         if (tl_wgi == 1)
@@ -2046,7 +1969,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 #endif
 /* attention_d64, variant 1: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 256, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -2120,112 +2043,35 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:25
-    { /* dots on wgmma, 4-stage ring by a cp.async producer warp group (sm_90a) */
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
         const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 32768, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 128);
+                tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid0 >= 256) { /* the producer warp group */
-            tl_setmaxnreg_dec<56>();
-            const int tl_tid = tl_tid0 - 256;
-            int tl_it = 0;
-            for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-                const int tl_ps = tl_it % 4;
-                if (tl_it >= 4)
-                    tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
-                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
-                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
-                        const int tl_d = ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 4096) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 0 + tl_ps * 4096) + ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
+        if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<40>();
+            if (tl_tid0 == 256) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 8192);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 4096 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 4096 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
-                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
-                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
-                        const int tl_d = ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 16384 + tl_ps * 4096) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 16384 + tl_ps * 4096) + ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-                if (tl_it > 0) { /* the previous stage has landed */
-                    tl_cp_wait<1>();
-                    tl_fence_async_smem();
-                    tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
-                }
-            }
-            if (tl_it > 0) {
-                tl_cp_wait<0>();
-                tl_fence_async_smem();
-                tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
             }
             return;
         }
-        tl_setmaxnreg_inc<224>();
+        tl_setmaxnreg_inc<232>();
         int tl_it = 0;
         const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
         if (tl_wgi == 1)
@@ -3299,7 +3145,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 #endif
 /* attention_d64, variant 2: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 128, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -3373,112 +3219,35 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:25
-    { /* dots on wgmma, 4-stage ring by a cp.async producer warp group (sm_90a) */
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
         const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 128);
+                tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid0 >= 128) { /* the producer warp group */
-            tl_setmaxnreg_dec<56>();
-            const int tl_tid = tl_tid0 - 128;
-            int tl_it = 0;
-            for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-                const int tl_ps = tl_it % 4;
-                if (tl_it >= 4)
-                    tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
-                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
-                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
-                        const int tl_d = ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
-                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
+        if (tl_tid0 >= 128) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<40>();
+            if (tl_tid0 == 128) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 16384);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
-                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
-                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
-                        const int tl_d = ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + tl_d + tl_q * 1024, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-                if (tl_it > 0) { /* the previous stage has landed */
-                    tl_cp_wait<1>();
-                    tl_fence_async_smem();
-                    tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
-                }
-            }
-            if (tl_it > 0) {
-                tl_cp_wait<0>();
-                tl_fence_async_smem();
-                tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
             }
             return;
         }
-        tl_setmaxnreg_inc<224>();
+        tl_setmaxnreg_inc<232>();
         int tl_it = 0;
         // examples/attention.tile:25
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -4538,7 +4307,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
 #endif
 /* attention_d128, variant 0: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 128, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -4612,112 +4381,37 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:59
-    { /* dots on wgmma, 4-stage ring by a cp.async producer warp group (sm_90a) */
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
         const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 128);
+                tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid0 >= 128) { /* the producer warp group */
-            tl_setmaxnreg_dec<56>();
-            const int tl_tid = tl_tid0 - 128;
-            int tl_it = 0;
-            for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-                const int tl_ps = tl_it % 4;
-                if (tl_it >= 4)
-                    tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
-                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
-                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
-                        const int tl_d = ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
+        if (tl_tid0 >= 128) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<40>();
+            if (tl_tid0 == 128) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 16384);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 4096, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 4096, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
-                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
-                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
-                        const int tl_d = ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-                if (tl_it > 0) { /* the previous stage has landed */
-                    tl_cp_wait<1>();
-                    tl_fence_async_smem();
-                    tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
-                }
-            }
-            if (tl_it > 0) {
-                tl_cp_wait<0>();
-                tl_fence_async_smem();
-                tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
             }
             return;
         }
-        tl_setmaxnreg_inc<224>();
+        tl_setmaxnreg_inc<232>();
         int tl_it = 0;
         // examples/attention.tile:59
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -5771,7 +5465,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
 #endif
 /* attention_d128, variant 1: BM = 128, BN = 64, D = 128, warps = 8, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 256, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -5845,112 +5539,37 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:59
-    { /* dots on wgmma, 4-stage ring by a cp.async producer warp group (sm_90a) */
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
         const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 131072, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 128);
+                tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid0 >= 256) { /* the producer warp group */
-            tl_setmaxnreg_dec<56>();
-            const int tl_tid = tl_tid0 - 256;
-            int tl_it = 0;
-            for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-                const int tl_ps = tl_it % 4;
-                if (tl_it >= 4)
-                    tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
-                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
-                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
-                        const int tl_d = ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 16384) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 0 + tl_ps * 16384) + ((tl_i0 >> 6) * 4096 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
+        if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<40>();
+            if (tl_tid0 == 256) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 32768);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 16384 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 16384 + 8192, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 65536 + tl_s * 16384 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 65536 + tl_s * 16384 + 8192, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
-                if (((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
-                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
-                        const int tl_d = ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 65536 + tl_ps * 16384) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 65536 + tl_ps * 16384) + ((tl_i1 >> 6) * 4096 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-                if (tl_it > 0) { /* the previous stage has landed */
-                    tl_cp_wait<1>();
-                    tl_fence_async_smem();
-                    tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
-                }
-            }
-            if (tl_it > 0) {
-                tl_cp_wait<0>();
-                tl_fence_async_smem();
-                tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
             }
             return;
         }
-        tl_setmaxnreg_inc<224>();
+        tl_setmaxnreg_inc<232>();
         int tl_it = 0;
         // examples/attention.tile:59
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -7004,7 +6623,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
 #endif
 /* attention_d128, variant 2: BM = 128, BN = 32, D = 128, warps = 8, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 256, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -7078,112 +6697,37 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:59
-    { /* dots on wgmma, 4-stage ring by a cp.async producer warp group (sm_90a) */
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
         const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 128);
+                tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
         }
         __syncthreads();
-        if (tl_tid0 >= 256) { /* the producer warp group */
-            tl_setmaxnreg_dec<56>();
-            const int tl_tid = tl_tid0 - 256;
-            int tl_it = 0;
-            for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-                const int tl_ps = tl_it % 4;
-                if (tl_it >= 4)
-                    tl_mbar_wait(tl_empty + tl_ps * 8, ((tl_it / 4) + 1) & 1);
-                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
-                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
-                        const int tl_d = ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
-                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 0 + tl_ps * 8192) + ((tl_i0 >> 6) * 2048 + tl_i1 * 64 + ((((tl_i0 >> 3) & 7) ^ (tl_i1 & 7)) << 3) + (tl_i0 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
+        if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<40>();
+            if (tl_tid0 == 256) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 16384);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 4096, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 4096, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
-                if (((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
-                    { /* affine: the thread's first chunk, then constant steps */
-                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
-                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
-                        const int tl_d = ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            tl_cp16((__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + tl_d + tl_q * 512, tl_g + tl_q * 1024LL, 16);
-                        }
-                    }
-                } else {
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
-                        __half *tl_d = (__half *)(tl_smem + tl_wro + 32768 + tl_ps * 8192) + ((tl_i1 >> 6) * 2048 + tl_i0 * 64 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 3) + (tl_i1 & 7));
-                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-                if (tl_it > 0) { /* the previous stage has landed */
-                    tl_cp_wait<1>();
-                    tl_fence_async_smem();
-                    tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
-                }
-            }
-            if (tl_it > 0) {
-                tl_cp_wait<0>();
-                tl_fence_async_smem();
-                tl_mbar_arrive(tl_full + ((tl_it - 1) % 4) * 8);
             }
             return;
         }
-        tl_setmaxnreg_inc<224>();
+        tl_setmaxnreg_inc<232>();
         int tl_it = 0;
         // examples/attention.tile:59
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
