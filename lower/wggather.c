@@ -216,12 +216,26 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
      * (a pixel's base, its bounds), kept in registers as the pipeline does */
     static const int rows[2] = {LOWER_CP_ROWS, LOWER_CP_ROWS};
     lower_hoist h;
-    lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, 2);
+    /* the counters first: the hoist keeps what moves only with the tap (a quotient's counter) too */
     lower_stepdiv_begin(L, loop->names[0], w->ld, 2);
+    /* B by TMA: its chunks are the rare path (a box partly masked), kept in no register, and
+     * A's alone fit the budget (variant 4's 8 a thread, which kept nothing while B's 8 counted) */
+    lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, w->btma ? 1 : 2);
     lower_line(L, "int tl_it = 0;");
-    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    /* with values of the tap kept (hoist.c): an outer loop over taps that
+     * sets them, an inner one over the steps of one tap */
+    int taps = L->hoist && L->hoist->ntaps;
+    if (taps)
+        lower_line(L, "for (int %s = tl_lo; %s < tl_hi;) {", v, v);
+    else
+        lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_stepdiv_step(L, v);
+    if (taps) {
+        lower_hoist_taps(L);
+        lower_line(L, "do { /* the steps of one tap */");
+        L->ind++;
+    }
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
@@ -280,6 +294,11 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     lower_line(L, "asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%%0];\" :: \"r\"(tl_full + tl_s * 8) : \"memory\");");
     lower_line(L, "tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */");
     lower_stepdiv_advance(L);
+    if (taps) {
+        lower_line(L, "%s += tl_st, ++tl_it;", v);
+        L->ind--;
+        lower_line(L, "} while (!tl_tnew && %s < tl_hi);", v);
+    }
     L->ind--;
     lower_line(L, "}");
     lower_stepdiv_end(L);
