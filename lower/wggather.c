@@ -218,9 +218,10 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     lower_hoist h;
     /* the counters first: the hoist keeps what moves only with the tap (a quotient's counter) too */
     lower_stepdiv_begin(L, loop->names[0], w->ld, 2);
-    /* B by TMA: its chunks are the rare path (a box partly masked), kept in no register, and
-     * A's alone fit the budget (variant 4's 8 a thread, which kept nothing while B's 8 counted) */
-    lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, w->btma ? 1 : 2);
+    /* variant 4 of conv2d.tile (A's 8 chunks and B's 8 a thread) is over the budget and keeps
+     * nothing, taps included: keeping A's alone (B by TMA) took it from 47.3 to 49.0 us on the
+     * H200 (3x3 28x28 C128, session 43), so its twin stays main's */
+    lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, 2);
     lower_line(L, "int tl_it = 0;");
     /* with values of the tap kept (hoist.c): an outer loop over taps that
      * sets them, an inner one over the steps of one tap */

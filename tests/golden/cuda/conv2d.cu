@@ -2701,135 +2701,112 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
                 long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
                 long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
-                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[8];
-                long long tl_h1 = 0;
-                bool tl_h2[8];
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                }
-                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    /* the tap's kept values: a quotient of the loop variable moved */
-                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    const int tl_s = tl_it % 6;
+                    if (tl_it >= 6)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
+                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
+                    if (tl_tid == 0) {
+                        if (tl_bt) {
+                            tl_mbar_expect(tl_full + tl_s * 8, 16384);
+                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                        } else {
+                            tl_mbar_arrive(tl_full + tl_s * 8);
+                        }
+                    }
+                    const __half *tl_xp0[8];
+                    unsigned tl_xd0[8];
+                    bool tl_xw0[8], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 16384u + (unsigned)(((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
-                    do { /* the steps of one tap */
-                        const int tl_s = tl_it % 6;
-                        if (tl_it >= 6)
-                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                        const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                        const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                        if (tl_tid == 0) {
-                            if (tl_bt) {
-                                tl_mbar_expect(tl_full + tl_s * 8, 16384);
-                                tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                                tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                            } else {
-                                tl_mbar_arrive(tl_full + tl_s * 8);
-                            }
-                        }
-                        const __half *tl_xp0[8];
-                        unsigned tl_xd0[8];
-                        bool tl_xw0[8], tl_xf0 = true;
+                    if (tl_xf0) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 8; ++tl_q) {
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
-                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            tl_xp0[tl_q] = tl_p;
-                            tl_xd0[tl_q] = tl_ring + tl_s * 16384u + (unsigned)(((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
-                        }
-                        if (tl_xf0) { /* every chunk whole or all masked: one cp.async each */
-                            #pragma unroll
-                            for (int tl_q = 0; tl_q < 8; ++tl_q)
-                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
-                            #pragma unroll
-                            for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                                const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
-                                __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                                if (tl_w || !(tl_m0)) {
-                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                                } else {
-                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                                }
+                            const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                             }
                         }
-                        if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                            #pragma unroll
-                            for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                                const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
-                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                                if (tl_w || !(tl_m0)) {
-                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                                } else {
-                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                                }
+                    }
+                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                             }
                         }
-                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                        if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
-                                ++tl_dn0;
-                            }
-                            tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
-                            tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
-                                ++tl_dn1;
-                            }
-                            tl_dq1 += tl_dn1;
-                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
                         }
-                        v_q0 += tl_st, ++tl_it;
-                    } while (!tl_tnew && v_q0 < tl_hi);
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -7343,135 +7320,112 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
                 long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
                 long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
-                /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-                const __half * tl_h0[8];
-                long long tl_h1 = 0;
-                bool tl_h2[8];
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                }
-                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    /* the tap's kept values: a quotient of the loop variable moved */
-                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    const int tl_s = tl_it % 6;
+                    if (tl_it >= 6)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
+                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
+                    if (tl_tid == 0) {
+                        if (tl_bt) {
+                            tl_mbar_expect(tl_full + tl_s * 8, 16384);
+                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                        } else {
+                            tl_mbar_arrive(tl_full + tl_s * 8);
+                        }
+                    }
+                    const __half *tl_xp0[8];
+                    unsigned tl_xd0[8];
+                    bool tl_xw0[8], tl_xf0 = true;
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
+                        const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                        const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        tl_xp0[tl_q] = tl_p;
+                        tl_xd0[tl_q] = tl_ring + tl_s * 16384u + (unsigned)(((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                     }
-                    do { /* the steps of one tap */
-                        const int tl_s = tl_it % 6;
-                        if (tl_it >= 6)
-                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                        const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                        const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                        if (tl_tid == 0) {
-                            if (tl_bt) {
-                                tl_mbar_expect(tl_full + tl_s * 8, 16384);
-                                tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm0, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                                tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm0, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                            } else {
-                                tl_mbar_arrive(tl_full + tl_s * 8);
-                            }
-                        }
-                        const __half *tl_xp0[8];
-                        unsigned tl_xd0[8];
-                        bool tl_xw0[8], tl_xf0 = true;
+                    if (tl_xf0) { /* every chunk whole or all masked: one cp.async each */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q)
+                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                    } else {
+                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 8; ++tl_q) {
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
-                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            tl_xp0[tl_q] = tl_p;
-                            tl_xd0[tl_q] = tl_ring + tl_s * 16384u + (unsigned)(((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
-                        }
-                        if (tl_xf0) { /* every chunk whole or all masked: one cp.async each */
-                            #pragma unroll
-                            for (int tl_q = 0; tl_q < 8; ++tl_q)
-                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
-                            #pragma unroll
-                            for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                                const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
-                                __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                                if (tl_w || !(tl_m0)) {
-                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                                } else {
-                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                                }
+                            const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                             }
                         }
-                        if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                            #pragma unroll
-                            for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                                const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
-                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                                if (tl_w || !(tl_m0)) {
-                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                                } else {
-                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                                }
+                    }
+                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
                             }
                         }
-                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                        if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
-                                ++tl_dn0;
-                            }
-                            tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
-                            tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
-                                ++tl_dn1;
-                            }
-                            tl_dq1 += tl_dn1;
-                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
+                    }
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                    if (tl_dok) { /* the counters one step on */
+                        long long tl_dn0 = 0;
+                        tl_dr0 += (long long)tl_st;
+                        while (tl_dr0 >= (v_cp)) {
+                            tl_dr0 -= (v_cp);
+                            ++tl_dn0;
                         }
-                        v_q0 += tl_st, ++tl_it;
-                    } while (!tl_tnew && v_q0 < tl_hi);
+                        tl_dq0 += tl_dn0;
+                        long long tl_dn1 = 0;
+                        tl_dr1 += tl_dn0;
+                        while (tl_dr1 >= (v_s1)) {
+                            tl_dr1 -= (v_s1);
+                            ++tl_dn1;
+                        }
+                        tl_dq1 += tl_dn1;
+                    }
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
