@@ -9,22 +9,32 @@
  * (lower_walk asks lower_hoist_ref first). What is left in the loop is the
  * part that moves with the loop variable: for an implicit-GEMM convolution
  * the filter tap's offsets, the bounds checks of the shifted pixel and the
- * sum that makes the address. */
+ * sum that makes the address. Where the step counters are there (the
+ * gather producer, wggather.c; stepdiv.c), what moves only with a
+ * counter's quotient (the tap: those offsets and bounds) is kept as well,
+ * in registers the producer sets where the tap moves (lower_hoist_taps),
+ * so the steps inside one tap add the channel offset and test c < C. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
 
-enum { HD_LOOP = 1, HD_TILE = 2, HD_OPAQUE = 4 };
+enum { HD_LOOP = 1, HD_TILE = 2, HD_OPAQUE = 4, HD_STEP = 8, HD_TAP = 16 };
 
 /* What e depends on: the loop variable, an index tile, or something the
- * copies cannot recompute before the loop. */
+ * copies cannot recompute before the loop. Where the step counters are
+ * there (stepdiv.c), what depends on the loop says how: HD_STEP, moves
+ * every step (the loop variable, its remainder by a divisor); HD_TAP,
+ * moves only when a quotient of the loop variable does (the filter tap). */
 static int hoist_dep(lw *L, const tilec_expr *e, const char *var)
 {
     if (lower_find_mat(L, e) || lower_is_materializing(e))
         return HD_OPAQUE;
+    int kind = lower_stepdiv_kind(L, e);
+    if (kind)
+        return HD_LOOP | (kind == 1 ? HD_STEP : HD_TAP);
     if (e->kind == TILEC_EX_NAME) {
         if (!strcmp(e->name, var))
-            return HD_LOOP;
+            return HD_LOOP | HD_STEP;
         val *x = lower_lookup(L, e->name);
         if (!x || x->kind == VK_SCALAR)
             return 0;
@@ -37,6 +47,9 @@ static int hoist_dep(lw *L, const tilec_expr *e, const char *var)
         d |= hoist_dep(L, e->args[i], var);
     return d;
 }
+
+/* Moves with the tap alone (not every step). */
+static int hoist_tap(int d) { return (d & HD_TAP) && !(d & (HD_STEP | HD_OPAQUE)); }
 
 /* A bare index tile or name: as cheap to recompute as to keep. */
 static int hoist_cheap(lw *L, const tilec_expr *e)
@@ -56,6 +69,11 @@ static int hoist_cheap(lw *L, const tilec_expr *e)
  * when the value (text, chunk index tl_i1 absent) depends on the row alone. */
 static void hoist_place(lw *L, lower_hoist *h, lower_hoisted *x, const char *text, const tilec_expr *ld)
 {
+    if (x->tap && !x->rank) { /* a scalar of the tap: one register */
+        x->per = 0;
+        x->ref = lower_fmt(L, "tl_h%d", h->n);
+        return;
+    }
     int R = h->at[h->cur] ? h->rows[h->cur] : 0;
     if (R && !strstr(text, h->kname[h->cur])) {
         x->per = R;
@@ -78,7 +96,28 @@ const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx)
             (rank < 2 || !strcmp(x->idx[1], idx[1])))
             return x->ref;
     }
-    if (!h->collect || h->n == LOWER_MAX_HOIST || hoist_dep(L, e, h->var) != HD_TILE || hoist_cheap(L, e))
+    int d = h->collect && h->n < LOWER_MAX_HOIST && !hoist_cheap(L, e) ? hoist_dep(L, e, h->var) : 0;
+    if (h->taps && d == (HD_LOOP | HD_TAP | HD_TILE)) {
+        /* moves with the tap alone: kept, set anew where the tap moved
+         * (lower_hoist_taps), computed there in full: its loop-invariant parts
+         * kept too cost registers the steps do not read (variant 4 of
+         * conv2d.tile spilled its pixels' rows and columns, 8 a thread) */
+        L->hoist = NULL;
+        const char *text = lower_walk(L, e, idx, 0, NULL, EMIT);
+        L->hoist = h;
+        if (h->n == LOWER_MAX_HOIST || L->failed)
+            return NULL;
+        lower_hoisted *x = &h->ent[h->n];
+        *x = (lower_hoisted){.e = e, .load = h->cur, .rank = rank, .init = text, .tap = 1,
+                             .ctype = lower_ty(L, e)->dtype == TILEC_DT_BOOL ? "bool" : NULL};
+        for (int i = 0; i < rank; i++)
+            x->idx[i] = lower_fmt(L, "%s", idx[i]);
+        hoist_place(L, h, x, text, h->ld[h->cur]);
+        h->n++;
+        h->ntaps++;
+        return x->ref;
+    }
+    if (d != HD_TILE)
         return NULL;
     lower_hoisted *x = &h->ent[h->n];
     *x = (lower_hoisted){.e = e, .load = h->cur, .rank = rank, .ctype = lower_ty(L, e)->dtype == TILEC_DT_BOOL ? "bool" : NULL};
@@ -99,8 +138,8 @@ const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx)
  * taken to hold its value: an index that wrapped would address outside
  * the tensor anyway); anything else is one term, or the split fails. */
 typedef struct hsplit {
-    strbuf inv, uni;
-    int ok;
+    strbuf inv, uni, tap; /* tap: terms that move with the tap alone (scalars), where the hoist keeps them */
+    int ok, taps;
     int rowonly; /* terms that read the chunk's column tl_i1 go to uni */
 } hsplit;
 
@@ -121,7 +160,8 @@ static void split_term(lw *L, hsplit *s, int d, const tilec_expr *e, const char 
         x = "tl_kc";
         d = HD_LOOP;
     }
-    strbuf *b = d & HD_LOOP || (s->rowonly && strstr(x, kn)) ? &s->uni : &s->inv;
+    strbuf *b = s->taps && hoist_tap(d) && !(d & HD_TILE) ? &s->tap
+                : d & HD_LOOP || (s->rowonly && strstr(x, kn)) ? &s->uni : &s->inv;
     sb_printf(b, " %s (long long)(%s)", neg ? "-" : "+", x);
     if (mul)
         sb_printf(b, " * (long long)(%s)", mul);
@@ -135,7 +175,7 @@ static void hoist_split(lw *L, hsplit *s, const tilec_expr *e, const char *const
         s->ok = 0;
         return;
     }
-    if (d != (HD_LOOP | HD_TILE)) {
+    if (!(d & HD_LOOP) || !(d & HD_TILE)) {
         split_term(L, s, d, e, idx, mul, neg);
         return;
     }
@@ -189,9 +229,10 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
     }
     if (!n || hoist_dep(L, base, h->var) || lower_ty(L, base)->rank || h->skip[h->cur])
         return NULL;
-    hsplit s = {.ok = 1, .rowonly = h->at[h->cur] && h->rows[h->cur]};
+    hsplit s = {.ok = 1, .taps = h->taps, .rowonly = h->at[h->cur] && h->rows[h->cur]};
     sb_init(&s.inv);
     sb_init(&s.uni);
+    sb_init(&s.tap);
     L->hoist = NULL;
     L->hoist_var = h->var;
     L->hoist_kname = h->kname[h->cur];
@@ -203,15 +244,20 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
     }
     const char *init = s.ok ? lower_fmt(L, "%s + (0LL%s)", lower_walk(L, base, NULL, 0, NULL, EMIT), sb_str(&s.inv)) : NULL;
     const char *uni = s.ok ? lower_fmt(L, "(0LL%s)", sb_str(&s.uni)) : NULL;
+    const char *tap = s.ok && s.tap.n ? lower_fmt(L, "(0LL%s)", sb_str(&s.tap)) : NULL;
     L->hoist = h;
     sb_free(&s.inv);
     sb_free(&s.uni);
+    sb_free(&s.tap);
     if (!init || L->failed)
         return NULL;
-    const char *ref = NULL;
+    const char *ref = NULL, *tref = NULL;
     for (int i = 0; i < h->n && !ref; i++)
-        if (h->ent[i].e == e && h->ent[i].load == h->cur && !strcmp(h->ent[i].init, init))
+        if (h->ent[i].e == e && h->ent[i].load == h->cur && !h->ent[i].tap && !strcmp(h->ent[i].init, init))
             ref = h->ent[i].ref;
+    for (int i = 0; i < h->n && tap && !tref; i++)
+        if (h->ent[i].e == e && h->ent[i].load == h->cur && h->ent[i].tap && !h->ent[i].rank && !strcmp(h->ent[i].init, tap))
+            tref = h->ent[i].ref;
     if (!ref && h->collect && h->n < LOWER_MAX_HOIST) {
         lower_hoisted *x = &h->ent[h->n];
         *x = (lower_hoisted){.e = e, .load = h->cur, .rank = 0, .init = init,
@@ -220,6 +266,21 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
         ref = x->ref;
         h->n++;
     }
+    if (tap && !tref && h->collect && h->n < LOWER_MAX_HOIST) {
+        /* the pointer's terms that move with the tap alone (the tap's row of
+         * the filter, the shifted pixel's offset): one register, set anew
+         * when the tap moves */
+        lower_hoisted *x = &h->ent[h->n];
+        *x = (lower_hoisted){.e = e, .load = h->cur, .rank = 0, .init = tap, .tap = 1, .ctype = "long long"};
+        hoist_place(L, h, x, tap, h->ld[h->cur]);
+        tref = x->ref;
+        h->n++;
+        h->ntaps++;
+    }
+    if (tap && !tref)
+        uni = lower_fmt(L, "(%s + %s)", tap, uni); /* not kept: computed in the step */
+    else if (tap)
+        uni = lower_fmt(L, "(%s + %s)", tref, uni);
     return ref ? lower_fmt(L, "(%s + %s)", ref, uni) : NULL;
 }
 
@@ -242,21 +303,13 @@ static void hoist_collect(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
     L->nsync = nsync;
 }
 
-/* The registers of load i's kept values and the loop that fills them. */
-static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
+/* The loop over load i's chunks that sets its kept values of one kind
+ * (tap: those that move with the tap, else the loop-invariant ones). */
+static void hoist_fill(lw *L, lower_hoist *h, int i, const tilec_expr *ld, int tap)
 {
-    const char *zero[2] = {"0", "0"};
     int any = 0;
-    for (int j = 0; j < h->n; j++) {
-        const lower_hoisted *x = &h->ent[j];
-        if (x->load != i)
-            continue;
-        any = 1;
-        if (x->ctype)
-            lower_line(L, "%s tl_h%d[%d];", x->ctype, j, x->per);
-        else /* the type of the expression itself (the walker's promotions) */
-            lower_line(L, "decltype((%s) + 0) tl_h%d[%d];", lower_walk(L, x->e, zero, 0, NULL, EMIT), j, x->per);
-    }
+    for (int j = 0; j < h->n; j++)
+        any |= h->ent[j].load == i && h->ent[j].tap == tap && h->ent[j].per;
     if (!any)
         return;
     if (h->at[i])
@@ -265,7 +318,7 @@ static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
         lower_chunk_open(L, ld, h->mode[i] == LOWER_CP_COLS);
     for (int j = 0; j < h->n; j++) {
         const lower_hoisted *x = &h->ent[j];
-        if (x->load != i)
+        if (x->load != i || x->tap != tap || !x->per)
             continue;
         const char *v = x->init ? x->init : lower_walk(L, x->e, x->idx, 0, NULL, EMIT);
         if (x->per < (h->at[i] ? lower_at_chunks(L, ld) : lower_chunk_count(L, ld))) /* one a row: the first R chunks */
@@ -275,6 +328,47 @@ static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
     }
     L->ind--;
     lower_line(L, "}");
+}
+
+/* The registers of load i's kept values and the loop that fills the
+ * loop-invariant ones (those of the tap: lower_hoist_taps). */
+static void hoist_emit(lw *L, lower_hoist *h, int i, const tilec_expr *ld)
+{
+    const char *zero[2] = {"0", "0"};
+    for (int j = 0; j < h->n; j++) {
+        const lower_hoisted *x = &h->ent[j];
+        if (x->load != i)
+            continue;
+        if (!x->per)
+            lower_line(L, "%s tl_h%d = 0;", x->ctype, j);
+        else if (x->ctype)
+            lower_line(L, "%s tl_h%d[%d];", x->ctype, j, x->per);
+        else /* the type of the expression itself (the walker's promotions) */
+            lower_line(L, "decltype((%s) + 0) tl_h%d[%d];", lower_walk(L, x->e, zero, 0, NULL, EMIT), j, x->per);
+    }
+    hoist_fill(L, h, i, ld, 0);
+}
+
+/* The values of the tap (an implicit GEMM's shifted pixel's bounds, the
+ * filter's rows of the tap), set where the caller's loop enters a tap:
+ * the gather producer (wggather.c) runs its steps in an inner loop that
+ * leaves when the tap moved (tl_tnew, stepdiv.c; every step when the
+ * counters were refused), so the steps inside one tap read them from
+ * registers and have no branch to skip them (ptxas predicated an `if`
+ * around them, issuing them every step). Returns whether there are any. */
+int lower_hoist_taps(lw *L)
+{
+    lower_hoist *h = L->hoist;
+    if (!h || !h->ntaps)
+        return 0;
+    lower_line(L, "/* the tap's kept values: a quotient of the loop variable moved */");
+    for (int j = 0; j < h->n; j++)
+        if (h->ent[j].tap && !h->ent[j].per)
+            lower_line(L, "tl_h%d = %s;", j, h->ent[j].init);
+    for (int i = 0; i < 2; i++)
+        if (h->ld[i])
+            hoist_fill(L, h, i, h->ld[i], 1);
+    return 1;
 }
 
 /* Past this many kept registers a thread (all loads together: one a chunk,
@@ -312,6 +406,7 @@ void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr 
         return;
     }
     h->var = var;
+    h->taps = L->stepdiv != NULL; /* the counters say which divisions move with the tap alone */
     L->hoist = h;
     for (int i = 0; i < n; i++)
         hoist_collect(L, h, i, loads[i]);
@@ -321,6 +416,10 @@ void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr 
         lower_line(L, "/* loop-invariant parts of the copies' addresses and masks, one register a chunk */");
     for (int i = 0; i < n; i++)
         hoist_emit(L, h, i, loads[i]);
+    if (h->ntaps) {
+        lower_line(L, "bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */");
+        lower_stepdiv_taps(L);
+    }
     L->hoist = h;
 }
 

@@ -184,7 +184,8 @@ typedef struct lower_hoisted {
     const char *ref;     /* its register: tl_h<n>[tl_q], or [tl_q % R] one a row */
     const char *init;    /* its value (C), or NULL: e walked at idx */
     const char *ctype;   /* its register's C type, or NULL: e's own */
-    int per;             /* registers: one a chunk, or one a row (rows) */
+    int per;             /* registers: one a chunk, or one a row (rows); 0: one scalar */
+    int tap;             /* moves with the filter tap (a step counter's quotient): set anew when tl_tnew */
 } lower_hoisted;
 typedef struct lower_hoist {
     const char *var; /* the loop variable (source name) */
@@ -194,6 +195,8 @@ typedef struct lower_hoist {
     const char *kname[2]; /* then the name of its K index, tl_i1 or tl_i0 (lower_at_open) */
     int rows[2]; /* its row classes (lower_at_rows), 0: none */
     int skip[2]; /* load i keeps nothing (over the register budget) */
+    int taps;    /* keep values of the tap too (the step counters are there: stepdiv.c) */
+    int ntaps;   /* ... entries that are */
     const tilec_expr *ld[2]; /* the loads */
     lower_hoisted ent[LOWER_MAX_HOIST];
     int n;
@@ -703,6 +706,9 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx);
 /* mode[i]: how load i is copied (LOWER_CP_*) */
 void lower_hoist_begin(lw *L, lower_hoist *h, const char *var, const tilec_expr *const *loads, const int *mode, int n);
 void lower_hoist_end(lw *L);
+/* Where a loop enters a tap (after the counters): the kept values of the
+ * tap set anew; 0 when none are kept (then no tl_tnew either). */
+int lower_hoist_taps(lw *L);
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans);
 /* ... with the chunk's first element at element `at` (C, of tl_i0 and
  * tl_i1) past the shared-memory byte pointer `dst` (C): a swizzled ring's
@@ -874,6 +880,11 @@ void lower_stepdiv_opaque(lw *L, const char *v);
 void lower_stepdiv_end(lw *L);
 /* The counter that e (a division the counters follow) reads, or NULL. */
 const char *lower_stepdiv_ref(lw *L, const tilec_expr *e);
+/* 0: e is no division the counters follow; 1: its counter moves every
+ * step; 2: only when a quotient of the loop variable moves (the tap). */
+int lower_stepdiv_kind(lw *L, const tilec_expr *e);
+/* The advance sets tl_tnew: whether the values of the tap move this step (hoist.c's). */
+void lower_stepdiv_taps(lw *L);
 
 /* ---- wgstore.c: the twin's epilogue store through TMA ---- */
 

@@ -36,6 +36,7 @@ struct lower_stepdiv {
     const tilec_expr *node[SD_NODES]; /* each division read, with its pair and kind */
     int node_pair[SD_NODES], node_mod[SD_NODES];
     int nnodes;
+    int taps; /* the hoist keeps values of the tap (hoist.c): the advance says when they move */
 };
 
 static int sd_pair_of(const lower_stepdiv *s, const tilec_expr *e)
@@ -168,6 +169,15 @@ void lower_stepdiv_advance(lw *L)
         lower_line(L, "}");
         lower_line(L, "tl_dq%d += tl_dn%d;", p, p);
     }
+    if (s->taps) {
+        strbuf b;
+        sb_init(&b);
+        for (int p = 0; p < s->npairs; p++)
+            if (s->pair[p].parent < 0)
+                sb_printf(&b, "%stl_dn%d", b.n ? " | " : "", p);
+        lower_line(L, "tl_tnew = (%s) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */", sb_str(&b));
+        sb_free(&b);
+    }
     L->ind--;
     lower_line(L, "}");
 }
@@ -192,6 +202,26 @@ void lower_stepdiv_opaque(lw *L, const char *v)
 }
 
 void lower_stepdiv_end(lw *L) { L->stepdiv = NULL; }
+
+/* A division the counters follow: 1 when its counter moves every step
+ * (the remainder of the loop variable's own division), 2 when it moves
+ * only when a quotient of the loop variable does (that quotient, and
+ * every division of it: the filter tap of a convolution, which stays
+ * for cp / BK steps); 0 for anything else. */
+int lower_stepdiv_kind(lw *L, const tilec_expr *e)
+{
+    lower_stepdiv *s = L->stepdiv;
+    int k = s ? sd_pair_of(s, e) : -1;
+    if (k < 0)
+        return 0;
+    return s->pair[s->node_pair[k]].parent < 0 && s->node_mod[k] ? 1 : 2;
+}
+
+void lower_stepdiv_taps(lw *L)
+{
+    if (L->stepdiv)
+        L->stepdiv->taps = 1;
+}
 
 const char *lower_stepdiv_ref(lw *L, const tilec_expr *e)
 {

@@ -216,12 +216,27 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
      * (a pixel's base, its bounds), kept in registers as the pipeline does */
     static const int rows[2] = {LOWER_CP_ROWS, LOWER_CP_ROWS};
     lower_hoist h;
-    lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, 2);
+    /* the counters first: the hoist keeps what moves only with the tap (a quotient's counter) too */
     lower_stepdiv_begin(L, loop->names[0], w->ld, 2);
+    /* variant 4 of conv2d.tile (A's 8 chunks and B's 8 a thread) is over the budget and keeps
+     * nothing, taps included: keeping A's alone (B by TMA) took it from 47.3 to 49.0 us on the
+     * H200 (3x3 28x28 C128, session 43), so its twin stays main's */
+    lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, 2);
     lower_line(L, "int tl_it = 0;");
-    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    /* with values of the tap kept (hoist.c): an outer loop over taps that
+     * sets them, an inner one over the steps of one tap */
+    int taps = L->hoist && L->hoist->ntaps;
+    if (taps)
+        lower_line(L, "for (int %s = tl_lo; %s < tl_hi;) {", v, v);
+    else
+        lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_stepdiv_step(L, v);
+    if (taps) {
+        lower_hoist_taps(L);
+        lower_line(L, "do { /* the steps of one tap */");
+        L->ind++;
+    }
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
@@ -280,6 +295,11 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     lower_line(L, "asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%%0];\" :: \"r\"(tl_full + tl_s * 8) : \"memory\");");
     lower_line(L, "tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */");
     lower_stepdiv_advance(L);
+    if (taps) {
+        lower_line(L, "%s += tl_st, ++tl_it;", v);
+        L->ind--;
+        lower_line(L, "} while (!tl_tnew && %s < tl_hi);", v);
+    }
     L->ind--;
     lower_line(L, "}");
     lower_stepdiv_end(L);

@@ -154,18 +154,26 @@ Test(wgconv, two_blocks_where_the_halves_fit)
     tilec_ctx_free(ctx);
 }
 
+/* examples/conv2d.tile in a buffer of *cap bytes, room for edits of slack more. */
+static char *conv_src(size_t slack, size_t *cap)
+{
+    char *text = read_file(CONV, NULL);
+    cr_assert_not_null(text);
+    *cap = strlen(text) + slack;
+    char *src = malloc(*cap);
+    cr_assert_not_null(src);
+    memcpy(src, text, strlen(text) + 1);
+    free(text);
+    return src;
+}
+
 /* A mask term that may fault where && would have skipped it (a division
  * by a run-time value no step counter serves: k / K with K 0) keeps its
  * &&; the other terms of the copies still join by &. */
 Test(wgconv, a_term_that_may_fault_keeps_its_and)
 {
-    char *text = read_file(CONV, NULL);
-    cr_assert_not_null(text);
-    size_t cap = strlen(text) + 64;
-    char *src = malloc(cap);
-    cr_assert_not_null(src);
-    memcpy(src, text, strlen(text) + 1);
-    free(text);
+    size_t cap;
+    char *src = conv_src(64, &cap);
     edit_src(src, cap, "c[:, None] < C && k[None, :] < K, 0.0", "c[:, None] < C && k[None, :] / K < 1, 0.0");
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
@@ -311,6 +319,74 @@ Test(wgconv, the_copies_issue_in_two_halves, .timeout = 300)
         cr_expect(vs[j] == 3 ? run < 4 : run >= want[j], "variant %d: %d LDGSTS back to back", vs[j], run);
         free(t);
     }
+}
+
+/* The steps of one filter tap in an inner loop (hoist.c, wggather.c):
+ * what moves with the tap alone (the shifted pixel's bounds, the tap's
+ * offsets of A's and B's rows: the parts of the loads' index expressions
+ * that read a step counter's quotient and no remainder of the loop
+ * variable) is computed in the outer loop, once a tap; the inner loop's
+ * steps read it from registers, so no bound of the pixel and no division
+ * is left there. Every twin of both kernels, and the convolution spelled
+ * another way (the tap let once, its column as t - t / S * S, which no
+ * step counter serves: its division runs once a tap, not once a step).
+ * Variant 4 keeps nothing (over the register budget), as before. */
+static void taps_kept(const char *src, const char *what)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_status st = tilec_parse_string(ctx, "conv.tile", src, strlen(src), &m);
+    const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s: %s", what, d ? d->message : "");
+    static const char *const kernels[] = {"conv2d_f16", "conv2d_nhwc"};
+    for (int i = 0; i < 2; i++)
+        for (int v = 0; v < 8; v++) {
+            tilec_kernel_code code;
+            lower_variant(ctx, m, kernels[i], v, &code);
+            const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
+            cr_assert_not_null(twin, "%s %s variant %d: a gather twin", what, kernels[i], v);
+            const char *in = strstr(twin, "do { /* the steps of one tap */");
+            const char *out = in ? strstr(in, "} while (!tl_tnew && v_q0 < tl_hi);") : NULL;
+            if (v == 4) { /* A's 8 chunks and B's 8 a thread: over hoist.c's budget, nothing kept (main's twin) */
+                cr_expect(!in, "%s %s variant 4: one loop, nothing kept", what, kernels[i]);
+                tilec_kernel_code_free(&code);
+                continue;
+            }
+            cr_assert(in && out, "%s %s variant %d: the steps of a tap in an inner loop", what, kernels[i], v);
+            char *inner = strndup(in, (size_t)(out - in));
+            char *tap = strndup(twin, (size_t)(in - twin));
+            cr_expect(!strstr(inner, "v_pad") && !strstr(inner, "v_H") && !strstr(inner, "v_W)"),
+                      "%s %s variant %d: no bound of the shifted pixel in a step", what, kernels[i], v);
+            cr_expect(!strstr(inner, "/ v_s1") && !strstr(inner, "% v_s1") && !strstr(inner, "/ (v_cp)") &&
+                          !strstr(inner, "% (v_cp)"),
+                      "%s %s variant %d: no division in a step", what, kernels[i], v);
+            const char *kept = strstr(tap, "/* the tap's kept values");
+            cr_expect(kept && strstr(kept, "v_pad"),
+                      "%s %s variant %d: the bounds once a tap", what, kernels[i], v);
+            cr_expect(strstr(inner, "tl_tnew = (tl_dn0) != 0;") != NULL, "%s %s variant %d: the step says when the tap moved",
+                      what, kernels[i], v);
+            free(inner);
+            free(tap);
+            tilec_kernel_code_free(&code);
+        }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+Test(wgconv, the_steps_of_a_tap_read_its_bounds_from_registers)
+{
+    size_t cap;
+    char *src = conv_src(512, &cap);
+    taps_kept(src, "conv2d.tile");
+    for (int i = 0; i < 2; i++) { /* both kernels */
+        edit_src(src, cap, "        let c = q0 % cp + range(BK);", "        let t = q0 / cp;\n        let c = q0 - t * cp + range(BK);");
+        edit_src(src, cap, "q0 / cp / s1 - pad", "t / s1 - pad");
+        edit_src(src, cap, "q0 / cp % s1 - pad", "t - t / s1 * s1 - pad");
+        edit_src(src, cap, "(q0 / cp * C + c)", "(t * C + c)");
+    }
+    cr_assert(!strstr(src, "q0 / cp / s1"), "both kernels respelled");
+    taps_kept(src, "the tap let once");
+    free(src);
 }
 
 /* --aot sm_90a of a graph whose product has a gather twin (no tensor map:

@@ -466,146 +466,157 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[2];
-                    unsigned tl_xd0[2];
-                    bool tl_xw0[2], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[2];
+                        unsigned tl_xd0[2];
+                        bool tl_xw0[2], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -1023,146 +1034,157 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[2];
-                    unsigned tl_xd0[2];
-                    bool tl_xw0[2], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[2];
+                        unsigned tl_xd0[2];
+                        bool tl_xw0[2], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -1580,146 +1602,157 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[2];
-                    unsigned tl_xd0[2];
-                    bool tl_xw0[2], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[2];
+                        unsigned tl_xd0[2];
+                        bool tl_xw0[2], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -2137,106 +2170,117 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[1];
+                const __half * tl_h3[1];
+                long long tl_h4 = 0;
                 bool tl_h5[1];
                 bool tl_h6[1];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 1; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 8;
-                    if (tl_it >= 8)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 8;
+                        if (tl_it >= 8)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                            __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -3179,146 +3223,157 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[1];
-                bool tl_h1[1];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
+                long long tl_h1 = 0;
+                bool tl_h2[1];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 1; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[1];
-                    unsigned tl_xd0[1];
-                    bool tl_xw0[1], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 4096u + (unsigned)(((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 49152u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 1; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[1];
+                        unsigned tl_xd0[1];
+                        bool tl_xw0[1], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 1; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 4096u + (unsigned)(((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 49152u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 1; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -3736,106 +3791,117 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[1];
-                bool tl_h1[1];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
+                long long tl_h1 = 0;
+                bool tl_h2[1];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 1; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[1];
+                const __half * tl_h3[1];
+                long long tl_h4 = 0;
                 bool tl_h5[1];
                 bool tl_h6[1];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 1; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -4253,146 +4319,157 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[2];
-                    unsigned tl_xd0[2];
-                    bool tl_xw0[2], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[2];
+                        unsigned tl_xd0[2];
+                        bool tl_xw0[2], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -4832,146 +4909,157 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[2];
-                    unsigned tl_xd0[2];
-                    bool tl_xw0[2], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[2];
+                        unsigned tl_xd0[2];
+                        bool tl_xw0[2], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -5433,146 +5521,157 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[2];
-                    unsigned tl_xd0[2];
-                    bool tl_xw0[2], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[2];
+                        unsigned tl_xd0[2];
+                        bool tl_xw0[2], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -6034,146 +6133,157 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[2];
-                    unsigned tl_xd0[2];
-                    bool tl_xw0[2], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[2];
+                        unsigned tl_xd0[2];
+                        bool tl_xw0[2], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -6635,106 +6745,117 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[1];
+                const __half * tl_h3[1];
+                long long tl_h4 = 0;
                 bool tl_h5[1];
                 bool tl_h6[1];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 1; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 8;
-                    if (tl_it >= 8)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 8;
+                        if (tl_it >= 8)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 8) + 1) & 1);
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                            __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -7765,146 +7886,157 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[1];
-                bool tl_h1[1];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
+                long long tl_h1 = 0;
+                bool tl_h2[1];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 1; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[1];
-                    unsigned tl_xd0[1];
-                    bool tl_xw0[1], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 4096u + (unsigned)(((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 49152u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 1; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[1];
+                        unsigned tl_xd0[1];
+                        bool tl_xw0[1], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 1; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 4096u + (unsigned)(((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 49152u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 1; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -8366,106 +8498,117 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[1];
-                bool tl_h1[1];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[1];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[1];
+                long long tl_h1 = 0;
+                bool tl_h2[1];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 1; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[1];
+                const __half * tl_h3[1];
+                long long tl_h4 = 0;
                 bool tl_h5[1];
                 bool tl_h6[1];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 1; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 1; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 1; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 1; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 4096) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
@@ -8927,146 +9070,157 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
             unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
             {
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
+                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
+                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
-                bool tl_h1[2];
-                decltype((((v_oh0 + ((long long)((0 / v_PW)))) * ((long long)(v_stride)))) + 0) tl_h2[2];
-                decltype((((v_ow0 + ((long long)((0 % v_PW)))) * ((long long)(v_stride)))) + 0) tl_h3[2];
+                long long tl_h1 = 0;
+                bool tl_h2[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                     tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)((v_img * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-                    tl_h1[tl_q] = (((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW))));
-                    tl_h2[tl_q] = ((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride)));
-                    tl_h3[tl_q] = ((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride)));
                 }
-                const __half * tl_h4[2];
+                const __half * tl_h3[2];
+                long long tl_h4 = 0;
                 bool tl_h5[2];
                 bool tl_h6[2];
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
                     const int tl_l = (tl_q * 256 + tl_tid) * 8;
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
+                    tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
                     tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
                 }
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
                         tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
                         tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
                     }
-                    const int tl_s = tl_it % 12;
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
-                    const __half *tl_xp0[2];
-                    unsigned tl_xd0[2];
-                    bool tl_xw0[2], tl_xf0 = true;
+                    /* the tap's kept values: a quotient of the loop variable moved */
+                    tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
+                    tl_h4 = (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K));
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 2; ++tl_q) {
                         const int tl_l = (tl_q * 256 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                        const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                        tl_xp0[tl_q] = tl_p;
-                        tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
-                        tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
+                        tl_h2[tl_q] = (((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                     }
-                    const __half *tl_xp1[2];
-                    unsigned tl_xd1[2];
-                    bool tl_xw1[2], tl_xf1 = true;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 2; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                        tl_xp1[tl_q] = tl_p;
-                        tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
-                        tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
-                        tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
-                    }
-                    if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 2; ++tl_q)
-                            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
-                    } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                    do { /* the steps of one tap */
+                        const int tl_s = tl_it % 12;
+                        if (tl_it >= 12)
+                            tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                        const __half *tl_xp0[2];
+                        unsigned tl_xd0[2];
+                        bool tl_xw0[2], tl_xf0 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
+                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            tl_xp0[tl_q] = tl_p;
+                            tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
+                            tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf0 = tl_xf0 & (tl_xw0[tl_q] | !(tl_m0));
                         }
+                        const __half *tl_xp1[2];
+                        unsigned tl_xd1[2];
+                        bool tl_xw1[2], tl_xf1 = true;
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 2; ++tl_q) {
                             const int tl_l = (tl_q * 256 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)(((int)tl_dq0))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)(((int)tl_dr0)) * (long long)(v_K)));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            tl_xp1[tl_q] = tl_p;
+                            tl_xd1[tl_q] = tl_ring + 98304u + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
+                            tl_xw1[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
+                            tl_xf1 = tl_xf1 & (tl_xw1[tl_q] | !(tl_m0));
+                        }
+                        if (tl_xf0 & tl_xf1) { /* every chunk whole or all masked: one cp.async each */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q)
+                                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
+                        } else {
+                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 2; ++tl_q) {
+                                const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
                             }
                         }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
-                            ++tl_dn0;
+                        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
+                        tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
+                        if (tl_dok) { /* the counters one step on */
+                            long long tl_dn0 = 0;
+                            tl_dr0 += (long long)tl_st;
+                            while (tl_dr0 >= (v_cp)) {
+                                tl_dr0 -= (v_cp);
+                                ++tl_dn0;
+                            }
+                            tl_dq0 += tl_dn0;
+                            long long tl_dn1 = 0;
+                            tl_dr1 += tl_dn0;
+                            while (tl_dr1 >= (v_s1)) {
+                                tl_dr1 -= (v_s1);
+                                ++tl_dn1;
+                            }
+                            tl_dq1 += tl_dn1;
+                            tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
+                        v_q0 += tl_st, ++tl_it;
+                    } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
             asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
