@@ -160,21 +160,23 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     env_free(&e);
 }
 
+/* MM_TILE_FMT as a head's product: the batch in pid(1), the N tiles in pid(2) */
+static const char *const head_edits[] = {
+    "grid (cdiv(M, BM), cdiv(N, BN))", "grid (cdiv(M, BM), 2, cdiv(N, BN))",
+    "let rn = pid(1) * BN", "let rn = pid(2) * BN",
+    "load(a + rm", "load(a + pid(1) * M * K + rm",
+    "load(b + rk", "load(b + pid(1) * 65536 + rk",
+    "store(c + rm", "store(c + cast(pid(1), i64) * M * N + rm",
+};
+
 /* Batched maps (3-D): a head in pid(1), the batch extent the grid's y
  * (2, where z is 3),
  * its stride the parameters it names or a constant (B: 65536 elements);
  * matrices that would overlap (K * N past the constant) take the variant. */
 Test(tma, a_head_in_pid1_and_a_constant_stride, .timeout = 120)
 {
-    static const char *const edits[] = {
-        "grid (cdiv(M, BM), cdiv(N, BN))", "grid (cdiv(M, BM), 2, cdiv(N, BN))",
-        "let rn = pid(1) * BN", "let rn = pid(2) * BN",
-        "load(a + rm", "load(a + pid(1) * M * K + rm",
-        "load(b + rk", "load(b + pid(1) * 65536 + rk",
-        "store(c + rm", "store(c + cast(pid(1), i64) * M * N + rm",
-    };
     env e;
-    env_build_edits(&e, NULL, "tw", MM_TILE_MASK, edits, 5);
+    env_build_edits(&e, NULL, "tw", MM_TILE_MASK, head_edits, 5);
     cr_assert(tilec_program_has_twin(e.p, "tw", 0));
     cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
     cr_expect_eq(fake->tma_launches, 1, "the twin ran");
@@ -200,13 +202,6 @@ Test(tma, a_head_in_pid1_and_a_constant_stride, .timeout = 120)
  * twin beside it, forced, takes 18. */
 Test(tma, a_head_s_n_tiles_pair_along_z, .timeout = 120)
 {
-    static const char *const edits[] = {
-        "grid (cdiv(M, BM), cdiv(N, BN))", "grid (cdiv(M, BM), 2, cdiv(N, BN))",
-        "let rn = pid(1) * BN", "let rn = pid(2) * BN",
-        "load(a + rm", "load(a + pid(1) * M * K + rm",
-        "load(b + rk", "load(b + pid(1) * K * N + rk",
-        "store(c + rm", "store(c + pid(1) * M * N + rm",
-    };
     static const struct {
         const char *pair;
         unsigned blocks;
@@ -216,7 +211,7 @@ Test(tma, a_head_s_n_tiles_pair_along_z, .timeout = 120)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         setenv("TILEC_TMA_PAIR", cases[i].pair, 1);
         env e;
-        env_build_edits(&e, NULL, "tw", MM_TILE_MASK, edits, 5);
+        env_build_edits(&e, NULL, "tw", MM_TILE_MASK, head_edits, 5);
         cr_assert(tilec_program_has_twin(e.p, "tw", 0));
         int before = fake->tma_launches, one = fake->tma_one_launches;
         cr_assert_eq(launch(&e, e.a, 300, 264, 200), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
