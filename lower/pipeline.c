@@ -145,14 +145,11 @@ static int chunk_head(lw *L, const tilec_expr *e, const char *dst, const char *a
     sb_init(&some);
     *mono = mask && lower_monotone_mask(L, mask, 2, trans ? 0 : 1);
     for (int q = 0; q < vec && mask; q++) {
-        const char *qi = q ? lower_fmt(L, "(%s + %d)", trans ? "tl_i0" : "tl_i1", q) : (trans ? "tl_i0" : "tl_i1");
-        const char *qidx[2] = {trans ? qi : "tl_i0", trans ? "tl_i1" : qi};
-        lower_map_bcast(lower_ty(L, mask), 2, qidx, sub);
-        /* what only the slow path reads is not worth a register (hoist.c) */
-        int keep = L->hoist ? L->hoist->collect : 0;
-        if (L->hoist && *mono && q != 0 && q != vec - 1)
+        /* what only the slow path reads is not worth a register (hoist.c), nor a bound of its own (mask.c) */
+        int slow = *mono && q != 0 && q != vec - 1, keep = L->hoist ? L->hoist->collect : 0;
+        if (L->hoist && slow)
             L->hoist->collect = 0;
-        mq[q] = lower_walk(L, mask, sub, 0, NULL, EMIT);
+        mq[q] = lower_run_mask(L, mask, t, trans ? 0 : 1, q, slow ? LOWER_RUN_SLOW : LOWER_RUN_CHUNK, NULL); /* the chunk's element q */
         if (L->hoist)
             L->hoist->collect = keep;
         /* a monotone mask needs its ends to decide; the rest only on the slow path */

@@ -3,7 +3,7 @@
  * (examples/layernorm.tile, softmax.tile). At ROWS 1 the row layout is the
  * 1-D kernel's (a thread's 16-byte vectors warps * 32 * 4 columns apart,
  * lower/linlay.c lower_lin_rows), the bound checks of a vector's elements
- * compare the index of its first element (lower/expr.c run_bound), and,
+ * compare the index of its first element (lower/mask.c, the mask rule), and,
  * with cuobjdump at hand (../shared/tools/sass), layernorm's variant 1
  * (ROWS 1, BLOCK 1024, warps 4: the benchmark's 4096x768 choice) needs no
  * more registers than the hand-tuned kernel's allocation of 40 (41 before:

@@ -169,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -182,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -241,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -489,7 +489,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -513,7 +513,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -550,7 +550,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -726,7 +726,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -739,7 +739,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -798,7 +798,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1046,7 +1046,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -1070,7 +1070,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -1107,7 +1107,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -1283,7 +1283,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -1296,7 +1296,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1355,7 +1355,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1603,7 +1603,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -1627,7 +1627,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -1664,7 +1664,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -1840,7 +1840,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -1853,7 +1853,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1912,7 +1912,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -2160,7 +2160,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -2182,7 +2182,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                         if (tl_w || !(tl_m0)) {
                             tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -2357,7 +2357,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -2370,7 +2370,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -2429,7 +2429,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -2686,7 +2686,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
                         const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 16384u + (unsigned)(((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -2705,7 +2705,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                             const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -2729,7 +2729,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                             const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
                             __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -2882,7 +2882,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -2895,7 +2895,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -2954,7 +2954,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -3202,7 +3202,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -3226,7 +3226,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 4096u + (unsigned)(((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -3263,7 +3263,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -3439,7 +3439,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
@@ -3452,7 +3452,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -3511,7 +3511,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -3759,7 +3759,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -3781,7 +3781,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                         if (tl_w || !(tl_m0)) {
                             tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -3956,7 +3956,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -3969,7 +3969,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -4028,7 +4028,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -4276,7 +4276,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -4300,7 +4300,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -4337,7 +4337,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -4513,7 +4513,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -4526,7 +4526,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -4585,7 +4585,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -4855,7 +4855,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -4879,7 +4879,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -4916,7 +4916,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -5114,7 +5114,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -5127,7 +5127,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -5186,7 +5186,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -5456,7 +5456,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -5480,7 +5480,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -5517,7 +5517,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -5715,7 +5715,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -5728,7 +5728,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -5787,7 +5787,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -6057,7 +6057,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -6081,7 +6081,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -6118,7 +6118,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -6316,7 +6316,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -6329,7 +6329,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -6388,7 +6388,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -6658,7 +6658,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -6680,7 +6680,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                         if (tl_w || !(tl_m0)) {
                             tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -6877,7 +6877,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -6890,7 +6890,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -6949,7 +6949,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -7228,7 +7228,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
                         const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 16384u + (unsigned)(((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -7247,7 +7247,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                             const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -7271,7 +7271,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                             const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
                             __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -7446,7 +7446,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -7459,7 +7459,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -7518,7 +7518,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -7788,7 +7788,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -7812,7 +7812,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 4096u + (unsigned)(((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -7849,7 +7849,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -8047,7 +8047,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
@@ -8060,7 +8060,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -8119,7 +8119,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -8389,7 +8389,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -8411,7 +8411,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                         if (tl_w || !(tl_m0)) {
                             tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -8608,7 +8608,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -8621,7 +8621,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -8680,7 +8680,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -8950,7 +8950,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h4[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
@@ -8974,7 +8974,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                         const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                         const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         tl_xp0[tl_q] = tl_p;
                         tl_xd0[tl_q] = tl_ring + tl_s * 8192u + (unsigned)(((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u)) * 2u;
                         tl_xw0[tl_q] = (tl_m7) & (((unsigned long long)tl_p & 15) == 0);
@@ -9011,7 +9011,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                             const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(((int)tl_dr0)) + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C)));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (((((tl_h1[tl_q] & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h2[tl_q] + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((tl_h3[tl_q] + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
