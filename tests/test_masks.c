@@ -56,14 +56,23 @@ Test(masks, a_chunks_bound_saturates)
 }
 
 /* The gather twin's producer (wggather.c) copies by the same chunks:
- * conv2d's filter columns against K - 7, kept before its loop. */
+ * conv2d's filter columns kept before its loop against K - 7, a per-chunk
+ * copy's channels against C - 7; its first half (lower_emit_async_prep,
+ * every chunk's address and flags before one cp.async each) keeps each
+ * element's own index: against the bound less 7, ptxas issued variant 4's
+ * copies two back to back, not eight (test_wgconv). */
 Test(masks, the_gather_producer_checks_the_same_way)
 {
     char *src = cuda_of("examples/conv2d.tile", "conv2d_f16", 0);
     const char *twin = strstr(src, "conv2d_f16_v0_tma(");
     cr_assert(twin, "no sm_90a twin:\n%s", src);
     cr_expect(strstr(twin, "= (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));"), "%s", twin);
-    cr_expect(!strstr(twin, "(tl_i1 + 7)"), "%s", twin);
+    const char *chunk = strstr(twin, "tl_cp16(tl_d, tl_p, tl_w ? 16 : 0);"); /* the per-chunk path after the halves */
+    cr_assert(chunk, "%s", twin);
+    const char *m7 = strstr(twin, "((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1))");
+    cr_expect(m7 && m7 < chunk, "the per-chunk copy's channels are not against C - 7:\n%s", twin);
+    const char *own = strstr(twin, "((((int)tl_dr0) + (tl_i1 + 7)) < v_C)");
+    cr_expect(own && own < strstr(twin, "if (tl_xf0 & tl_xf1)"), "the first half does not keep its own index:\n%s", twin);
     free(src);
 }
 
