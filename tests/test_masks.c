@@ -14,27 +14,13 @@
 
 #include "sass_helpers.h"
 
-/* The CUDA C of variant v of kernel in file (the sm_90a twin with it); free() it. */
-static char *cuda_of(const char *file, const char *kernel, int v)
-{
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, file);
-    tilec_kernel_code code;
-    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, kernel), v, &code), TILEC_OK, "%s v%d", kernel, v);
-    char *src = strdup(code.source);
-    tilec_kernel_code_free(&code);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
-    return src;
-}
-
 /* The pipelined copies of examples/matmul.tile: A's K edge is decided by
  * the chunk's last element against K - 7 (in the loop), B's N edge by the
  * value kept before the loop against N - 7; the elements only the slow
  * path reads (a mask true on a prefix: 1 .. 6) keep their own index. */
 Test(masks, copies_check_against_the_chunks_first_element)
 {
-    char *src = cuda_of("examples/matmul.tile", "matmul", 0);
+    char *src = lowered_source("examples/matmul.tile", "matmul", 0);
     cr_expect(strstr(src, "const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));"),
               "A's chunk is not decided against K - 7:\n%s", src);
     cr_expect(strstr(src, "tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1));"),
@@ -49,7 +35,7 @@ Test(masks, copies_check_against_the_chunks_first_element)
  * minimum): the chunk decided against lim - 7, saturating. */
 Test(masks, a_chunks_bound_saturates)
 {
-    char *src = cuda_of("tests/gpu/run_bounds.tile", "copy_bounds", 0);
+    char *src = lowered_source("tests/gpu/run_bounds.tile", "copy_bounds", 0);
     cr_expect(strstr(src, "((v_k + tl_i1) < (v_lim >= -2147483641 ? v_lim - 7 : -2147483647 - 1)))"), "%s", src);
     cr_expect(!strstr(src, "((v_k + (tl_i1 + 7)) < v_lim)"), "%s", src);
     free(src);
@@ -63,7 +49,7 @@ Test(masks, a_chunks_bound_saturates)
  * copies two back to back, not eight (test_wgconv). */
 Test(masks, the_gather_producer_checks_the_same_way)
 {
-    char *src = cuda_of("examples/conv2d.tile", "conv2d_f16", 0);
+    char *src = lowered_source("examples/conv2d.tile", "conv2d_f16", 0);
     const char *twin = strstr(src, "conv2d_f16_v0_tma(");
     cr_assert(twin, "no sm_90a twin:\n%s", src);
     cr_expect(strstr(twin, "= (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));"), "%s", twin);
@@ -81,11 +67,11 @@ Test(masks, the_gather_producer_checks_the_same_way)
  * bits (llm.tile's swiglu: n is i64). */
 Test(masks, a_64_bit_check_only_against_an_i64_bound)
 {
-    char *src = cuda_of("tests/forms/i64_bounds.tile", "gemm", 0);
+    char *src = lowered_source("tests/forms/i64_bounds.tile", "gemm", 0);
     cr_expect(strstr(src, "(((long long)((v_k + (tl_i1 + 7)))) < ((long long)(v_depth)))"), "%s", src);
     cr_expect(!strstr(src, "9223372036854775807LL"), "%s", src);
     free(src);
-    src = cuda_of("examples/llm.tile", "swiglu__f16", 0);
+    src = lowered_source("examples/llm.tile", "swiglu__f16", 0);
     cr_expect(strstr(src, "const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < "
                           "(v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));"),
               "%s", src);
@@ -98,7 +84,7 @@ Test(masks, a_64_bit_check_only_against_an_i64_bound)
  * lower_run_idx too) */
 Test(masks, several_rows_keep_each_elements_index)
 {
-    char *src = cuda_of("bench/harness/rows_tuned.tile", "layernorm", 19);
+    char *src = lowered_source("bench/harness/rows_tuned.tile", "layernorm", 19);
     cr_assert(strstr(src, "ROWS = 16, BLOCK = 128"), "%s", src);
     cr_expect(strstr(src, "((tl_i1 + 3) < v_cols)"), "%s", src);
     free(src);
