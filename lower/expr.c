@@ -136,8 +136,8 @@ static const char *math1(lw *L, tilec_builtin bi, const char *x, tilec_dtype d)
     return lower_fmt(L, "%s%s(%s)", tilec_builtin_get(bi)->name, dbl ? "" : "f", x);
 }
 
-static const char *walk_args_emit(lw *L, const tilec_expr *e, int i, const tilec_type *rt, const char *const *idx,
-                                  int same, const lay *cur)
+const char *lower_walk_arg(lw *L, const tilec_expr *e, int i, const tilec_type *rt, const char *const *idx, int same,
+                           const lay *cur)
 {
     const char *sub[TILEC_MAX_RANK];
     const tilec_type *at = lower_ty(L, e->args[i]);
@@ -257,65 +257,6 @@ static int eager_safe(lw *L, const tilec_expr *e, int depth)
     return 1;
 }
 
-void lower_run_idx(lw *L, const tilec_type *t, int vax, int q, const char **qidx)
-{
-    int one_row = vax >= 0 && vax < t->rank; /* the access is one run axis: no other extent */
-    for (int r = 0; r < t->rank; r++) {
-        qidx[r] = r == vax && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
-        one_row &= r == vax || t->dims[r] == 1;
-    }
-    L->joff = q;
-    L->run_sub = q && one_row ? qidx[vax] : NULL;
-    L->run_base = L->run_sub ? lower_idx[vax] : NULL;
-}
-
-void lower_run_done(lw *L)
-{
-    L->joff = 0;
-    L->run_sub = L->run_base = NULL;
-}
-
-/* A bound check `i < n` (or `n > i`) of i32s at element q > 0 of a vector
- * run, with i affine along the run (stride s > 0, axinfo.c) and n constant
- * along it: i(q) = i(0) + s * q, so it is i(0) < n - s * q, the
- * subtraction saturating at INT_MIN (where it would wrap, i(0) + s * q < n
- * is false, and so is i(0) < INT_MIN). Every element of the run then
- * compares one index with a bound that is the same for every thread (a
- * kernel parameter's n - q is computed once, in a uniform register), where
- * i(0) + q, i(0) + 2q, ... are each a register live as long as the masks
- * are (issue 31: the [ROWS, BLOCK] layernorm at 41 registers, 38 so).
- * NULL when the check is not of that form. */
-static const char *run_bound(lw *L, const tilec_expr *e, const tilec_type *ta, const char *const *idx, int same,
-                             const lay *cur)
-{
-    if (!L->run_sub || !idx || (e->op != TILEC_OP_LT && e->op != TILEC_OP_GT) || ta->dtype != TILEC_DT_I32)
-        return NULL;
-    const tilec_type *t = lower_ty(L, e);
-    int r = -1;
-    for (int k = 0; k < t->rank; k++)
-        if (idx[k] == L->run_sub)
-            r = k;
-    if (r < 0)
-        return NULL;
-    int ia = e->op == TILEC_OP_LT ? 0 : 1; /* the index side */
-    const tilec_type *it = lower_ty(L, e->args[ia]), *nt = lower_ty(L, e->args[1 - ia]);
-    int ka = r - (t->rank - it->rank), kn = r - (t->rank - nt->rank);
-    int64_t s, sn;
-    if (it->dtype != TILEC_DT_I32 || nt->dtype != TILEC_DT_I32 || ka < 0 || it->dims[ka] == 1 ||
-        !lower_stride(L, e->args[ia], ka, &s) || s <= 0 || s > 65536)
-        return NULL;
-    if (kn >= 0 && nt->dims[kn] != 1 && !(lower_stride(L, e->args[1 - ia], kn, &sn) && sn == 0))
-        return NULL;
-    const char *base[TILEC_MAX_RANK];
-    for (int k = 0; k < t->rank; k++)
-        base[k] = k == r ? L->run_base : idx[k];
-    const char *i0 = walk_args_emit(L, e, ia, ta, base, same, cur);
-    const char *n = walk_args_emit(L, e, 1 - ia, ta, idx, same, cur);
-    long long d = (long long)(s * L->joff);
-    const char *nd = lower_fmt(L, "(%s >= %lld ? %s - %lld : -2147483647 - 1)", n, (long long)INT32_MIN + d, n, d);
-    return lower_wrap(L, ia ? lower_fmt(L, "(%s > %s)", nd, i0) : lower_fmt(L, "(%s < %s)", i0, nd), t->dtype);
-}
-
 static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur)
 {
     const tilec_type *t = lower_ty(L, e);
@@ -339,11 +280,11 @@ static const char *binary(lw *L, const tilec_expr *e, const char *const *idx, in
         return "true";
     tilec_type ta = *t;
     ta.dtype = opt.dtype;
-    const char *rb = run_bound(L, e, &ta, idx, same, cur);
+    const char *rb = lower_run_bound(L, e, &ta, idx, same, cur); /* element q of a run (mask.c) */
     if (rb)
         return rb;
-    const char *x = walk_args_emit(L, e, 0, &ta, idx, same, cur);
-    const char *y = walk_args_emit(L, e, 1, &ta, idx, same, cur);
+    const char *x = lower_walk_arg(L, e, 0, &ta, idx, same, cur);
+    const char *y = lower_walk_arg(L, e, 1, &ta, idx, same, cur);
     if (e->op == TILEC_OP_ANDAND && (!strcmp(x, "true") || !strcmp(y, "true")))
         return !strcmp(x, "true") ? y : x; /* true && m is m */
     if (e->op == TILEC_OP_MOD && tilec_dtype_class(opt.dtype) == 'f')
@@ -502,7 +443,7 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
     if (e->builtin == BI_CAST) {
         const tilec_type *at = lower_ty(L, e->args[0]);
         tilec_type tt = *at;
-        const char *x = walk_args_emit(L, e, 0, &tt, idx, same, cur);
+        const char *x = lower_walk_arg(L, e, 0, &tt, idx, same, cur);
         if (t->dtype == TILEC_DT_BOOL)
             return lower_fmt(L, "((%s) != 0)", x);
         return lower_cast(L, x, at->dtype, t->dtype);
@@ -510,14 +451,14 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
     if (e->builtin == BI_WHERE) {
         tilec_type bt = *t;
         bt.dtype = TILEC_DT_BOOL;
-        const char *c = walk_args_emit(L, e, 0, &bt, idx, same, cur);
-        const char *a = walk_args_emit(L, e, 1, t, idx, same, cur);
-        const char *b = walk_args_emit(L, e, 2, t, idx, same, cur);
+        const char *c = lower_walk_arg(L, e, 0, &bt, idx, same, cur);
+        const char *a = lower_walk_arg(L, e, 1, t, idx, same, cur);
+        const char *b = lower_walk_arg(L, e, 2, t, idx, same, cur);
         return lower_fmt(L, "(%s ? %s : %s)", c, a, b);
     }
     if (e->builtin == BI_MAXIMUM || e->builtin == BI_MINIMUM) {
-        const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
-        const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
+        const char *a = lower_walk_arg(L, e, 0, t, idx, same, cur);
+        const char *b = lower_walk_arg(L, e, 1, t, idx, same, cur);
         /* NaN propagates like torch.maximum */
         const char *op = e->builtin == BI_MAXIMUM ? ">" : "<";
         if (tilec_dtype_class(t->dtype) == 'f')
@@ -525,20 +466,20 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
         return lower_fmt(L, "((%s) %s (%s) ? (%s) : (%s))", a, op, b, a, b);
     }
     if (e->builtin == BI_CDIV) {
-        const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
-        const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
+        const char *a = lower_walk_arg(L, e, 0, t, idx, same, cur);
+        const char *b = lower_walk_arg(L, e, 1, t, idx, same, cur);
         /* the ceiling for any a and b > 0, as the host computes it (tilec/iexpr.h):
          * a + b - 1 would overflow, and would round a negative a toward 0 */
         return lower_fmt(L, "((%s) / (%s) + ((%s) %% (%s) > 0))", a, b, a, b);
     }
     if (e->builtin == BI_FMA) {
-        const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
-        const char *b = walk_args_emit(L, e, 1, t, idx, same, cur);
-        const char *c = walk_args_emit(L, e, 2, t, idx, same, cur);
+        const char *a = lower_walk_arg(L, e, 0, t, idx, same, cur);
+        const char *b = lower_walk_arg(L, e, 1, t, idx, same, cur);
+        const char *c = lower_walk_arg(L, e, 2, t, idx, same, cur);
         return lower_fmt(L, "%s(%s, %s, %s)", lower_compute_dt(t->dtype) == TILEC_DT_F64 ? "fma" : "fmaf", a, b, c);
     }
     /* exp, log, ..., abs */
-    const char *a = walk_args_emit(L, e, 0, t, idx, same, cur);
+    const char *a = lower_walk_arg(L, e, 0, t, idx, same, cur);
     return lower_wrap(L, math1(L, (tilec_builtin)e->builtin, a, t->dtype), t->dtype); /* abs(-128) of i8 */
 }
 

@@ -124,8 +124,10 @@ const char *lower_hoist_ref(lw *L, const tilec_expr *e, const char *const *idx)
     for (int i = 0; i < rank; i++)
         x->idx[i] = lower_fmt(L, "%s", idx[i]);
     L->hoist = NULL;
+    /* walked here, where a run's element is open (mask.c): the value the loop would compute */
     const char *text = lower_walk(L, e, idx, 0, NULL, EMIT);
     L->hoist = h;
+    x->init = text;
     hoist_place(L, h, x, text, h->ld[h->cur]);
     h->n++;
     return x->ref;
@@ -253,7 +255,7 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
         return NULL;
     const char *ref = NULL, *tref = NULL;
     for (int i = 0; i < h->n && !ref; i++)
-        if (h->ent[i].e == e && h->ent[i].load == h->cur && !h->ent[i].tap && !strcmp(h->ent[i].init, init))
+        if (h->ent[i].e == e && h->ent[i].rank == 0 && h->ent[i].load == h->cur && !h->ent[i].tap && !strcmp(h->ent[i].init, init))
             ref = h->ent[i].ref;
     for (int i = 0; i < h->n && tap && !tref; i++)
         if (h->ent[i].e == e && h->ent[i].load == h->cur && h->ent[i].tap && !h->ent[i].rank && !strcmp(h->ent[i].init, tap))
@@ -320,7 +322,7 @@ static void hoist_fill(lw *L, lower_hoist *h, int i, const tilec_expr *ld, int t
         const lower_hoisted *x = &h->ent[j];
         if (x->load != i || x->tap != tap || !x->per)
             continue;
-        const char *v = x->init ? x->init : lower_walk(L, x->e, x->idx, 0, NULL, EMIT);
+        const char *v = x->init;
         if (x->per < (h->at[i] ? lower_at_chunks(L, ld) : lower_chunk_count(L, ld))) /* one a row: the first R chunks */
             lower_line(L, "if (tl_q < %d) tl_h%d[tl_q] = %s;", x->per, j, v);
         else

@@ -182,7 +182,7 @@ typedef struct lower_hoisted {
     int load, rank;      /* which of the loop's loads; e's rank */
     const char *idx[2];  /* the chunk's indices e is read at */
     const char *ref;     /* its register: tl_h<n>[tl_q], or [tl_q % R] one a row */
-    const char *init;    /* its value (C), or NULL: e walked at idx */
+    const char *init;    /* its value (C): e walked at idx where it was found (in a run's element: mask.c) */
     const char *ctype;   /* its register's C type, or NULL: e's own */
     int per;             /* registers: one a chunk, or one a row (rows); 0: one scalar */
     int tap;             /* moves with the filter tap (a step counter's quotient): set anew when tl_tnew */
@@ -247,11 +247,12 @@ typedef struct lw {
     int nspilled, capspilled;
     int failed;
     int joff; /* EMIT: read register element tl_j + joff (a vector run) */
-    /* EMIT, element joff > 0 of a vector run (lower_run_idx): the run axis's
-     * index string of that element, "(tl_iV + joff)", and of element 0,
-     * "tl_iV", so a bound check idx < n walks as idx(element 0) < n - joff
-     * (expr.c, run_bound) */
+    /* EMIT, element run_q > 0 of a vector run (lower_run_idx, mask.c): the
+     * run axis's index string of that element, "(tl_iV + q)", and of
+     * element 0, "tl_iV", so a bound check idx < n walks as
+     * idx(element 0) < n - q (lower_run_bound) */
     const char *run_sub, *run_base;
+    int run_q;
     const char **assigned; /* names assigned somewhere in the body */
     int nassigned;
     const char **dotacc; /* names updated as x = x + dot(a, b) */
@@ -406,6 +407,34 @@ int lower_block_dots(const tilec_block *b);
  * one was missed, its reason; `twin`: the sm_90a twin was emitted. */
 void lower_remarks_render(lw *L, int twin, strbuf *out);
 
+/* ---- mask.c: the bound checks of a vector run's elements ---- */
+
+/* How an access walks element q of its run (lower_run_idx): */
+enum {
+    LOWER_RUN_REGS = 1,  /* register tiles are read at tl_j + q (a layout's run) */
+    LOWER_RUN_CHUNK = 2, /* a copy's chunk: one run whatever the tile's other extents */
+    LOWER_RUN_SLOW = 4,  /* a mask only the slow path reads: its own index, no bound of its own */
+};
+/* qidx: lower_idx of access tile t with axis vax's index that of element
+ * q of a run, "(tl_iV + q)"; sets L->joff (LOWER_RUN_REGS) and, for q > 0
+ * where the run's bound checks are written against element 0 (the mask
+ * rule: t is one run, every other extent 1, or `how` says
+ * LOWER_RUN_CHUNK), L->run_sub, L->run_base and L->run_q;
+ * lower_run_done clears them. */
+void lower_run_idx(lw *L, const tilec_type *t, int vax, int q, int how, const char **qidx);
+void lower_run_done(lw *L);
+/* The C of x (broadcast to access tile t) at t's element idx, in layout y
+ * (NULL: no register tile is read). */
+const char *lower_walk_at(lw *L, const tilec_expr *x, const tilec_type *t, const char *const *idx, const lay *y);
+/* The C of `mask` at element q of the run along axis vax of access tile t
+ * (lower_run_idx, lower_walk_at, lower_run_done). */
+const char *lower_run_mask(lw *L, const tilec_expr *mask, const tilec_type *t, int vax, int q, int how, const lay *y);
+/* Comparison e (operands at dtype ta) at element run_q > 0 of the open
+ * run, written against element 0's index; NULL when it is not a bound
+ * check of that form (expr.c then walks it as written). */
+const char *lower_run_bound(lw *L, const tilec_expr *e, const tilec_type *ta, const char *const *idx, int same,
+                            const lay *cur);
+
 /* ---- ctypes.c: C types, conversions, literals ---- */
 
 const char *lower_ctype(tilec_dtype d);
@@ -490,13 +519,9 @@ typedef enum { PREP, EMIT } wmode;
 const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int same, const lay *cur, wmode mode);
 matnode *lower_find_mat(lw *L, const tilec_expr *e);
 void lower_map_bcast(const tilec_type *from, int rt, const char *const *idx, const char **sub);
-/* qidx: lower_idx of access tile t with axis vax's index that of element q
- * of a vector run, "(tl_iV + q)"; sets L->joff (register tiles read at
- * tl_j + q) and, for q > 0 where t is one run (every other extent 1: a
- * [1, BLOCK] row, a 1-D tile), L->run_sub and L->run_base (bound checks
- * against element 0, expr.c run_bound); lower_run_done clears them. */
-void lower_run_idx(lw *L, const tilec_type *t, int vax, int q, const char **qidx);
-void lower_run_done(lw *L);
+/* The C of operand i of e at e's element idx, converted to rt's dtype. */
+const char *lower_walk_arg(lw *L, const tilec_expr *e, int i, const tilec_type *rt, const char *const *idx, int same,
+                           const lay *cur);
 int lower_same_shape(const tilec_type *a, const tilec_type *b);
 int lower_is_materializing(const tilec_expr *e);
 /* Does e (or an expression inside it) call builtin b? 0 for a NULL e. */

@@ -68,7 +68,6 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
         lower_map_bcast(lower_ty(L, e->args[i]), t->rank, lower_idx, sub);
         lower_walk(L, e->args[i], sub, lower_same_shape(lower_ty(L, e->args[i]), t), y, PREP);
     }
-    const char *sub[TILEC_MAX_RANK];
     unsigned size = tilec_dtype_size(t->dtype);
     int vax; /* the axis consecutive registers run along */
     int run = lower_lay_run(L, y, &vax);
@@ -85,20 +84,16 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
     L->ind++;
     lower_line(L, "const int tl_j = tl_c;");
     lower_emit_index(L, y, "tl_j");
-    lower_map_bcast(lower_ty(L, ptr), t->rank, lower_idx, sub);
-    lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), lower_walk(L, ptr, sub, lower_same_shape(lower_ty(L, ptr), t), y, EMIT));
+    lower_line(L, "const %s *tl_p = %s;", lower_ctype(t->dtype), lower_walk_at(L, ptr, t, lower_idx, y));
     const char *otherc = "0";
     if (other) {
-        lower_map_bcast(lower_ty(L, other), t->rank, lower_idx, sub);
-        otherc = lower_st_elem(L, lower_conv(L, lower_walk(L, other, sub, lower_same_shape(lower_ty(L, other), t), y, EMIT), lower_ty(L, other)->dtype, t->dtype),
-                         t->dtype);
+        otherc = lower_st_elem(L, lower_conv(L, lower_walk_at(L, other, t, lower_idx, y), lower_ty(L, other)->dtype, t->dtype), t->dtype);
     } else if (t->dtype == TILEC_DT_F16 || t->dtype == TILEC_DT_BF16) {
         otherc = lower_st_elem(L, "0.0f", t->dtype);
     }
     if (!w) {
         if (mask) {
-            lower_map_bcast(lower_ty(L, mask), t->rank, lower_idx, sub);
-            lower_line(L, "%s[tl_j] = (%s) ? *tl_p : %s;", v->c, lower_walk(L, mask, sub, lower_same_shape(lower_ty(L, mask), t), y, EMIT),
+            lower_line(L, "%s[tl_j] = (%s) ? *tl_p : %s;", v->c, lower_walk_at(L, mask, t, lower_idx, y),
                  other ? otherc : lower_fmt(L, "(%s)%s", lower_ctype(t->dtype), otherc));
         } else {
             lower_line(L, "%s[tl_j] = *tl_p;", v->c);
@@ -111,11 +106,7 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
         sb_init(&all);
         if (mask) {
             for (int q = 0; q < w; q++) {
-                const char *qidx[TILEC_MAX_RANK];
-                lower_run_idx(L, t, vax, q, qidx);
-                lower_map_bcast(lower_ty(L, mask), t->rank, qidx, sub);
-                lower_line(L, "const bool tl_m%d = %s;", q, lower_walk(L, mask, sub, lower_same_shape(lower_ty(L, mask), t), y, EMIT));
-                lower_run_done(L);
+                lower_line(L, "const bool tl_m%d = %s;", q, lower_run_mask(L, mask, t, vax, q, LOWER_RUN_REGS, y));
                 if (!mono || q == w - 1)
                     sb_printf(&all, "tl_m%d && ", q);
             }
@@ -178,25 +169,17 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         lower_line(L, "const int tl_j = tl_c;");
         lower_emit_index(L, y, "tl_j");
     }
-    const char *sub[TILEC_MAX_RANK];
-    lower_map_bcast(lower_ty(L, ptr), pt->rank, lower_idx, sub);
-    lower_line(L, "%s *tl_p = %s;", lower_ctype(d), lower_walk(L, ptr, sub, lower_same_shape(lower_ty(L, ptr), pt), y, EMIT));
+    lower_line(L, "%s *tl_p = %s;", lower_ctype(d), lower_walk_at(L, ptr, pt, lower_idx, y));
     int nq = w ? w : 1;
     strbuf all;
     sb_init(&all);
     for (int q = 0; q < nq; q++) {
         const char *qidx[TILEC_MAX_RANK];
-        /* element q of the run: register tiles of this layout at tl_j + q */
-        lower_run_idx(L, pt, pt->rank - 1, q, qidx);
-        lower_map_bcast(lower_ty(L, value), pt->rank, qidx, sub);
-        const char *vq = lower_walk(L, value, sub, lower_same_shape(lower_ty(L, value), pt), y, EMIT);
+        /* element q of the run: register tiles of this layout at tl_j + q (mask.c) */
+        lower_run_idx(L, pt, pt->rank - 1, q, LOWER_RUN_REGS, qidx);
+        const char *vq = lower_walk_at(L, value, pt, qidx, y);
         lower_line(L, "const %s tl_v%d = %s;", lower_ctype(d), q, lower_st_elem(L, lower_conv(L, vq, lower_ty(L, value)->dtype, d), d));
-        if (mask) {
-            lower_map_bcast(lower_ty(L, mask), pt->rank, qidx, sub);
-            lower_line(L, "const bool tl_m%d = %s;", q, lower_walk(L, mask, sub, lower_same_shape(lower_ty(L, mask), pt), y, EMIT));
-        } else {
-            lower_line(L, "const bool tl_m%d = true;", q);
-        }
+        lower_line(L, "const bool tl_m%d = %s;", q, mask ? lower_walk_at(L, mask, pt, qidx, y) : "true");
         lower_run_done(L);
         if (!mono || q == nq - 1)
             sb_printf(&all, "tl_m%d && ", q);

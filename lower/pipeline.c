@@ -127,9 +127,10 @@ void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, 
  * all 8 of a mask not monotone along the chunk, else its first and last),
  * and into *full and *any the C of "every element unmasked" and "some
  * element unmasked", their terms joined by `and` and `or`. mq[q]: each
- * element's mask. Returns whether a mask is there. */
+ * element's mask, opened as `how` says (mask.c). Returns whether a mask
+ * is there. */
 static int chunk_head(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, const char *and_,
-                      const char *or_, const char **mq, const char **full, const char **any, int *mono)
+                      const char *or_, const char **mq, const char **full, const char **any, int *mono, int how)
 {
     const tilec_type *t = lower_ty(L, e);
     const tilec_expr *mask = e->nargs > 1 ? e->args[1] : NULL;
@@ -145,14 +146,11 @@ static int chunk_head(lw *L, const tilec_expr *e, const char *dst, const char *a
     sb_init(&some);
     *mono = mask && lower_monotone_mask(L, mask, 2, trans ? 0 : 1);
     for (int q = 0; q < vec && mask; q++) {
-        const char *qi = q ? lower_fmt(L, "(%s + %d)", trans ? "tl_i0" : "tl_i1", q) : (trans ? "tl_i0" : "tl_i1");
-        const char *qidx[2] = {trans ? qi : "tl_i0", trans ? "tl_i1" : qi};
-        lower_map_bcast(lower_ty(L, mask), 2, qidx, sub);
-        /* what only the slow path reads is not worth a register (hoist.c) */
-        int keep = L->hoist ? L->hoist->collect : 0;
-        if (L->hoist && *mono && q != 0 && q != vec - 1)
+        /* what only the slow path reads is not worth a register (hoist.c), nor a bound of its own (mask.c) */
+        int slow = *mono && q != 0 && q != vec - 1, keep = L->hoist ? L->hoist->collect : 0;
+        if (L->hoist && slow)
             L->hoist->collect = 0;
-        mq[q] = lower_walk(L, mask, sub, 0, NULL, EMIT);
+        mq[q] = lower_run_mask(L, mask, t, trans ? 0 : 1, q, slow ? LOWER_RUN_SLOW : how, NULL); /* the chunk's element q */
         if (L->hoist)
             L->hoist->collect = keep;
         /* a monotone mask needs its ends to decide; the rest only on the slow path */
@@ -179,7 +177,7 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
     int vec = lower_chunk_vec(L, e), mono;
     lower_chunk_open(L, e, trans);
     const char *mq[8], *full, *any;
-    int mask = chunk_head(L, e, dst, at, trans, " && ", " || ", mq, &full, &any, &mono);
+    int mask = chunk_head(L, e, dst, at, trans, " && ", " || ", mq, &full, &any, &mono, LOWER_RUN_CHUNK);
     if (mask && one) {
         lower_line(L, "const bool tl_w = (%s) && ((unsigned long long)tl_p & 15) == 0;", full);
         lower_line(L, "if (tl_w || !(%s)) {", any);
@@ -235,7 +233,10 @@ int lower_emit_async_prep(lw *L, const tilec_expr *e, const char *sdst, const ch
     lower_line(L, "bool tl_xw%d[%d], tl_xf%d = true;", n, per, n);
     lower_chunk_open(L, e, 0);
     const char *mq[8], *full, *any;
-    int mask = chunk_head(L, e, NULL, at, 0, " & ", " | ", mq, &full, &any, &mono);
+    /* each element's own index: against the bound less 7, ptxas no longer
+     * issued variant 4's eight copies back to back (test_wgconv
+     * the_copies_issue_in_two_halves: 2), docs/lowering.md "The mask rule" */
+    int mask = chunk_head(L, e, NULL, at, 0, " & ", " | ", mq, &full, &any, &mono, LOWER_RUN_SLOW);
     lower_line(L, "tl_xp%d[tl_q] = tl_p;", n);
     lower_line(L, "tl_xd%d[tl_q] = %s + (unsigned)(%s) * %du;", n, sdst, at, (int)tilec_dtype_size(t->dtype));
     lower_line(L, "tl_xw%d[tl_q] = (%s) & (((unsigned long long)tl_p & 15) == 0);", n, full);

@@ -74,15 +74,12 @@ void lower_wg_store_note(lw *L, const tilec_stmt *s)
 /* Element q of the run at tl_j: the value in the output's type. */
 static void ws_value(lw *L, const tilec_expr *value, const tilec_type *pt, const lay *y, int q)
 {
-    const char *qidx[TILEC_MAX_RANK], *sub[TILEC_MAX_RANK];
-    for (int r = 0; r < pt->rank; r++)
-        qidx[r] = r == pt->rank - 1 && q ? lower_fmt(L, "(tl_i%d + %d)", r, q) : lower_idx[r];
-    L->joff = q;
-    lower_map_bcast(lower_ty(L, value), pt->rank, qidx, sub);
-    const char *v = lower_walk(L, value, sub, lower_same_shape(lower_ty(L, value), pt), y, EMIT);
+    const char *qidx[TILEC_MAX_RANK];
+    lower_run_idx(L, pt, pt->rank - 1, q, LOWER_RUN_REGS, qidx); /* as memory.c's stores (mask.c) */
+    const char *v = lower_walk_at(L, value, pt, qidx, y);
     lower_line(L, "const %s tl_v%d = %s;", lower_ctype(pt->dtype), q,
                lower_st_elem(L, lower_conv(L, v, lower_ty(L, value)->dtype, pt->dtype), pt->dtype));
-    L->joff = 0;
+    lower_run_done(L);
 }
 
 int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)

@@ -107,4 +107,21 @@ static inline void lower_variant(tilec_ctx *ctx, tilec_module *m, const char *ke
     cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
 }
 
+/* The CUDA C of variant v of `kernel` of file (its sm_90a twin with it); free() it. */
+static inline char *lowered_source(const char *file, const char *kernel, int v)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, file);
+    tilec_kernel_code code;
+    lower_variant(ctx, m, kernel, v, &code);
+    size_t n = strlen(code.source);
+    char *src = malloc(n + 1);
+    cr_assert_not_null(src);
+    memcpy(src, code.source, n + 1);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return src;
+}
+
 #endif

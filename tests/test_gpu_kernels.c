@@ -450,6 +450,51 @@ Test(gpu, reshape_matmul_pipe, .timeout = 300)
     check_matmul("tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe", 1, 1e-2);
 }
 
+/* The mask rule's saturating edge in a pipelined copy (lower/mask.c):
+ * tests/gpu/run_bounds.tile's copy_bounds stops A's K at `lim` too, each
+ * 16-byte chunk decided against lim - 7 (saturating), for lim from the
+ * i32 minimum (every chunk zero-filled) past K; a ragged M, N and K. */
+Test(gpu, copy_bounds_saturate, .timeout = 300)
+{
+    const int M = 70, N = 72, K = 45;
+    const int lims[] = {-2147483647 - 1, -2147483647 + 2, -7, 0, 1, 5, 7, 8, 9, 33, 44, 45, 2147483647};
+    gk g;
+    load_or_fail("tests/gpu/run_bounds.tile", "copy_bounds", 0, &g);
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *a = random_floats(na), *b = random_floats(nb);
+    uint16_t *ah = malloc(na * 2), *bh = malloc(nb * 2);
+    for (size_t i = 0; i < na; i++)
+        a[i] = f16_to_f32(ah[i] = f32_to_f16(a[i]));
+    for (size_t i = 0; i < nb; i++)
+        b[i] = f16_to_f32(bh[i] = f32_to_f16(b[i]));
+    uint64_t da = upload(ah, na * 2), db = upload(bh, nb * 2);
+    double *want = malloc(nc * sizeof *want);
+    for (size_t l = 0; l < sizeof lims / sizeof lims[0]; l++) {
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double sum = 0;
+                for (int k = 0; k < K && k < lims[l]; k++)
+                    sum += (double)a[(size_t)i * K + k] * b[(size_t)k * N + j];
+                want[(size_t)i * N + j] = sum;
+            }
+        uint64_t dc = poisoned(nc);
+        tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}, {.i32 = lims[l]}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        char what[64];
+        snprintf(what, sizeof what, "copy_bounds lim=%d", lims[l]);
+        download_check(dc, want, nc, 1e-2, what);
+        tilec_rt_free(rt, dc);
+    }
+    tilec_rt_free(rt, da);
+    tilec_rt_free(rt, db);
+    free(a);
+    free(b);
+    free(ah);
+    free(bh);
+    free(want);
+    gk_free(&g);
+}
+
 Test(gpu, block_kernels)
 {
     static const int sizes[] = {1, 1000, 4097, (1 << 20) + 3};

@@ -776,43 +776,74 @@ Test(numerics, llm_cross_entropy_and_rmsnorm_backward_on_the_host)
 }
 
 /* The bound checks of a vector's elements against the first element's
- * index less the offset, saturating (lower/expr.c run_bound): every bound
- * from the i32 minimum to the maximum, the index of stride 1 or 2 on
- * either side, a row aligned (vector path) or not (element by element). */
-Test(numerics, run_bounds)
+ * index less the offset, saturating (lower/mask.c, the mask rule): kernel
+ * k of tests/gpu/run_bounds.tile run for every bound in ns[], the index of
+ * stride 1 or 2 on either side, a row aligned (vector path) or not
+ * (element by element); le[j]: section j compares with <= (>=), not <. */
+static void check_run_bounds(const char *kernel, const long long *ns, int nn, const char *ntype, const int le[3])
 {
-    const long ns[] = {-2147483647L - 1, -2147483645L, -3, 0, 1, 2, 3, 5, 61, 126, 127, 128, 255, 256, 1000, 2147483647L};
-    const int nn = (int)(sizeof ns / sizeof ns[0]);
     strbuf b;
     sb_init(&b);
     sb_printf(&b, "static float x[260], y[3 * 128 + 1];\nfor (int i = 0; i < 260; i++) x[i] = (float)(i + 1);\n"
-                  "static const int ns[] = {");
+                  "static const %s ns[] = {", ntype);
     for (int i = 0; i < nn; i++)
-        sb_printf(&b, "%s%ld", i ? ", " : "", ns[i]);
+        sb_printf(&b, "%s%lldLL", i ? ", " : "", ns[i]);
     sb_printf(&b, "};\nfor (int k = 0; k < %d; k++) for (int off = 0; off < 2; off++) {\n"
                   "  for (int i = 0; i < 3 * 128 + 1; i++) y[i] = 7.0f;\n"
                   "  LAUNCH(1, x, y, ns[k], off);\n"
                   "  for (int i = 0; i < 3 * 128 + 1; i++) printf(\"%%g \", (double)y[i]);\n}\n",
               nn);
     cr_assert(!b.failed);
-    char *out = host_run_in("tests/gpu/run_bounds.tile", "bounds", sb_str(&b));
+    char *out = host_run_in("tests/gpu/run_bounds.tile", kernel, sb_str(&b));
     sb_free(&b);
     const char *s = out;
     for (int k = 0; k < nn; k++)
         for (int off = 0; off < 2; off++)
             for (int i = 0; i < 3 * 128 + 1; i++) {
                 double got = next_num(&s), want;
-                long n = ns[k];
+                long long n = ns[k], c = i < 128 ? i : i < 256 ? 2LL * (i - 128) : i - 256 - off;
+                int in = le[i < 128 ? 0 : i < 256 ? 1 : 2] ? c <= n : c < n;
                 if (i < 128)
-                    want = i < n ? off + i + 1 : -1.0;
+                    want = in ? off + i + 1 : -1.0;
                 else if (i < 256)
-                    want = 2L * (i - 128) < n ? off + i - 128 + 1 : -2.0;
+                    want = in ? off + i - 128 + 1 : -2.0;
                 else
-                    want = i - 256 - off >= 0 && i - 256 - off < 128 && i - 256 - off < n ? i - 256 - off + 1 : 7.0;
-                cr_expect_eq(got, want, "n %ld off %d: y[%d] = %g, want %g", n, off, i, got, want);
+                    want = c >= 0 && c < 128 && in ? c + 1 : 7.0;
+                cr_expect_eq(got, want, "%s: n %lld off %d: y[%d] = %g, want %g", kernel, n, off, i, got, want);
             }
     free(out);
+}
+
+/* i32 bounds from the minimum to the maximum: `<` (run_bounds), `<=` and `>=` */
+Test(numerics, run_bounds)
+{
+    const long long ns[] = {-2147483647LL - 1, -2147483645LL, -2147483641LL, -3, -1, 0, 1, 2, 3, 5, 61, 126, 127, 128, 255, 256, 1000, 2147483647LL};
+    const int nn = (int)(sizeof ns / sizeof ns[0]), lt[3] = {0, 0, 0}, le[3] = {1, 1, 1};
+    check_run_bounds("bounds", ns, nn, "int", lt);
+    check_run_bounds("bounds_le", ns, nn, "int", le);
     char *src = lowered("tests/gpu/run_bounds.tile", "bounds", 0, NULL);
     cr_expect(strstr(src, "((v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1) > (2 * tl_i0))"), "%s", src);
+    free(src);
+    src = lowered("tests/gpu/run_bounds.tile", "bounds_le", 0, NULL);
+    cr_expect(strstr(src, "const bool tl_m1 = (tl_i0 < v_n);"), "i(1) <= n is i(0) < n:\n%s", src);
+    cr_expect(strstr(src, "const bool tl_m3 = ((v_n >= -2147483643 ? v_n - 5 : -2147483647 - 1) > (2 * tl_i0));"), "%s", src);
+    cr_expect(!strstr(src, "(tl_i0 + 3)"), "an element's own index compared:\n%s", src);
+    free(src);
+}
+
+/* An i64 bound: the comparison in 64 bits, n - q saturating at the i64
+ * minimum (before, a 64-bit comparison kept each element's own index:
+ * llm.tile's swiglu and chunked kernels) */
+Test(numerics, run_bounds_i64)
+{
+    const long long ns[] = {-9223372036854775807LL - 1, -9223372036854775805LL, -2147483647LL - 1, -3, 0, 1, 2, 3, 61, 127, 128,
+                            255, 256, 2147483647LL, 4294967296LL, 9223372036854775807LL};
+    const int nn = (int)(sizeof ns / sizeof ns[0]), le[3] = {0, 1, 1};
+    check_run_bounds("bounds64", ns, nn, "long long", le);
+    char *src = lowered("tests/gpu/run_bounds.tile", "bounds64", 0, NULL);
+    cr_expect(strstr(src, "const bool tl_m3 = (((long long)(tl_i0)) < (v_n >= -9223372036854775805LL ? v_n - 3LL : "
+                          "(-9223372036854775807LL - 1)));"),
+              "%s", src);
+    cr_expect(!strstr(src, "(tl_i0 + 3)"), "an element's own index compared:\n%s", src);
     free(src);
 }

@@ -3,7 +3,7 @@
  * (examples/layernorm.tile, softmax.tile). At ROWS 1 the row layout is the
  * 1-D kernel's (a thread's 16-byte vectors warps * 32 * 4 columns apart,
  * lower/linlay.c lower_lin_rows), the bound checks of a vector's elements
- * compare the index of its first element (lower/expr.c run_bound), and,
+ * compare the index of its first element (lower/mask.c, the mask rule), and,
  * with cuobjdump at hand (../shared/tools/sass), layernorm's variant 1
  * (ROWS 1, BLOCK 1024, warps 4: the benchmark's 4096x768 choice) needs no
  * more registers than the hand-tuned kernel's allocation of 40 (41 before:
@@ -15,20 +15,6 @@
 #include "sass_helpers.h"
 
 #define ROWS_TUNED "bench/harness/rows_tuned.tile"
-
-/* The CUDA C of variant v of kernel in file; free() it. */
-static char *cuda_of(const char *file, const char *kernel, int v)
-{
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = parse(ctx, file);
-    tilec_kernel_code code;
-    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, kernel), v, &code), TILEC_OK, "%s v%d", kernel, v);
-    char *src = strdup(code.source);
-    tilec_kernel_code_free(&code);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
-    return src;
-}
 
 /* REG and STACK of variant v of kernel in file for sm_90a (cuobjdump -res-usage). */
 static void res_usage(const char *tool, const char *file, const char *kernel, int v, int *reg, int *stack)
@@ -44,7 +30,7 @@ static void res_usage(const char *tool, const char *file, const char *kernel, in
 Test(rows, variant_1_is_rows_1_block_1024_warps_4)
 {
     for (int k = 0; k < 2; k++) {
-        char *src = cuda_of(ROWS_TUNED, k ? "softmax" : "layernorm", 1);
+        char *src = lowered_source(ROWS_TUNED, k ? "softmax" : "layernorm", 1);
         cr_assert(strstr(src, "tune candidate 1: ROWS = 1, BLOCK = 1024, warps = 4"), "%s", src);
         free(src);
     }
@@ -56,7 +42,7 @@ Test(rows, variant_1_is_rows_1_block_1024_warps_4)
  * column 7 (each warp a contiguous quarter of the row). */
 Test(rows, one_row_layout_is_the_1d_kernels)
 {
-    char *src = cuda_of(ROWS_TUNED, "softmax", 1);
+    char *src = lowered_source(ROWS_TUNED, "softmax", 1);
     const char *want = "const int tl_i1 = ((((tl_j) >> 0) & 3) << 0 | (((tl_j) >> 2) & 1) << 9) | (((tl_lane >> 0) & 31) << 2) | "
                        "(((tl_warp >> 0) & 3) << 7);";
     cr_expect(strstr(src, want), "softmax v1's column index is not the 1-D kernel's:\n%s", src);
@@ -67,14 +53,14 @@ Test(rows, one_row_layout_is_the_1d_kernels)
  * bound less q (saturating): one index register for the whole vector. */
 Test(rows, bound_checks_against_the_first_element)
 {
-    char *src = cuda_of(ROWS_TUNED, "layernorm", 1);
+    char *src = lowered_source(ROWS_TUNED, "layernorm", 1);
     cr_expect(strstr(src, "const bool tl_m1 = (tl_i1 < (v_cols >= -2147483647 ? v_cols - 1 : -2147483647 - 1));"), "%s", src);
     cr_expect(strstr(src, "const bool tl_m3 = ((v_c0 + tl_i1) < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));"),
               "%s", src);
     cr_expect(!strstr(src, "(tl_i1 + 3) < v_cols"), "an element's own index compared:\n%s", src);
     free(src);
     /* a tile of several rows keeps each element's own index */
-    src = cuda_of(ROWS_TUNED, "layernorm", 19);
+    src = lowered_source(ROWS_TUNED, "layernorm", 19);
     cr_assert(strstr(src, "ROWS = 16, BLOCK = 128"), "%s", src);
     cr_expect(strstr(src, "((tl_i1 + 3) < v_cols)"), "%s", src);
     free(src);

@@ -146,9 +146,9 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = (v_params.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -174,9 +174,9 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = (v_grads.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -202,9 +202,9 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = (v_exp_avgs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -230,9 +230,9 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const float *tl_p = (v_exp_avg_sqs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -299,11 +299,11 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const float tl_v0 = v_m2[tl_j];
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const float tl_v1 = v_m2[tl_j + 1];
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const float tl_v2 = v_m2[tl_j + 2];
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const float tl_v3 = v_m2[tl_j + 3];
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -328,11 +328,11 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const float tl_v0 = v_v2[tl_j];
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const float tl_v1 = v_v2[tl_j + 1];
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const float tl_v2 = v_v2[tl_j + 2];
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const float tl_v3 = v_v2[tl_j + 3];
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -357,11 +357,11 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                 const float tl_v0 = v_p2[tl_j];
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const float tl_v1 = v_p2[tl_j + 1];
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const float tl_v2 = v_p2[tl_j + 2];
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const float tl_v3 = v_p2[tl_j + 3];
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((float *)&tl_vec)[0] = tl_v0;
@@ -429,13 +429,13 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = (v_params.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -465,13 +465,13 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = (v_grads.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -501,13 +501,13 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = (v_exp_avgs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -537,13 +537,13 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __nv_bfloat16 *tl_p = (v_exp_avg_sqs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -614,19 +614,19 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_m2[tl_j]);
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(v_m2[tl_j + 1]);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(v_m2[tl_j + 2]);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(v_m2[tl_j + 3]);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(v_m2[tl_j + 4]);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(v_m2[tl_j + 5]);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(v_m2[tl_j + 6]);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(v_m2[tl_j + 7]);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -659,19 +659,19 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_v2[tl_j]);
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(v_v2[tl_j + 1]);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(v_v2[tl_j + 2]);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(v_v2[tl_j + 3]);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(v_v2[tl_j + 4]);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(v_v2[tl_j + 5]);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(v_v2[tl_j + 6]);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(v_v2[tl_j + 7]);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -704,19 +704,19 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                 const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(v_p2[tl_j]);
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(v_p2[tl_j + 1]);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(v_p2[tl_j + 2]);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(v_p2[tl_j + 3]);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(v_p2[tl_j + 4]);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(v_p2[tl_j + 5]);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(v_p2[tl_j + 6]);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
                 const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(v_p2[tl_j + 7]);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -792,13 +792,13 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = (v_params.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -828,13 +828,13 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = (v_grads.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -864,13 +864,13 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = (v_exp_avgs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -900,13 +900,13 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const int tl_i0 = (tl_l >> 0) & 1023;
                 const __half *tl_p = (v_exp_avg_sqs.ptr[v_i] + ((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
                 } else {
@@ -977,19 +977,19 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const __half tl_v0 = __float2half_rn(v_m2[tl_j]);
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const __half tl_v1 = __float2half_rn(v_m2[tl_j + 1]);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const __half tl_v2 = __float2half_rn(v_m2[tl_j + 2]);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const __half tl_v3 = __float2half_rn(v_m2[tl_j + 3]);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 const __half tl_v4 = __float2half_rn(v_m2[tl_j + 4]);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
                 const __half tl_v5 = __float2half_rn(v_m2[tl_j + 5]);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
                 const __half tl_v6 = __float2half_rn(v_m2[tl_j + 6]);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
                 const __half tl_v7 = __float2half_rn(v_m2[tl_j + 7]);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -1022,19 +1022,19 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const __half tl_v0 = __float2half_rn(v_v2[tl_j]);
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const __half tl_v1 = __float2half_rn(v_v2[tl_j + 1]);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const __half tl_v2 = __float2half_rn(v_v2[tl_j + 2]);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const __half tl_v3 = __float2half_rn(v_v2[tl_j + 3]);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 const __half tl_v4 = __float2half_rn(v_v2[tl_j + 4]);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
                 const __half tl_v5 = __float2half_rn(v_v2[tl_j + 5]);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
                 const __half tl_v6 = __float2half_rn(v_v2[tl_j + 6]);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
                 const __half tl_v7 = __float2half_rn(v_v2[tl_j + 7]);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -1067,19 +1067,19 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                 const __half tl_v0 = __float2half_rn(v_p2[tl_j]);
                 const bool tl_m0 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
                 const __half tl_v1 = __float2half_rn(v_p2[tl_j + 1]);
-                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+                const bool tl_m1 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
                 const __half tl_v2 = __float2half_rn(v_p2[tl_j + 2]);
-                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+                const bool tl_m2 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
                 const __half tl_v3 = __float2half_rn(v_p2[tl_j + 3]);
-                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+                const bool tl_m3 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
                 const __half tl_v4 = __float2half_rn(v_p2[tl_j + 4]);
-                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+                const bool tl_m4 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
                 const __half tl_v5 = __float2half_rn(v_p2[tl_j + 5]);
-                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+                const bool tl_m5 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
                 const __half tl_v6 = __float2half_rn(v_p2[tl_j + 6]);
-                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+                const bool tl_m6 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
                 const __half tl_v7 = __float2half_rn(v_p2[tl_j + 7]);
-                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+                const bool tl_m7 = (((v_c * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                     uint4 tl_vec;
                     ((__half *)&tl_vec)[0] = tl_v0;
@@ -1145,9 +1145,9 @@ extern "C" __global__ void __launch_bounds__(128) sq_norms__f32_v0(const tl_list
             const int tl_i0 = (tl_l >> 0) & 1023;
             const float *tl_p = (v_xs.ptr[v_i] + (v_o + ((long long)(tl_i0))));
             const bool tl_m0 = ((v_o + ((long long)(tl_i0))) < v_n);
-            const bool tl_m1 = ((v_o + ((long long)((tl_i0 + 1)))) < v_n);
-            const bool tl_m2 = ((v_o + ((long long)((tl_i0 + 2)))) < v_n);
-            const bool tl_m3 = ((v_o + ((long long)((tl_i0 + 3)))) < v_n);
+            const bool tl_m1 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+            const bool tl_m2 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+            const bool tl_m3 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
             if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1248,13 +1248,13 @@ extern "C" __global__ void __launch_bounds__(128) sq_norms__bf16_v0(const tl_lis
             const int tl_i0 = (tl_l >> 0) & 1023;
             const __nv_bfloat16 *tl_p = (v_xs.ptr[v_i] + (v_o + ((long long)(tl_i0))));
             const bool tl_m0 = ((v_o + ((long long)(tl_i0))) < v_n);
-            const bool tl_m1 = ((v_o + ((long long)((tl_i0 + 1)))) < v_n);
-            const bool tl_m2 = ((v_o + ((long long)((tl_i0 + 2)))) < v_n);
-            const bool tl_m3 = ((v_o + ((long long)((tl_i0 + 3)))) < v_n);
-            const bool tl_m4 = ((v_o + ((long long)((tl_i0 + 4)))) < v_n);
-            const bool tl_m5 = ((v_o + ((long long)((tl_i0 + 5)))) < v_n);
-            const bool tl_m6 = ((v_o + ((long long)((tl_i0 + 6)))) < v_n);
-            const bool tl_m7 = ((v_o + ((long long)((tl_i0 + 7)))) < v_n);
+            const bool tl_m1 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+            const bool tl_m2 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+            const bool tl_m3 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+            const bool tl_m4 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+            const bool tl_m5 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+            const bool tl_m6 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+            const bool tl_m7 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {
@@ -1359,13 +1359,13 @@ extern "C" __global__ void __launch_bounds__(128) sq_norms__f16_v0(const tl_list
             const int tl_i0 = (tl_l >> 0) & 1023;
             const __half *tl_p = (v_xs.ptr[v_i] + (v_o + ((long long)(tl_i0))));
             const bool tl_m0 = ((v_o + ((long long)(tl_i0))) < v_n);
-            const bool tl_m1 = ((v_o + ((long long)((tl_i0 + 1)))) < v_n);
-            const bool tl_m2 = ((v_o + ((long long)((tl_i0 + 2)))) < v_n);
-            const bool tl_m3 = ((v_o + ((long long)((tl_i0 + 3)))) < v_n);
-            const bool tl_m4 = ((v_o + ((long long)((tl_i0 + 4)))) < v_n);
-            const bool tl_m5 = ((v_o + ((long long)((tl_i0 + 5)))) < v_n);
-            const bool tl_m6 = ((v_o + ((long long)((tl_i0 + 6)))) < v_n);
-            const bool tl_m7 = ((v_o + ((long long)((tl_i0 + 7)))) < v_n);
+            const bool tl_m1 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+            const bool tl_m2 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+            const bool tl_m3 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+            const bool tl_m4 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+            const bool tl_m5 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+            const bool tl_m6 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+            const bool tl_m7 = ((v_o + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
             if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
                 *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
             } else {

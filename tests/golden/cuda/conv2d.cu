@@ -169,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -182,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -241,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -490,7 +490,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -558,7 +558,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -737,7 +737,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -750,7 +750,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -809,7 +809,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1058,7 +1058,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -1126,7 +1126,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -1305,7 +1305,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -1318,7 +1318,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1377,7 +1377,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1626,7 +1626,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -1694,7 +1694,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -1873,7 +1873,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -1886,7 +1886,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1945,7 +1945,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -2194,7 +2194,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -2223,7 +2223,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                             const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -2401,7 +2401,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -2414,7 +2414,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -2473,7 +2473,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -2749,7 +2749,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                             const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -2773,7 +2773,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                             const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
                             __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -2926,7 +2926,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -2939,7 +2939,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -2998,7 +2998,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -3247,7 +3247,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -3315,7 +3315,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -3494,7 +3494,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
@@ -3507,7 +3507,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -3566,7 +3566,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -3815,7 +3815,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -3844,7 +3844,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                             const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -4022,7 +4022,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -4035,7 +4035,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -4094,7 +4094,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -4343,7 +4343,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -4411,7 +4411,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -4590,7 +4590,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -4603,7 +4603,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -4662,7 +4662,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -4933,7 +4933,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -5001,7 +5001,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -5202,7 +5202,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -5215,7 +5215,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -5274,7 +5274,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -5545,7 +5545,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -5613,7 +5613,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -5814,7 +5814,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -5827,7 +5827,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -5886,7 +5886,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -6157,7 +6157,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -6225,7 +6225,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -6426,7 +6426,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -6439,7 +6439,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -6498,7 +6498,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -6769,7 +6769,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -6798,7 +6798,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                             const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -6998,7 +6998,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -7011,7 +7011,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -7070,7 +7070,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -7368,7 +7368,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                             const __half *tl_p = ((v_x + (((((v_img * ((long long)(v_H))) + ((long long)(((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = ((((((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) & ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_oh0 + ((long long)((tl_i0 / v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) & (((int)(((((v_ow0 + ((long long)((tl_i0 % v_PW)))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -7392,7 +7392,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                             const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
                             __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -7567,7 +7567,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -7580,7 +7580,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -7639,7 +7639,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -7910,7 +7910,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -7978,7 +7978,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -8179,7 +8179,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
@@ -8192,7 +8192,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 5120) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -8251,7 +8251,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 5120) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -8522,7 +8522,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                     const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -8551,7 +8551,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                             const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                             __half *tl_d = (__half *)(tl_r0 + tl_s * 4096) + ((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 4096u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                             const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                             if (tl_w || !(tl_m0)) {
                                 tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
@@ -8751,7 +8751,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
             tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_K);
+            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -8764,7 +8764,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 10240) + tl_i0 * 40 + tl_i1;
                     const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -8823,7 +8823,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 10240) + tl_i0 * 40 + tl_i1;
                         const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 7)) < v_C));
+                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -9094,7 +9094,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                     const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                     tl_h3[tl_q] = v_w + (0LL + (long long)(((tl_pid1 * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
                     tl_h5[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < v_K);
-                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + (tl_i1 + 7)) < v_K);
+                    tl_h6[tl_q] = (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
                 }
                 bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
                 int tl_it = 0;
@@ -9162,7 +9162,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                                 const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
                                 __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
                                 const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 7)) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
                                 const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
                                 if (tl_w || !(tl_m0)) {
                                     tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */

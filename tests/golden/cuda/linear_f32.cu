@@ -161,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                     const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
                     float *tl_d = (float *)(tl_smem + 13056 + tl_s * 4096) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                     const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -199,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                         const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
                         float *tl_d = (float *)(tl_smem + 13056 + tl_ns * 4096) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                         const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -341,7 +341,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                     const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
                     float *tl_d = (float *)(tl_smem + 25344 + tl_s * 16384) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                     const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -379,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                         const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
                         float *tl_d = (float *)(tl_smem + 25344 + tl_ns * 16384) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                         const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
+                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -503,7 +503,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                     const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     float *tl_d = (float *)(tl_smem + 50688 + tl_s * 32768) + ((tl_i0 * 32 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                     const bool tl_m0 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 3)) < v_K));
+                    const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -541,7 +541,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                         const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         float *tl_d = (float *)(tl_smem + 50688 + tl_ns * 32768) + ((tl_i0 * 32 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                         const bool tl_m0 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 3)) < v_K));
+                        const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {

@@ -30028,13 +30028,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __half *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30064,13 +30064,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __half *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30101,19 +30101,19 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
         const __half tl_v0 = __float2half_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30158,13 +30158,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __half *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30194,13 +30194,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __half *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30231,19 +30231,19 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
         const __half tl_v0 = __float2half_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30288,13 +30288,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30324,13 +30324,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30361,19 +30361,19 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
         const __half tl_v0 = __float2half_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __half tl_v4 = __float2half_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __half tl_v5 = __float2half_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __half tl_v6 = __float2half_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __half tl_v7 = __float2half_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30418,9 +30418,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
         } else {
@@ -30446,9 +30446,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
         } else {
@@ -30475,11 +30475,11 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
         const __half tl_v0 = __float2half_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30516,13 +30516,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __nv_bfloat16 *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30552,13 +30552,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __nv_bfloat16 *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30589,19 +30589,19 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30646,13 +30646,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __nv_bfloat16 *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30682,13 +30682,13 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __nv_bfloat16 *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30719,19 +30719,19 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30776,13 +30776,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __nv_bfloat16 *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30812,13 +30812,13 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __nv_bfloat16 *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30849,19 +30849,19 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_g[tl_j + 4] * tl_sigmoid((float)(v_g[tl_j + 4]))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_g[tl_j + 5] * tl_sigmoid((float)(v_g[tl_j + 5]))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_g[tl_j + 6] * tl_sigmoid((float)(v_g[tl_j + 6]))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_g[tl_j + 7] * tl_sigmoid((float)(v_g[tl_j + 7]))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30906,9 +30906,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __nv_bfloat16 *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
         } else {
@@ -30934,9 +30934,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __nv_bfloat16 *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
         } else {
@@ -30963,11 +30963,11 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -31004,9 +31004,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const float *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31032,9 +31032,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const float *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31061,11 +31061,11 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
         const float tl_v0 = ((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const float tl_v1 = ((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const float tl_v2 = ((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const float tl_v3 = ((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31102,9 +31102,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const float *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31130,9 +31130,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const float *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31159,11 +31159,11 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
         const float tl_v0 = ((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const float tl_v1 = ((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const float tl_v2 = ((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const float tl_v3 = ((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31200,9 +31200,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31228,9 +31228,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31257,11 +31257,11 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
         const float tl_v0 = ((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const float tl_v1 = ((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const float tl_v2 = ((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const float tl_v3 = ((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31298,9 +31298,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31326,9 +31326,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31355,11 +31355,11 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
         const float tl_v0 = ((v_g[tl_j] * tl_sigmoid((float)(v_g[tl_j]))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const float tl_v1 = ((v_g[tl_j + 1] * tl_sigmoid((float)(v_g[tl_j + 1]))) * v_u[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const float tl_v2 = ((v_g[tl_j + 2] * tl_sigmoid((float)(v_g[tl_j + 2]))) * v_u[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const float tl_v3 = ((v_g[tl_j + 3] * tl_sigmoid((float)(v_g[tl_j + 3]))) * v_u[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31396,13 +31396,13 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __half *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31432,13 +31432,13 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __half *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31469,19 +31469,19 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
         const __half tl_v0 = __float2half_rn((((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn((((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn((((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn((((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __half tl_v4 = __float2half_rn((((0.5f * v_g[tl_j + 4]) * (1.0f + erff((v_g[tl_j + 4] * 0.707106769f)))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __half tl_v5 = __float2half_rn((((0.5f * v_g[tl_j + 5]) * (1.0f + erff((v_g[tl_j + 5] * 0.707106769f)))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __half tl_v6 = __float2half_rn((((0.5f * v_g[tl_j + 6]) * (1.0f + erff((v_g[tl_j + 6] * 0.707106769f)))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __half tl_v7 = __float2half_rn((((0.5f * v_g[tl_j + 7]) * (1.0f + erff((v_g[tl_j + 7] * 0.707106769f)))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -31526,13 +31526,13 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __half *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31562,13 +31562,13 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __half *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31599,19 +31599,19 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
         const __half tl_v0 = __float2half_rn((((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn((((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn((((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn((((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __half tl_v4 = __float2half_rn((((0.5f * v_g[tl_j + 4]) * (1.0f + erff((v_g[tl_j + 4] * 0.707106769f)))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __half tl_v5 = __float2half_rn((((0.5f * v_g[tl_j + 5]) * (1.0f + erff((v_g[tl_j + 5] * 0.707106769f)))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __half tl_v6 = __float2half_rn((((0.5f * v_g[tl_j + 6]) * (1.0f + erff((v_g[tl_j + 6] * 0.707106769f)))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __half tl_v7 = __float2half_rn((((0.5f * v_g[tl_j + 7]) * (1.0f + erff((v_g[tl_j + 7] * 0.707106769f)))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -31656,13 +31656,13 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31692,13 +31692,13 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31729,19 +31729,19 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
         const __half tl_v0 = __float2half_rn((((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn((((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn((((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn((((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __half tl_v4 = __float2half_rn((((0.5f * v_g[tl_j + 4]) * (1.0f + erff((v_g[tl_j + 4] * 0.707106769f)))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __half tl_v5 = __float2half_rn((((0.5f * v_g[tl_j + 5]) * (1.0f + erff((v_g[tl_j + 5] * 0.707106769f)))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __half tl_v6 = __float2half_rn((((0.5f * v_g[tl_j + 6]) * (1.0f + erff((v_g[tl_j + 6] * 0.707106769f)))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __half tl_v7 = __float2half_rn((((0.5f * v_g[tl_j + 7]) * (1.0f + erff((v_g[tl_j + 7] * 0.707106769f)))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -31786,9 +31786,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
         } else {
@@ -31814,9 +31814,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
         } else {
@@ -31843,11 +31843,11 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
         const __half tl_v0 = __float2half_rn((((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn((((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn((((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn((((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -31884,13 +31884,13 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __nv_bfloat16 *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31920,13 +31920,13 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __nv_bfloat16 *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31957,19 +31957,19 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 4]) * (1.0f + erff((v_g[tl_j + 4] * 0.707106769f)))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 5]) * (1.0f + erff((v_g[tl_j + 5] * 0.707106769f)))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 6]) * (1.0f + erff((v_g[tl_j + 6] * 0.707106769f)))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 7]) * (1.0f + erff((v_g[tl_j + 7] * 0.707106769f)))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -32014,13 +32014,13 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __nv_bfloat16 *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32050,13 +32050,13 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         const __nv_bfloat16 *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32087,19 +32087,19 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 4]) * (1.0f + erff((v_g[tl_j + 4] * 0.707106769f)))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 5]) * (1.0f + erff((v_g[tl_j + 5] * 0.707106769f)))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 6]) * (1.0f + erff((v_g[tl_j + 6] * 0.707106769f)))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 7]) * (1.0f + erff((v_g[tl_j + 7] * 0.707106769f)))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -32144,13 +32144,13 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __nv_bfloat16 *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32180,13 +32180,13 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __nv_bfloat16 *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32217,19 +32217,19 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 4]) * (1.0f + erff((v_g[tl_j + 4] * 0.707106769f)))) * v_u[tl_j + 4]));
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 5]) * (1.0f + erff((v_g[tl_j + 5] * 0.707106769f)))) * v_u[tl_j + 5]));
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 6]) * (1.0f + erff((v_g[tl_j + 6] * 0.707106769f)))) * v_u[tl_j + 6]));
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 7]) * (1.0f + erff((v_g[tl_j + 7] * 0.707106769f)))) * v_u[tl_j + 7]));
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -32274,9 +32274,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __nv_bfloat16 *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             *(uint2 *)&tl_t0[tl_j] = *(const uint2 *)tl_p;
         } else {
@@ -32302,9 +32302,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __nv_bfloat16 *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             *(uint2 *)&tl_t1[tl_j] = *(const uint2 *)tl_p;
         } else {
@@ -32331,11 +32331,11 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]));
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]));
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn((((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]));
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 7) == 0) {
             uint2 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -32372,9 +32372,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         const float *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32400,9 +32400,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         const float *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32429,11 +32429,11 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
         const float tl_v0 = (((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const float tl_v1 = (((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const float tl_v2 = (((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const float tl_v3 = (((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32470,9 +32470,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         const float *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32498,9 +32498,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         const float *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32527,11 +32527,11 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
         const float tl_v0 = (((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const float tl_v1 = (((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const float tl_v2 = (((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const float tl_v3 = (((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32568,9 +32568,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32596,9 +32596,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32625,11 +32625,11 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
         const float tl_v0 = (((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const float tl_v1 = (((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const float tl_v2 = (((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const float tl_v3 = (((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32666,9 +32666,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_gate + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32694,9 +32694,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         const float *tl_p = (v_up + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32723,11 +32723,11 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
         const float tl_v0 = (((0.5f * v_g[tl_j]) * (1.0f + erff((v_g[tl_j] * 0.707106769f)))) * v_u[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const float tl_v1 = (((0.5f * v_g[tl_j + 1]) * (1.0f + erff((v_g[tl_j + 1] * 0.707106769f)))) * v_u[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const float tl_v2 = (((0.5f * v_g[tl_j + 2]) * (1.0f + erff((v_g[tl_j + 2] * 0.707106769f)))) * v_u[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const float tl_v3 = (((0.5f * v_g[tl_j + 3]) * (1.0f + erff((v_g[tl_j + 3] * 0.707106769f)))) * v_u[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -34887,7 +34887,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
                     const __nv_bfloat16 *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -34910,7 +34910,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
                     const __nv_bfloat16 *tl_p = ((v_b + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 73728 + tl_s * 36864) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m7 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -34946,7 +34946,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
                         const __nv_bfloat16 *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m7 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -34969,7 +34969,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
                         const __nv_bfloat16 *tl_p = ((v_b + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 73728 + tl_ns * 36864) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m7 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -35323,7 +35323,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
@@ -35336,7 +35336,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
                     const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -35395,7 +35395,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
                         const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -35557,7 +35557,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
@@ -35570,7 +35570,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
                     const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -35629,7 +35629,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
                         const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -36237,7 +36237,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
@@ -36250,7 +36250,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
                     const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -36309,7 +36309,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
                         const __nv_bfloat16 *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -36928,7 +36928,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_sk_v0(__nv_bfloat16 *v
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
@@ -37893,7 +37893,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                     const __nv_bfloat16 *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                    const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -37929,7 +37929,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                         const __nv_bfloat16 *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         __nv_bfloat16 *tl_d = (__nv_bfloat16 *)(tl_smem + 0 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N));
+                        const bool tl_m7 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {

@@ -146,7 +146,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -159,7 +159,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 9216) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -218,7 +218,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_v0(__half *v_a, __half 
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 9216) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -829,7 +829,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -842,7 +842,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -901,7 +901,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v1(__half *v_a, __half 
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -1512,7 +1512,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 7)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483641 ? v_N - 7 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -1525,7 +1525,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
                     const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                     __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
                     const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                    const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                     if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -1584,7 +1584,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_v2(__half *v_a, __half 
                         const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)(v_k)));
                         __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
                         const bool tl_m0 = (tl_h1[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + (tl_i1 + 7)) < v_K));
+                        const bool tl_m7 = (tl_h1[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {

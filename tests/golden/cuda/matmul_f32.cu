@@ -143,7 +143,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483645 ? v_N - 3 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -315,7 +315,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
             const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
             tl_h2[tl_q] = v_b + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_N));
             tl_h3[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N);
-            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N);
+            tl_h4[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483645 ? v_N - 3 : -2147483647 - 1));
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
@@ -486,7 +486,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
                     const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     float *tl_d = (float *)(tl_smem + 50688 + tl_s * 33280) + tl_i0 * 260 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483645 ? v_N - 3 : -2147483647 - 1)));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -524,7 +524,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
                         const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         float *tl_d = (float *)(tl_smem + 50688 + tl_ns * 33280) + tl_i0 * 260 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483645 ? v_N - 3 : -2147483647 - 1)));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {

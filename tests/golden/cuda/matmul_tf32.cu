@@ -280,7 +280,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                     const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     float *tl_d = (float *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 36 + tl_i1;
                     const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K));
+                    const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -299,7 +299,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                     const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                     float *tl_d = (float *)(tl_smem + 55296 + tl_s * 33792) + tl_i0 * 264 + tl_i1;
                     const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+                    const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483645 ? v_N - 3 : -2147483647 - 1)));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -331,7 +331,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                         const float *tl_p = ((v_a + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         float *tl_d = (float *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 36 + tl_i1;
                         const bool tl_m0 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 3)) < v_K));
+                        const bool tl_m3 = ((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -350,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                         const float *tl_p = ((v_b + (((long long)((v_k + tl_i0))) * ((long long)(v_N)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
                         float *tl_d = (float *)(tl_smem + 55296 + tl_ns * 33792) + tl_i0 * 264 + tl_i1;
                         const bool tl_m0 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_N));
-                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_N));
+                        const bool tl_m3 = (((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_N >= -2147483645 ? v_N - 3 : -2147483647 - 1)));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {

@@ -119,13 +119,13 @@ extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __hal
         const int tl_i0 = (tl_l >> 0) & 1023;
         const __half *tl_p = (v_x + ((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))));
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -164,19 +164,19 @@ extern "C" __global__ void __launch_bounds__(128) gelu_f16_v0(__half *v_x, __hal
         const __half tl_v0 = __float2half_rn(v_g[tl_j]);
         const bool tl_m0 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < v_n);
         const __half tl_v1 = __float2half_rn(v_g[tl_j + 1]);
-        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 1)))) < v_n);
+        const bool tl_m1 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775807LL ? v_n - 1LL : (-9223372036854775807LL - 1)));
         const __half tl_v2 = __float2half_rn(v_g[tl_j + 2]);
-        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 2)))) < v_n);
+        const bool tl_m2 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775806LL ? v_n - 2LL : (-9223372036854775807LL - 1)));
         const __half tl_v3 = __float2half_rn(v_g[tl_j + 3]);
-        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 3)))) < v_n);
+        const bool tl_m3 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775805LL ? v_n - 3LL : (-9223372036854775807LL - 1)));
         const __half tl_v4 = __float2half_rn(v_g[tl_j + 4]);
-        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 4)))) < v_n);
+        const bool tl_m4 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775804LL ? v_n - 4LL : (-9223372036854775807LL - 1)));
         const __half tl_v5 = __float2half_rn(v_g[tl_j + 5]);
-        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 5)))) < v_n);
+        const bool tl_m5 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775803LL ? v_n - 5LL : (-9223372036854775807LL - 1)));
         const __half tl_v6 = __float2half_rn(v_g[tl_j + 6]);
-        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 6)))) < v_n);
+        const bool tl_m6 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775802LL ? v_n - 6LL : (-9223372036854775807LL - 1)));
         const __half tl_v7 = __float2half_rn(v_g[tl_j + 7]);
-        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)((tl_i0 + 7)))) < v_n);
+        const bool tl_m7 = (((((long long)(((int)blockIdx.x))) * ((long long)(v_BLOCK))) + ((long long)(tl_i0))) < (v_n >= -9223372036854775801LL ? v_n - 7LL : (-9223372036854775807LL - 1)));
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
