@@ -464,8 +464,12 @@ Test(wgmma, sass_f32_fma_ring, .timeout = 600)
             }
             cr_expect(ffma >= 2048 * mv, "%s v%d: the %d-k step of the 8 x 16 register block: %d FFMA", kern, v, 16 * mv,
                       ffma);
-            int bound = f == 1 && v == 1 ? 3 : 4; /* a third at x @ W.T's BK = 16, else a quarter */
-            cr_expect(same * bound <= ffma, "%s v%d: %d of %d FFMAs read two same-bank registers outside the reuse cache", kern,
+            /* a quarter, but x @ W.T's BK = 16: 30% on s43/f32t29's [N][K] ring, 40% (822 of 2048) once the
+             * mask rule (lower/mask.c) wrote its chunks' deciding check against K - 3; that variant then timed
+             * 3.438 ms against 3.317 on the H200 (bench/results/merged_s43.md), not the one the runtime picks
+             * at 4096 (BK = 32, 3.056 ms either way): a known cost, left (docs/lowering.md "The mask rule") */
+            int bound = f == 1 && v == 1 ? 20 : 4, of = f == 1 && v == 1 ? 9 : 1;
+            cr_expect(same * bound <= ffma * of, "%s v%d: %d of %d FFMAs read two same-bank registers outside the reuse cache", kern,
                       v, same, ffma);
             cr_expect(lds == counts[f][1], "%s v%d: every shared-memory read 16 bytes (%d of %d)", kern, v, counts[f][1], lds);
             cr_expect(ffma >= 16 * counts[f][1], "%s v%d: %d FFMA to %d LDS.128", kern, v, ffma, counts[f][1]);
