@@ -1178,6 +1178,18 @@ int lower_ptr_map_const(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower
     return ptr_map(L, ptr, m, pa, bound, 1);
 }
 
+void lower_map_batch(tilec_tma_map *m, const lower_ptraff *pa)
+{
+    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
+    if (!pa->z)
+        return;
+    m->batched = 1;
+    m->bs[0] = pa->bs[0] < 0 ? TILEC_TMA_NONE : (uint32_t)pa->bs[0];
+    m->bs[1] = pa->bs[1] < 0 ? TILEC_TMA_NONE : (uint32_t)pa->bs[1];
+    m->bgrid = (uint32_t)pa->zaxis;
+    m->bscale = (uint32_t)pa->bscale;
+}
+
 /* ---- first elements as linear forms: sum of coef * atom + c ---- */
 
 enum { LIN_MAX = 8 };

@@ -587,6 +587,10 @@ int lower_ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraf
  * unbounded where its index is range(n) from 0 (pa->kext: n), for a map whose extents and stride may
  * be constants (tilec_tma_map's TILEC_TMA_CONST; lower/wgattn.c). */
 int lower_ptr_map_const(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2]);
+/* A tensor map's batch words from pa: none (bs TILEC_TMA_NONE) where pa
+ * has no batch index, else batched along pa's grid axis, its stride's
+ * parameters and constant factor. */
+void lower_map_batch(tilec_tma_map *m, const lower_ptraff *pa);
 /* Do scalars or index tiles a and b (either NULL: both) have the same
  * first element as linear forms of names, pids and constants (`pid(0) *
  * BM + range(BM)` and `range(BM) + BM * pid(0)`, let under two names)? */

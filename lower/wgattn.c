@@ -278,14 +278,7 @@ static const char *ring_map(lw *L, const ring_op *o, wg_plan *w, int i)
     m->elem_bytes = tilec_dtype_size(ty->dtype);
     m->box_cols = 128 / m->elem_bytes;
     m->bf16 = ty->dtype == TILEC_DT_BF16;
-    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
-    if (pa.z) {
-        m->batched = 1;
-        m->bs[0] = pa.bs[0] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[0];
-        m->bs[1] = pa.bs[1] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[1];
-        m->bgrid = (uint32_t)pa.zaxis;
-        m->bscale = (uint32_t)pa.bscale;
-    }
+    lower_map_batch(m, &pa);
     w->R[i] = pa.idx[rax];
     w->C[i] = pa.idx[cax];
     w->Ra[i] = pa.add[rax];

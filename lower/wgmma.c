@@ -100,15 +100,9 @@ static int match_ptr(lw *L, const tilec_expr *ptr, const tilec_expr *mk, tilec_d
     m->box_cols = WG_ROW_BYTES / size;
     m->elem_bytes = size;
     m->bf16 = dt == TILEC_DT_BF16;
-    m->bs[0] = m->bs[1] = TILEC_TMA_NONE;
-    if (pa.z) {
+    lower_map_batch(m, &pa);
+    if (pa.z)
         *Z = pa.z;
-        m->batched = 1;
-        m->bs[0] = pa.bs[0] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[0];
-        m->bs[1] = pa.bs[1] < 0 ? TILEC_TMA_NONE : (uint32_t)pa.bs[1];
-        m->bgrid = (uint32_t)pa.zaxis;
-        m->bscale = (uint32_t)pa.bscale;
-    }
     if (L->k->params[pa.base].type.dtype != dt)
         return lower_miss(L, line, "pointer %s's elements are not the loaded type", L->k->params[pa.base].name);
     return 1;
