@@ -955,6 +955,11 @@ void lower_wg_pair_acc(lw *L, const char *acc);
  * once per program tile, the second after the lets again at pid(pax) + 1
  * with the second accumulator) into tu. */
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C);
+/* The opening of the block that runs a pair's second N tile at pid(a) + 1
+ * when the program's grid has it (tl_pid<a> shadowed; the caller closes
+ * it with two braces): its lines into out, each after ind, the comment
+ * naming `what` (the epilogue, wgpair.c; the early loads, wgmma.c). */
+void lower_wg_pair_open(strbuf *out, const char *ind, int a, const char *what);
 /* Two M tiles a block (BM = 64, the `warps` hint two warp groups or more, N tiles not paired): the remark's
  * words, and w->mpair_ok; NULL where it does not apply at all. */
 const char *lower_wg_mpair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w);

@@ -406,7 +406,8 @@ static int early_loads(lw *L, const tilec_stmt *loop, const tilec_expr **ld, int
 
 /* A paired twin's consumers (wgpair.c) load the second N tile's early
  * tiles too: the text of the lets before the loop (body..pre) and of the
- * early loads (at..) again, in a block where tl_pid1 is pid(1) + 1 (as
+ * early loads (at..) again, in a block where tl_pid<a> is pid(a) + 1, a
+ * the pair's axis (w->pax: 1, or 2 for a head's product) (as
  * lower_wg_pair_epilogue runs the statements after the loop), each
  * register array copied out to NAME_n1, which the second tile's epilogue
  * copies back (no register moves once compiled). A second tile past the
@@ -416,16 +417,13 @@ static void early_pair(lw *L, size_t at)
     const char *s = L->out.s ? L->out.s : "";
     const char *lets = lower_fmt(L, "%.*s", (int)(L->tw.pre - L->tw.body), s + L->tw.body);
     const char *early = lower_fmt(L, "%.*s", (int)(L->out.n - at), s + at);
+    int a = L->tw.plan.pax; /* the pair's axis: pid(1), or pid(2) for a head's product (wgpair.c) */
     for (int i = 0; i < L->tw.nearly; i++) {
         const val *v = L->tw.early[i].v;
-        lower_line(L, "%s %s_n1[%d]; /* the second N tile's (pid(1) + 1) */", lower_vctype(L, &v->ty),
-                   v->c, v->ly.E);
+        lower_line(L, "%s %s_n1[%d]; /* the second N tile's (pid(%d) + 1) */", lower_vctype(L, &v->ty), v->c, v->ly.E,
+                   a);
     }
-    lower_line(L, "{ /* the second N tile's early loads: pid(1) + 1, when the program's grid has it */");
-    lower_line(L, "const int tl_pidn = tl_pid1 + 1;");
-    lower_line(L, "if (tl_pidn < tl_grid1) {");
-    lower_line(L, "const int tl_pid1 = tl_pidn;");
-    lower_line(L, "(void)tl_pid1;");
+    lower_wg_pair_open(&L->out, lower_fmt(L, "%*s", 4 * L->ind, ""), a, "the second N tile's early loads");
     sb_puts(&L->out, lets);
     sb_puts(&L->out, early);
     for (int i = 0; i < L->tw.nearly; i++) {

@@ -186,24 +186,29 @@ void lower_wg_pair_acc(lw *L, const char *acc)
     L->tw.acc = acc;
     if (!L->tw.plan.pair || L->tw.role != 2)
         return;
-    lower_line(L, "float tl_acc1[%lld]; /* the second N tile's accumulator (pid(1) + 1) */",
-               (long long)(L->tw.plan.N / 2));
+    lower_line(L, "float tl_acc1[%lld]; /* the second N tile's accumulator (pid(%d) + 1) */",
+               (long long)(L->tw.plan.N / 2), L->tw.plan.pax);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_j = 0; tl_j < %lld; ++tl_j)", (long long)(L->tw.plan.N / 2));
     lower_line(L, "    tl_acc1[tl_j] = 0.0f;");
+}
+
+void lower_wg_pair_open(strbuf *out, const char *ind, int a, const char *what)
+{
+    sb_printf(out,
+              "%s{ /* %s: pid(%d) + 1, when the program's grid has it */\n"
+              "%sconst int tl_pidn = tl_pid%d + 1;\n"
+              "%sif (tl_pidn < tl_grid%d) {\n"
+              "%sconst int tl_pid%d = tl_pidn;\n"
+              "%s(void)tl_pid%d;\n",
+              ind, what, a, ind, a, ind, a, ind, a, ind, a);
 }
 
 void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
 {
     const char *cb = sb_str((strbuf *)&C->out);
     lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
-    int a = C->tw.plan.pax;
-    sb_printf(tu, "        { /* the second N tile of the pair: pid(%d) + 1, when the program's grid has it */\n"
-                  "        const int tl_pidn = tl_pid%d + 1;\n"
-                  "        if (tl_pidn < tl_grid%d) {\n"
-                  "        const int tl_pid%d = tl_pidn;\n"
-                  "        (void)tl_pid%d;\n",
-              a, a, a, a, a);
+    lower_wg_pair_open(tu, "        ", C->tw.plan.pax, "the second N tile of the pair");
     lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.body, C->tw.pre, C->nt);
     sb_printf(tu, "        #pragma unroll\n"
                   "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"

@@ -531,20 +531,24 @@ Test(wgmma, epilogue_reads_back, .timeout = 300)
 }
 
 /* c += a @ b through tests/gpu/epilogue_readback.tile's mm_acc (its
- * epilogue reads back the f16 tile it stores, as gemm_dw adds to dW): c
- * starts as random f16 values, against the CPU in double. */
-static void run_acc(tilec_program *p, int M, int N, int K)
+ * epilogue reads back the f16 tile it stores, as gemm_dw adds to dW), or
+ * with nbat > 0 its head form mm_acc_head (nbat products, the head in
+ * pid(1), the N tiles in pid(2)): c starts as random f16 values, against
+ * the CPU in double. */
+static void run_acc(tilec_program *p, int nbat, int M, int N, int K)
 {
-    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    int nz = nbat ? nbat : 1;
+    size_t na = (size_t)M * K * nz, nb = (size_t)K * N * nz, nc = (size_t)M * N * nz;
     float *a = malloc(na * 4 + 4), *b = malloc(nb * 4 + 4), *c0 = malloc(nc * 4 + 4), *got = malloc(nc * 4 + 4);
     uint16_t *ah = rand16(na, 0, a), *bh = rand16(nb, 0, b), *ch = rand16(nc, 0, c0), *got16 = malloc(nc * 2 + 2);
-    double *want = gk_ref_matmul(a, b, M, N, K);
+    double *want = ref_batched(a, b, nz, M, N, K);
     for (size_t i = 0; i < nc; i++)
         want[i] += c0[i];
     uint64_t ba, bb, bc;
     uint64_t da = upload_at(ah, na * 2, 0, &ba), db = upload_at(bh, nb * 2, 0, &bb), dc = upload_at(ch, nc * 2, 0, &bc);
-    tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
-    CHECK_RT(tilec_program_launch(p, "mm_acc", 0, args, 6, NULL));
+    tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}, {.i32 = nbat}};
+    const char *kernel = nbat ? "mm_acc_head" : "mm_acc";
+    CHECK_RT(tilec_program_launch(p, kernel, 0, args, nbat ? 7 : 6, NULL));
     CHECK_RT(tilec_rt_synchronize(rt));
     CHECK_RT(tilec_rt_memcpy_dtoh(rt, got16, dc, nc * 2));
     int nan = 0;
@@ -553,8 +557,8 @@ static void run_acc(tilec_program *p, int M, int N, int K)
         nan += isnan(got[i]) != 0;
     }
     double err = rel_l2(got, want, nc);
-    cr_expect(!nan && err < 2e-3, "mm_acc, TILEC_TMA_PAIR=%s, M=%d N=%d K=%d: %d NaN, rel. error %g",
-              getenv("TILEC_TMA_PAIR"), M, N, K, nan, err);
+    cr_expect(!nan && err < 2e-3, "%s, TILEC_TMA_PAIR=%s, %d heads, M=%d N=%d K=%d: %d NaN, rel. error %g", kernel,
+              getenv("TILEC_TMA_PAIR"), nbat, M, N, K, nan, err);
     tilec_rt_free(rt, ba);
     tilec_rt_free(rt, bb);
     tilec_rt_free(rt, bc);
@@ -570,7 +574,8 @@ static void run_acc(tilec_program *p, int M, int N, int K)
 }
 
 /* A paired persistent twin whose consumers load both N tiles' epilogue
- * tiles before the loop (lower/wgmma.c, early_pair), and its one-tile
+ * tiles before the loop (lower/wgmma.c, early_pair), along pid(1) (mm_acc)
+ * and along pid(2) (mm_acc_head, a head's product), and its one-tile
  * twin beside it, each forced (TILEC_TMA_PAIR, read when the kernel is
  * resolved: a program each): right on every shape, the ragged ones and
  * odd numbers of N tiles (a pair's second tile past the grid) among them. */
@@ -584,8 +589,11 @@ Test(wgmma, epilogue_reads_its_output_paired, .timeout = 300)
         tilec_module *m = NULL;
         tilec_program *p = build_file("tests/gpu/epilogue_readback.tile", &m);
         cr_expect(tilec_program_has_twin(p, "mm_acc", 0), "mm_acc: an sm_90a twin");
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            run_acc(p, shapes[s][0], shapes[s][1], shapes[s][2]);
+        cr_expect(tilec_program_has_twin(p, "mm_acc_head", 0), "mm_acc_head: an sm_90a twin");
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            run_acc(p, 0, shapes[s][0], shapes[s][1], shapes[s][2]);
+            run_acc(p, 3, shapes[s][0], shapes[s][1], shapes[s][2]); /* the pairs along pid(2) */
+        }
         tilec_program_free(p);
         tilec_module_free(m);
     }

@@ -880,6 +880,30 @@ Test(wgmma, epilogue_loads_before_the_loop)
 #undef EARLY_D
 }
 
+/* A head's product whose epilogue reads its tile back (tests/gpu/
+ * epilogue_readback.tile's mm_acc_head: the head in pid(1), its N tiles in
+ * pid(2)): the pair runs along pid(2) (persistent 4), and the second
+ * tile's early loads are at pid(2) + 1 as its epilogue is, not at the
+ * next head's pid(1) + 1. */
+Test(wgmma, head_pair_loads_its_second_tile_at_pid2)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/gpu/epilogue_readback.tile");
+    tilec_kernel_code code;
+    lower_variant(ctx, m, "mm_acc_head", 0, &code);
+    cr_expect_eq(code.tma.persistent, 4u, "pairs along z: persistent %u\n%s", code.tma.persistent, code.remarks);
+    const char *t = twin_text(&code), *c = strstr(t, "tl_setmaxnreg_inc");
+    const char *loop = c ? strstr(c, "+= dot: wgmma") : NULL;
+    const char *second = c ? strstr(c, "the second N tile's early loads: pid(2) + 1") : NULL;
+    cr_expect(second && loop && second < loop && strstr(second, "const int tl_pidn = tl_pid2 + 1;") < loop &&
+                  strstr(second, "if (tl_pidn < tl_grid2) {") < loop,
+              "the second tile's c loaded at pid(2) + 1 before the loop:\n%s", t);
+    cr_expect(!strstr(t, "tl_pid1 + 1"), "nothing at the next head:\n%s", t);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* A given MN-major (issue 29 item 2: dW = G^T @ X): A stored [K, M] and
  * loaded [BK, BM] then transposed, or its [BM, BK] pointer tile built with
  * the unit stride along M. The twin takes A as B [K, N] is taken: a map of
