@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/twin_check.h"
 #include "tilec/cache.h"
 
 /* ORDER BUNDLE_FORMAT: header offsets (all integers little-endian). */
@@ -231,38 +232,27 @@ static int split_ok(uint32_t split_k, uint32_t split_bytes, uint64_t written, ui
     return 1;
 }
 
-/* Check a twin's fields but its name: block size, map count, persistence,
- * every map's parameter indices below nparams, and the K loop's bound
- * parameter below nparams where its trips are known (kper not 0). */
-static int twin_ok(const tilec_tma_meta *t, uint32_t nparams, const char **what)
+const char *rt_twin_why(const tilec_tma_meta *t, uint32_t nparams)
 {
-    if (t->threads == 0 || t->threads > TILEC_RT_MAX_BLOCK || t->nmaps > TILEC_TMA_MAX_MAPS || t->persistent > 4) {
-        *what = "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 to 4";
-        return 0;
-    }
-    if (t->kper && t->kbound >= nparams) {
-        *what = "a twin's K loop bound names a parameter past the parameter count";
-        return 0;
-    }
+    if (t->threads == 0 || t->threads > TILEC_RT_MAX_BLOCK || t->nmaps > TILEC_TMA_MAX_MAPS || t->persistent > 4)
+        return "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 to 4";
+    if (t->kper && t->kbound >= nparams)
+        return "a twin's K loop bound names a parameter past the parameter count";
     for (uint32_t m = 0; m < t->nmaps; m++)
         for (int f = 0; f < TWIN_MAP_WORDS; f++) {
             uint32_t v = *map_word((tilec_tma_map *)&t->maps[m], f);
             int k = map_words[f].param;
             if (k && v >= nparams && !((k == 2 || k == 4) && v == TILEC_TMA_NONE) &&
-                !(k >= 3 && TILEC_TMA_IS_CONST(v))) {
-                *what = "a twin's tensor map names a parameter past the parameter count";
-                return 0;
-            }
+                !(k >= 3 && TILEC_TMA_IS_CONST(v)))
+                return "a twin's tensor map names a parameter past the parameter count";
         }
     for (uint32_t m = 0; m < t->nmaps; m++) {
         const tilec_tma_map *mp = &t->maps[m];
-        if (mp->batched > 1 || (mp->batched && (mp->bgrid < 1 || mp->bgrid > 2 || !mp->bscale))) {
-            *what = "a twin's batched tensor map with a batch on a grid axis other than 1 or 2, or its stride "
-                    "times 0";
-            return 0;
-        }
+        if (mp->batched > 1 || (mp->batched && (mp->bgrid < 1 || mp->bgrid > 2 || !mp->bscale)))
+            return "a twin's batched tensor map with a batch on a grid axis other than 1 or 2, or its stride "
+                   "times 0";
     }
-    return 1;
+    return NULL;
 }
 
 tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, void **buf, size_t *len)
@@ -293,7 +283,7 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
                 return TILEC_RT_INVALID_ARG;
         size_t tl = k->twin.name ? strnlen(k->twin.name, TILEC_BUNDLE_MAX_NAME + 1) : 0;
         if (k->twin.name && (tl > TILEC_BUNDLE_MAX_NAME || !tilec_bundle_name_ok(k->twin.name, tl) ||
-                             !twin_ok(&k->twin, k->nparams, &what)))
+                             rt_twin_why(&k->twin, k->nparams)))
             return TILEC_RT_INVALID_ARG;
         total += K_FIXED + nl + k->nparams + (uint64_t)k->size;
         if (k->twin.name)
@@ -459,7 +449,7 @@ static tilec_rt_status read_kernel(reader *r, uint32_t i, krec *k, char *why, si
                     return BAD("kernel %u: truncated in its twin's tensor map %u", i, m);
                 *map_word(&k->twin.maps[m], f) = get32(at);
             }
-        if (!twin_ok(&k->twin, k->nparams, &what))
+        if ((what = rt_twin_why(&k->twin, k->nparams)))
             return BAD("kernel %u (%.*s): %s", i, (int)k->name_len, (const char *)k->name, what);
     }
     if (!take(r, 8, &at))

@@ -24,6 +24,7 @@
 
 #include "runtime/kernel_internal.h"
 #include "runtime/program_internal.h"
+#include "runtime/twin_check.h"
 #include "tilec/log.h"
 
 enum { TMA_CACHE = 4, TMA_WORDS = 6, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
@@ -88,24 +89,15 @@ tilec_rt_status rt_tma_set(pkernel *pk, const tilec_tma_meta *m)
 {
     /* no maps: a twin fed by cp.async (the loop of dots on rings whose loads no map describes, lower/wgattn.c; a
      * gathered operand, lower/wggather.c) */
-    if (!m || !m->name || m->nmaps > TILEC_TMA_MAX_MAPS)
+    if (!m || !m->name || rt_twin_why(m, pk->d.nparams)) /* parameters it cannot name: no twin */
         return TILEC_RT_OK;
     for (uint32_t i = 0; i < m->nmaps; i++) {
         const tilec_tma_map *t = &m->maps[i];
-        if (t->ptr >= pk->d.nparams ||
-            (t->rows >= pk->d.nparams && t->rows != TILEC_TMA_NONE && !TILEC_TMA_IS_CONST(t->rows)) ||
-            (t->cols >= pk->d.nparams && !TILEC_TMA_IS_CONST(t->cols)) ||
-            (t->stride >= pk->d.nparams && !TILEC_TMA_IS_CONST(t->stride)) ||
-            pk->d.kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
+        if (pk->d.kinds[t->ptr] != TILEC_RT_PARAM_POINTER || (t->elem_bytes != 2 && t->elem_bytes != 4) ||
             (t->elem_bytes == 4 && t->bf16) || !t->box_rows || t->box_rows > 256 ||
-            !swizzle_of(t->box_cols * t->elem_bytes) || t->batched > 1 ||
-            (t->batched && ((t->bs[0] != TILEC_TMA_NONE && t->bs[0] >= pk->d.nparams) ||
-                            (t->bs[1] != TILEC_TMA_NONE && t->bs[1] >= pk->d.nparams) || t->bgrid < 1 ||
-                            t->bgrid > 2 || !t->bscale)))
+            !swizzle_of(t->box_cols * t->elem_bytes))
             return TILEC_RT_OK; /* metadata we cannot honour: no twin */
     }
-    if (m->persistent > 4 || (m->kper && m->kbound >= pk->d.nparams))
-        return TILEC_RT_OK;
     rt_tma *t = calloc(1, sizeof *t);
     char *name = t ? strdup(m->name) : NULL;
     if (!name) {
