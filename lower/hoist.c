@@ -216,6 +216,19 @@ static void hoist_split(lw *L, hsplit *s, const tilec_expr *e, const char *const
     }
 }
 
+/* The register kept for pointer e's scalar part `init` of the current
+ * load (tap: the part that moves with the tap, else the invariant one),
+ * or NULL. */
+static const char *kept_base(const lower_hoist *h, const tilec_expr *e, int tap, const char *init)
+{
+    for (int i = 0; i < h->n; i++) {
+        const lower_hoisted *x = &h->ent[i];
+        if (x->e == e && x->load == h->cur && !x->rank && x->tap == tap && !strcmp(x->init, init))
+            return x->ref;
+    }
+    return NULL;
+}
+
 /* A copy's pointer p + off + ...: the base and the inv terms in one
  * register a chunk, the uni terms added in the loop; NULL when it does
  * not split. */
@@ -253,13 +266,7 @@ const char *lower_hoist_ptr(lw *L, const tilec_expr *e, const char *const *idx)
     sb_free(&s.tap);
     if (!init || L->failed)
         return NULL;
-    const char *ref = NULL, *tref = NULL;
-    for (int i = 0; i < h->n && !ref; i++)
-        if (h->ent[i].e == e && h->ent[i].rank == 0 && h->ent[i].load == h->cur && !h->ent[i].tap && !strcmp(h->ent[i].init, init))
-            ref = h->ent[i].ref;
-    for (int i = 0; i < h->n && tap && !tref; i++)
-        if (h->ent[i].e == e && h->ent[i].load == h->cur && h->ent[i].tap && !h->ent[i].rank && !strcmp(h->ent[i].init, tap))
-            tref = h->ent[i].ref;
+    const char *ref = kept_base(h, e, 0, init), *tref = tap ? kept_base(h, e, 1, tap) : NULL;
     if (!ref && h->collect && h->n < LOWER_MAX_HOIST) {
         lower_hoisted *x = &h->ent[h->n];
         *x = (lower_hoisted){.e = e, .load = h->cur, .rank = 0, .init = init,
