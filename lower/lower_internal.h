@@ -414,6 +414,7 @@ enum {
     LOWER_RUN_REGS = 1,  /* register tiles are read at tl_j + q (a layout's run) */
     LOWER_RUN_CHUNK = 2, /* a copy's chunk: one run whatever the tile's other extents */
     LOWER_RUN_SLOW = 4,  /* a mask only the slow path reads: its own index, no bound of its own */
+    LOWER_RUN_OWN = 8,   /* a chunk whose every element keeps its own index (LOWER_ASYNC_OWN) */
 };
 /* qidx: lower_idx of access tile t with axis vax's index that of element
  * q of a run, "(tl_iV + q)"; sets L->joff (LOWER_RUN_REGS) and, for q > 0
@@ -741,8 +742,12 @@ int lower_hoist_taps(lw *L);
 void lower_emit_async_load(lw *L, const tilec_expr *e, const char *dst, int ld, int trans);
 /* ... with the chunk's first element at element `at` (C, of tl_i0 and
  * tl_i1) past the shared-memory byte pointer `dst` (C): a swizzled ring's
- * own arrangement */
-void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, int one);
+ * own arrangement; `how`, LOWER_ASYNC_* or 0: */
+enum {
+    LOWER_ASYNC_ONE = 1, /* a whole or all-masked chunk is one cp.async, its size 16 or 0 (no second branch) */
+    LOWER_ASYNC_OWN = 2, /* every element's check at its own index (the FMA loop's [N][K] ring, mask.c) */
+};
+void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, int how);
 int lower_emit_async_prep(lw *L, const tilec_expr *e, const char *sdst, const char *at, int n);
 void lower_emit_async_issue(lw *L, const tilec_expr *e, int n);
 /* The pieces of a cp.async ring loop: tl_ix, tl_lo, tl_hi, tl_st; the

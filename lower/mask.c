@@ -24,7 +24,7 @@ void lower_run_idx(lw *L, const tilec_type *t, int vax, int q, int how, const ch
     /* a register tile of several rows keeps each element's own index
      * (there the rewrite made ptxas hold the bounds beside the row masks);
      * a copy's chunk is one run whatever the tile's other extents */
-    L->run_sub = q && (one_row || (how & LOWER_RUN_CHUNK)) && !(how & LOWER_RUN_SLOW) ? qidx[vax] : NULL;
+    L->run_sub = q && (one_row || (how & LOWER_RUN_CHUNK)) && !(how & (LOWER_RUN_SLOW | LOWER_RUN_OWN)) ? qidx[vax] : NULL;
     L->run_base = L->run_sub ? lower_idx[vax] : NULL;
     L->run_q = L->run_sub ? q : 0;
 }

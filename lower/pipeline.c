@@ -168,16 +168,21 @@ static int chunk_head(lw *L, const tilec_expr *e, const char *dst, const char *a
     return mask != NULL;
 }
 
-/* `one`: a chunk that is whole or all masked takes one cp.async, its
- * source size 16 or 0 (zero fill), so the copy that issues most (the
- * gather twin's producer, wggather.c) has one branch a chunk, not two. */
-void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, int one)
+/* LOWER_ASYNC_ONE: a chunk that is whole or all masked takes one
+ * cp.async, its source size 16 or 0 (zero fill), so the copy that issues
+ * most (the gather twin's producer, wggather.c) has one branch a chunk,
+ * not two. LOWER_ASYNC_OWN: the chunk's elements are checked at their
+ * own indices, not against element 0's (the mask rule's bound K - 3 cost
+ * the f32 FMA loop's [N][K] ring a tenth of its FFMAs' register banks). */
+void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const char *at, int trans, int how)
 {
+    int one = how & LOWER_ASYNC_ONE;
     const tilec_type *t = lower_ty(L, e);
     int vec = lower_chunk_vec(L, e), mono;
     lower_chunk_open(L, e, trans);
     const char *mq[8], *full, *any;
-    int mask = chunk_head(L, e, dst, at, trans, " && ", " || ", mq, &full, &any, &mono, LOWER_RUN_CHUNK);
+    int mask = chunk_head(L, e, dst, at, trans, " && ", " || ", mq, &full, &any, &mono,
+                          LOWER_RUN_CHUNK | (how & LOWER_ASYNC_OWN ? LOWER_RUN_OWN : 0));
     if (mask && one) {
         lower_line(L, "const bool tl_w = (%s) && ((unsigned long long)tl_p & 15) == 0;", full);
         lower_line(L, "if (tl_w || !(%s)) {", any);
@@ -685,7 +690,7 @@ static void issue_copies(lw *L, const void *ctx, const char *slot)
             lower_emit_async_load_at(L, pp->load[1], lower_fmt(L, "tl_smem + %s", db),
                                      lower_fma_bnk_at(L, m == LOWER_CP_COLS ? "tl_i1" : "tl_i0",
                                                       m == LOWER_CP_COLS ? "tl_i0" : "tl_i1", r->K),
-                                     m == LOWER_CP_COLS, 0);
+                                     m == LOWER_CP_COLS, LOWER_ASYNC_OWN);
         else
             lower_emit_async_load(L, pp->load[i], i ? db : da, i ? r->ldb : r->lda, m == LOWER_CP_COLS);
     }

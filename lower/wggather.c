@@ -275,11 +275,11 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     }
     if (L->hoist)
         L->hoist->cur = 0;
-    lower_emit_async_load_at(L, w->ld[0], ad, aat, 0, 1);
+    lower_emit_async_load_at(L, w->ld[0], ad, aat, 0, LOWER_ASYNC_ONE);
     if (L->hoist)
         L->hoist->cur = 1;
     if (pb || !w->btma)
-        lower_emit_async_load_at(L, w->ld[1], bd, bat, 0, 1);
+        lower_emit_async_load_at(L, w->ld[1], bd, bat, 0, LOWER_ASYNC_ONE);
     if (fast) {
         L->ind--;
         lower_line(L, "}");
@@ -287,7 +287,7 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     if (w->btma && !pb) {
         lower_line(L, "if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */");
         L->ind++;
-        lower_emit_async_load_at(L, w->ld[1], bd, bat, 0, 1);
+        lower_emit_async_load_at(L, w->ld[1], bd, bat, 0, LOWER_ASYNC_ONE);
         L->ind--;
         lower_line(L, "}");
     }

@@ -161,7 +161,7 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                     const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
                     float *tl_d = (float *)(tl_smem + 13056 + tl_s * 4096) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                     const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -199,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                         const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
                         float *tl_d = (float *)(tl_smem + 13056 + tl_ns * 4096) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                         const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -229,16 +229,24 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                     for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 68 + tl_m];
                 }
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 8; ++tl_n) {
-                    const int tl_x = ((tl_n / 4) * 32 + tl_n % 4) * 16 + tl_k4;
-                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                for (int tl_n0 = 0; tl_n0 < 8; tl_n0 += 2) {
+                    float4 tl_b[2];
+                    #pragma unroll
+                    for (int tl_n = tl_n0; tl_n < tl_n0 + 2; ++tl_n) {
+                        const int tl_x = ((tl_n / 4) * 32 + tl_n % 4) * 16 + tl_k4;
+                        tl_b[tl_n - tl_n0] = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                    }
                     #pragma unroll
                     for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
                         const int tl_k = tl_k4 + tl_kk;
                         (void)tl_k;
                         #pragma unroll
                         for (int tl_m = 0; tl_m < 4; ++tl_m)
-                            v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 8 + tl_n]);
+                            #pragma unroll
+                            for (int tl_p = 0; tl_p < 2; ++tl_p) { /* odd rows right to left: each row's first FMA shares A's value with the row before's last */
+                                const int tl_n = tl_n0 + (tl_p ^ (tl_m & 1));
+                                v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b[tl_n - tl_n0])[tl_kk], v_acc[tl_m * 8 + tl_n]);
+                            }
                     }
                 }
             }
@@ -341,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                     const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
                     float *tl_d = (float *)(tl_smem + 25344 + tl_s * 16384) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                     const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+                    const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -379,7 +387,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                         const float *tl_p = (tl_h2[tl_q] + (0LL + (long long)(v_k)));
                         float *tl_d = (float *)(tl_smem + 25344 + tl_ns * 16384) + ((tl_i0 * 16 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                         const bool tl_m0 = (tl_h3[tl_q] && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+                        const bool tl_m3 = (tl_h3[tl_q] && ((v_k + (tl_i1 + 3)) < v_K));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -409,16 +417,24 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                     for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
                 }
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 16; ++tl_n) {
-                    const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 16 + tl_k4;
-                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                for (int tl_n0 = 0; tl_n0 < 16; tl_n0 += 2) {
+                    float4 tl_b[2];
+                    #pragma unroll
+                    for (int tl_n = tl_n0; tl_n < tl_n0 + 2; ++tl_n) {
+                        const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 16 + tl_k4;
+                        tl_b[tl_n - tl_n0] = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                    }
                     #pragma unroll
                     for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
                         const int tl_k = tl_k4 + tl_kk;
                         (void)tl_k;
                         #pragma unroll
                         for (int tl_m = 0; tl_m < 8; ++tl_m)
-                            v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 16 + tl_n]);
+                            #pragma unroll
+                            for (int tl_p = 0; tl_p < 2; ++tl_p) { /* odd rows right to left: each row's first FMA shares A's value with the row before's last */
+                                const int tl_n = tl_n0 + (tl_p ^ (tl_m & 1));
+                                v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b[tl_n - tl_n0])[tl_kk], v_acc[tl_m * 16 + tl_n]);
+                            }
                     }
                 }
             }
@@ -503,7 +519,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                     const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                     float *tl_d = (float *)(tl_smem + 50688 + tl_s * 32768) + ((tl_i0 * 32 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                     const bool tl_m0 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K));
-                    const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+                    const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 3)) < v_K));
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -541,7 +557,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                         const float *tl_p = ((v_w + (((long long)(((((int)blockIdx.y) * v_BN) + tl_i0))) * ((long long)(v_K)))) + (v_k + tl_i1));
                         float *tl_d = (float *)(tl_smem + 50688 + tl_ns * 32768) + ((tl_i0 * 32 + tl_i1) ^ (((tl_i0 / 4) % 8) * 4));
                         const bool tl_m0 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < v_K));
-                        const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+                        const bool tl_m3 = ((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 3)) < v_K));
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -571,16 +587,24 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                     for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
                 }
                 #pragma unroll
-                for (int tl_n = 0; tl_n < 16; ++tl_n) {
-                    const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 32 + tl_k4;
-                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                for (int tl_n0 = 0; tl_n0 < 16; tl_n0 += 2) {
+                    float4 tl_b[2];
+                    #pragma unroll
+                    for (int tl_n = tl_n0; tl_n < tl_n0 + 2; ++tl_n) {
+                        const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 32 + tl_k4;
+                        tl_b[tl_n - tl_n0] = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
+                    }
                     #pragma unroll
                     for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
                         const int tl_k = tl_k4 + tl_kk;
                         (void)tl_k;
                         #pragma unroll
                         for (int tl_m = 0; tl_m < 8; ++tl_m)
-                            v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m ^ (((tl_k / 8) % 4) * 1)], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 16 + tl_n]);
+                            #pragma unroll
+                            for (int tl_p = 0; tl_p < 2; ++tl_p) { /* odd rows right to left: each row's first FMA shares A's value with the row before's last */
+                                const int tl_n = tl_n0 + (tl_p ^ (tl_m & 1));
+                                v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m ^ (((tl_k / 8) % 4) * 1)], ((const float *)&tl_b[tl_n - tl_n0])[tl_kk], v_acc[tl_m * 16 + tl_n]);
+                            }
                     }
                 }
             }
