@@ -369,18 +369,11 @@ static void fma_bnk_kloop(lw *L, const val *acc, const char *sa, const char *sb,
         lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m) tl_ra[tl_kk][tl_m] = tl_sa[tl_k * %d + tl_m];", y->tm, lda);
     L->ind--;
     lower_line(L, "}");
-    /* the thread's columns two at a time: both reads, then each k of the pair */
     lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_n0 = 0; tl_n0 < %d; tl_n0 += 2) {", y->tn);
-    L->ind++;
-    lower_line(L, "float4 tl_b[2];");
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_n = tl_n0; tl_n < tl_n0 + 2; ++tl_n) {");
+    lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n) {", y->tn);
     L->ind++;
     lower_line(L, "const int tl_x = ((tl_n / %d) * %d + tl_n %% %d) * %lld + tl_k4;", y->run, cs, y->run, (long long)K);
-    lower_line(L, "tl_b[tl_n - tl_n0] = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x %% 32) ^ %s)];", g);
-    L->ind--;
-    lower_line(L, "}");
+    lower_line(L, "const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x %% 32) ^ %s)];", g);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {");
     L->ind++;
@@ -388,12 +381,8 @@ static void fma_bnk_kloop(lw *L, const val *acc, const char *sa, const char *sb,
     lower_line(L, "(void)tl_k;");
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_m = 0; tl_m < %d; ++tl_m)", y->tm);
-    lower_line(L, "    #pragma unroll");
-    lower_line(L, "    for (int tl_p = 0; tl_p < 2; ++tl_p) { /* odd rows right to left: each row's first FMA shares A's value with the row before's last */");
-    lower_line(L, "        const int tl_n = tl_n0 + (tl_p ^ (tl_m & 1));");
-    lower_line(L, "        %s[tl_m * %d + tl_n] = fmaf(%s, ((const float *)&tl_b[tl_n - tl_n0])[tl_kk], %s[tl_m * %d + tl_n]);", acc->c,
-               y->tn, swa ? lower_fmt(L, "tl_ra[tl_kk][tl_m ^ %s]", fma_sw(L, swa)) : "tl_ra[tl_kk][tl_m]", acc->c, y->tn);
-    lower_line(L, "    }");
+    lower_line(L, "    %s[tl_m * %d + tl_n] = fmaf(%s, ((const float *)&tl_b)[tl_kk], %s[tl_m * %d + tl_n]);", acc->c, y->tn,
+               swa ? lower_fmt(L, "tl_ra[tl_kk][tl_m ^ %s]", fma_sw(L, swa)) : "tl_ra[tl_kk][tl_m]", acc->c, y->tn);
     L->ind--;
     lower_line(L, "}");
     L->ind--;

@@ -986,7 +986,7 @@ static int check_nk_ring(const char *src, const char *what)
         const char *base = after(lp, ") + ", what);
         const char *g = strstr(lp, "const int tl_g = ");
         const char *k4 = after(lp, "for (int tl_k4 = 0; tl_k4 < ", what);
-        const char *tn = after(k4, "for (int tl_n0 = 0; tl_n0 < ", what); /* the columns two at a time */
+        const char *tn = after(k4, "for (int tl_n = 0; tl_n < ", what);
         const char *x = after(tn, "const int tl_x = ", what);
         const char *rd = after(x, "&tl_sbn[", what);
         long K = atol(k4), TN = atol(tn);
@@ -1178,7 +1178,7 @@ Test(forms, f32_spellings, .timeout = 120)
                                       : "*(float# *)&tl_ra[tl_m] = *(const float# *)&tl_sa[tl_k * #"),
                       "%s: A by 16 bytes:\n%s", what, loop);
             if (nk)
-                cr_expect(strstr(loop, "tl_b[tl_n - tl_n#] = *(const float# *)&tl_sbn[(tl_x / #) * # + ((tl_x % #) ^ tl_g)]"),
+                cr_expect(strstr(loop, "const float# tl_b = *(const float# *)&tl_sbn[(tl_x / #) * # + ((tl_x % #) ^ tl_g)]"),
                           "%s: B by 16 bytes, four k:\n%s", what, loop);
             else
                 cr_expect(strstr(loop, "*(float# *)&tl_rb[tl_n] = *(const float# *)&tl_sb[tl_k * #"), "%s: B by 16 bytes:\n%s",

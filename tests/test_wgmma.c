@@ -507,17 +507,16 @@ Test(wgmma, sass_f32_fma_ring, .timeout = 600)
             }
             cr_expect(ffma >= 2048 * mv, "%s v%d: the %d-k step of the 8 x 16 register block: %d FFMA", kern, v, 16 * mv,
                       ffma);
-            /* a quarter, but x @ W.T's BK = 16 (linear_f32 v1): 30%. There the mask rule (lower/mask.c) wrote the
-             * [N][K] ring's chunks against K - 3 and ptxas gave 40% (822 of 2048), 3.438 ms against 3.317 on the
-             * H200 (bench/results/merged_s43.md); the chunks keep their own index again (LOWER_ASYNC_OWN) and
-             * the loop takes its columns two at a time (28%, 578) */
-            int bound = f == 1 && v == 1 ? 10 : 4, of = f == 1 && v == 1 ? 3 : 1;
-            cr_expect(same * bound <= ffma * of, "%s v%d: %d of %d FFMAs read two same-bank registers outside the reuse cache", kern,
-                      v, same, ffma);
-            /* x @ W none; x @ W.T's [N][K] loop, a column's four k one after the other, had 55 (BK = 16, 127 with the
-             * bound K - 3) and 62 (BK = 32) of its FFMAs wait on the one 1-4 instructions before: 44 and 40 with
-             * the columns two at a time */
-            cr_expect(chained * 40 <= ffma, "%s v%d: %d of %d FFMAs add to what an FFMA at most 4 instructions before wrote",
+            /* a quarter, but x @ W.T's BK = 16 (linear_f32 v1): 30% (ptxas's allocation at 255 registers). There
+             * the mask rule (lower/mask.c) wrote the [N][K] ring's chunks against K - 3 and ptxas gave 40% (822 of
+             * 2048), 3.442 ms against 3.258-3.317 on the H200 (bench/results/f32_s44.md); the chunks keep their
+             * own index (LOWER_ASYNC_OWN): 620 */
+            int bound = f == 1 && v == 1 ? 3 : 4;
+            cr_expect(same * bound <= ffma, "%s v%d: %d of %d FFMAs read two same-bank registers outside the reuse cache", kern, v,
+                      same, ffma);
+            /* x @ W none; x @ W.T's [N][K] loop, a column's four k one after the other, 55 at BK = 16 (127 with
+             * the bound K - 3) and 62 at BK = 32 of its FFMAs add to the result of an FFMA 1-4 instructions before */
+            cr_expect(chained * 32 <= ffma, "%s v%d: %d of %d FFMAs add to what an FFMA at most 4 instructions before wrote",
                       kern, v, chained, ffma);
             cr_expect(lds == counts[f][1], "%s v%d: every shared-memory read 16 bytes (%d of %d)", kern, v, counts[f][1], lds);
             cr_expect(ffma >= 16 * counts[f][1], "%s v%d: %d FFMA to %d LDS.128", kern, v, ffma, counts[f][1]);

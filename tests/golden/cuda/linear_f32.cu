@@ -229,24 +229,16 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                     for (int tl_m = 0; tl_m < 4; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 68 + tl_m];
                 }
                 #pragma unroll
-                for (int tl_n0 = 0; tl_n0 < 8; tl_n0 += 2) {
-                    float4 tl_b[2];
-                    #pragma unroll
-                    for (int tl_n = tl_n0; tl_n < tl_n0 + 2; ++tl_n) {
-                        const int tl_x = ((tl_n / 4) * 32 + tl_n % 4) * 16 + tl_k4;
-                        tl_b[tl_n - tl_n0] = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
-                    }
+                for (int tl_n = 0; tl_n < 8; ++tl_n) {
+                    const int tl_x = ((tl_n / 4) * 32 + tl_n % 4) * 16 + tl_k4;
+                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
                     #pragma unroll
                     for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
                         const int tl_k = tl_k4 + tl_kk;
                         (void)tl_k;
                         #pragma unroll
                         for (int tl_m = 0; tl_m < 4; ++tl_m)
-                            #pragma unroll
-                            for (int tl_p = 0; tl_p < 2; ++tl_p) { /* odd rows right to left: each row's first FMA shares A's value with the row before's last */
-                                const int tl_n = tl_n0 + (tl_p ^ (tl_m & 1));
-                                v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b[tl_n - tl_n0])[tl_kk], v_acc[tl_m * 8 + tl_n]);
-                            }
+                            v_acc[tl_m * 8 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 8 + tl_n]);
                     }
                 }
             }
@@ -417,24 +409,16 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                     for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
                 }
                 #pragma unroll
-                for (int tl_n0 = 0; tl_n0 < 16; tl_n0 += 2) {
-                    float4 tl_b[2];
-                    #pragma unroll
-                    for (int tl_n = tl_n0; tl_n < tl_n0 + 2; ++tl_n) {
-                        const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 16 + tl_k4;
-                        tl_b[tl_n - tl_n0] = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
-                    }
+                for (int tl_n = 0; tl_n < 16; ++tl_n) {
+                    const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 16 + tl_k4;
+                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
                     #pragma unroll
                     for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
                         const int tl_k = tl_k4 + tl_kk;
                         (void)tl_k;
                         #pragma unroll
                         for (int tl_m = 0; tl_m < 8; ++tl_m)
-                            #pragma unroll
-                            for (int tl_p = 0; tl_p < 2; ++tl_p) { /* odd rows right to left: each row's first FMA shares A's value with the row before's last */
-                                const int tl_n = tl_n0 + (tl_p ^ (tl_m & 1));
-                                v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b[tl_n - tl_n0])[tl_kk], v_acc[tl_m * 16 + tl_n]);
-                            }
+                            v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 16 + tl_n]);
                     }
                 }
             }
@@ -587,24 +571,16 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                     for (int tl_m = 0; tl_m < 8; tl_m += 4) *(float4 *)&tl_ra[tl_kk][tl_m] = *(const float4 *)&tl_sa[tl_k * 132 + tl_m];
                 }
                 #pragma unroll
-                for (int tl_n0 = 0; tl_n0 < 16; tl_n0 += 2) {
-                    float4 tl_b[2];
-                    #pragma unroll
-                    for (int tl_n = tl_n0; tl_n < tl_n0 + 2; ++tl_n) {
-                        const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 32 + tl_k4;
-                        tl_b[tl_n - tl_n0] = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
-                    }
+                for (int tl_n = 0; tl_n < 16; ++tl_n) {
+                    const int tl_x = ((tl_n / 4) * 64 + tl_n % 4) * 32 + tl_k4;
+                    const float4 tl_b = *(const float4 *)&tl_sbn[(tl_x / 32) * 32 + ((tl_x % 32) ^ tl_g)];
                     #pragma unroll
                     for (int tl_kk = 0; tl_kk < 4; ++tl_kk) {
                         const int tl_k = tl_k4 + tl_kk;
                         (void)tl_k;
                         #pragma unroll
                         for (int tl_m = 0; tl_m < 8; ++tl_m)
-                            #pragma unroll
-                            for (int tl_p = 0; tl_p < 2; ++tl_p) { /* odd rows right to left: each row's first FMA shares A's value with the row before's last */
-                                const int tl_n = tl_n0 + (tl_p ^ (tl_m & 1));
-                                v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m ^ (((tl_k / 8) % 4) * 1)], ((const float *)&tl_b[tl_n - tl_n0])[tl_kk], v_acc[tl_m * 16 + tl_n]);
-                            }
+                            v_acc[tl_m * 16 + tl_n] = fmaf(tl_ra[tl_kk][tl_m ^ (((tl_k / 8) % 4) * 1)], ((const float *)&tl_b)[tl_kk], v_acc[tl_m * 16 + tl_n]);
                     }
                 }
             }
