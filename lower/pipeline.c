@@ -191,21 +191,33 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
         lower_line(L, "if ((%s) && ((unsigned long long)tl_p & 15) == 0) {", full);
         lower_line(L, "    tl_cp16(tl_d, tl_p, 16);");
     }
+    /* 4-byte elements off the ring's thread (not the gather producer's,
+     * whose mbarrier release covers plain stores): a partial or misaligned
+     * chunk takes one 4-byte cp.async an element, zero-filled where masked,
+     * so the copy stays asynchronous (an f32 NCHW convolution's A, shifted
+     * by the filter tap, is misaligned at two of three taps:
+     * examples/conv2d_f32.tile) */
+    int cp4 = !one && tilec_dtype_size(t->dtype) == 4;
     if (mask) {
         if (!one) {
             lower_line(L, "} else if (!(%s)) {", any);
             lower_line(L, "    tl_cp16(tl_d, tl_p, 0); /* zero fill */");
         }
         lower_line(L, "} else {");
-        for (int q = 0; q < vec; q++)
-            if (!mono || q == 0 || q == vec - 1)
-                lower_line(L, "    tl_d[%d] = tl_m%d ? tl_p[%d] : %s;", q, q, q, lower_st_elem(L, "0.0f", t->dtype));
+        for (int q = 0; q < vec; q++) {
+            const char *m = !mono || q == 0 || q == vec - 1 ? lower_fmt(L, "tl_m%d", q) : lower_fmt(L, "(%s)", mq[q]);
+            if (cp4)
+                lower_line(L, "    asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, %%2;\" :: \"r\"((unsigned)__cvta_generic_to_shared(tl_d + %d)), \"l\"(tl_p + %d), \"r\"(%s ? 4 : 0));", q, q, m);
             else
-                lower_line(L, "    tl_d[%d] = (%s) ? tl_p[%d] : %s;", q, mq[q], q, lower_st_elem(L, "0.0f", t->dtype));
+                lower_line(L, "    tl_d[%d] = %s ? tl_p[%d] : %s;", q, m, q, lower_st_elem(L, "0.0f", t->dtype));
+        }
     } else {
         lower_line(L, "} else {");
         for (int q = 0; q < vec; q++)
-            lower_line(L, "    tl_d[%d] = tl_p[%d];", q, q);
+            if (cp4)
+                lower_line(L, "    asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, 4;\" :: \"r\"((unsigned)__cvta_generic_to_shared(tl_d + %d)), \"l\"(tl_p + %d));", q, q);
+            else
+                lower_line(L, "    tl_d[%d] = tl_p[%d];", q, q);
     }
     lower_line(L, "}");
     L->ind--;

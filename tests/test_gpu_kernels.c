@@ -1057,6 +1057,71 @@ Test(gpu, conv2d_example, .timeout = 600)
     }
 }
 
+/* examples/conv2d_f32.tile: f32 NCHW input, KCRS filter (torch's
+ * layouts), f32 NCHW output, no tf32; conv2d_f32 (stride 1, every
+ * variant) and conv2d_f32_strided (stride 1 and 2), 3x3, 1x1 and 5x3
+ * filters, with and without padding, odd sizes (W not a multiple of 4:
+ * rows whose 16-byte chunks are misaligned; C * R * S not a multiple of
+ * BK), against a double reference; the output is poisoned with NaN. */
+Test(gpu, conv2d_f32_example, .timeout = 600)
+{
+    /* N, H, W, C, K, R, S, stride, pad */
+    static const int shapes[][9] = {{2, 9, 9, 16, 24, 3, 3, 1, 1},   {1, 11, 7, 3, 70, 3, 3, 2, 1},
+                                    {3, 5, 6, 32, 64, 1, 1, 1, 0},   {1, 8, 8, 3, 5, 1, 1, 2, 0},
+                                    {2, 13, 70, 5, 130, 3, 3, 1, 1}, {1, 10, 9, 7, 9, 5, 3, 2, 2},
+                                    {1, 6, 33, 4, 16, 3, 3, 1, 0}};
+    static const char *const kernels[] = {"conv2d_f32", "conv2d_f32_strided"};
+    for (int kf = 0; kf < 2; kf++) {
+        uint32_t nv = variants_of("examples/conv2d_f32.tile", kernels[kf]);
+        for (uint32_t var = 0; var < nv; var++) {
+            gk g;
+            load_or_fail("examples/conv2d_f32.tile", kernels[kf], (int)var, &g);
+            for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+                int N = shapes[t][0], H = shapes[t][1], W = shapes[t][2], C = shapes[t][3], K = shapes[t][4];
+                int R = shapes[t][5], S = shapes[t][6], st = shapes[t][7], pad = shapes[t][8];
+                if (kf == 0 && st != 1)
+                    continue; /* conv2d_f32 is the stride-1 kernel */
+                int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
+                size_t nx = (size_t)N * C * H * W, nw = (size_t)K * C * R * S, ny = (size_t)N * K * OH * OW;
+                float *x = random_floats(nx), *w = random_floats(nw), *got = malloc(ny * sizeof *got);
+                double *want = malloc(ny * sizeof *want);
+                for (int n = 0; n < N; n++)
+                    for (int k = 0; k < K; k++)
+                        for (int oh = 0; oh < OH; oh++)
+                            for (int ow = 0; ow < OW; ow++) {
+                                double acc = 0;
+                                for (int c = 0; c < C; c++)
+                                    for (int r = 0; r < R; r++)
+                                        for (int s = 0; s < S; s++) {
+                                            int h = oh * st + r - pad, v = ow * st + s - pad;
+                                            if (h >= 0 && h < H && v >= 0 && v < W)
+                                                acc += (double)x[(((size_t)n * C + c) * H + h) * W + v] *
+                                                       w[(((size_t)k * C + c) * R + r) * S + s];
+                                        }
+                                want[(((size_t)n * K + k) * OH + oh) * OW + ow] = acc;
+                            }
+                uint64_t dx = upload(x, nx * 4), dw = upload(w, nw * 4), dy = poisoned(ny);
+                tilec_rt_arg args[14] = {{.ptr = dx}, {.ptr = dw}, {.ptr = dy}, {.i32 = N},  {.i32 = C},
+                                         {.i32 = H},  {.i32 = W},  {.i32 = K},  {.i32 = R},  {.i32 = S},
+                                         {.i32 = OH}, {.i32 = OW}, {.i32 = st}, {.i32 = pad}};
+                if (kf == 0) /* no stride argument */
+                    args[12] = args[13];
+                CHECK_RT(gk_launch(&g, args, NULL));
+                CHECK_RT(tilec_rt_synchronize(rt));
+                CHECK_RT(tilec_rt_memcpy_dtoh(rt, got, dy, ny * 4));
+                double err = rel_l2(got, want, ny);
+                cr_expect_leq(err, 1e-5, "%s variant %u N%d C%d H%d W%d K%d %dx%d stride %d pad %d: relative L2 error %g",
+                              kernels[kf], var, N, C, H, W, K, R, S, st, pad, err);
+                tilec_rt_free(rt, dx);
+                tilec_rt_free(rt, dw);
+                tilec_rt_free(rt, dy);
+                free(x), free(w), free(got), free(want);
+            }
+            gk_free(&g);
+        }
+    }
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }
 
 /* sigmoid on the GPU within docs/language.md's bound of a double reference

@@ -535,6 +535,44 @@ Test(wgmma, sass_f32_fma_ring, .timeout = 600)
     }
 }
 
+/* examples/conv2d_f32.tile (f32 NCHW, an implicit GEMM on the FMA ring):
+ * every global read of the stride-1 kernel is a cp.async. Its input's
+ * chunks of four pixels are shifted by the filter tap (v = ow + s - pad),
+ * so two of three taps of a 3x3 filter give 16-byte chunks off their
+ * alignment, and the image border cuts chunks in part; those go one
+ * 4-byte cp.async an element (zero-filled where masked), where they were
+ * synchronous loads and shared-memory stores in the loop (LDG + STS
+ * before the change: 0.449 against 0.348 ms at 3x3 56x56 C64 on the
+ * H200, bench/results/conv_f32_s44.md). The variants 0 (128x128, 8 warps)
+ * and 3 (64x64, 4 warps, the runtime's choice there): the FFMA of their
+ * register blocks, 16-byte shared-memory reads, no local memory. */
+Test(wgmma, sass_conv2d_f32_copies_are_async, .timeout = 600)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    static const int vars[2] = {0, 3}, ffma_step[2] = {1024, 512};
+    for (int i = 0; i < 2; i++) {
+        char *sass = disassemble_file(tool, "-sass", "examples/conv2d_f32.tile", "conv2d_f32", vars[i], "sm_90a");
+        int ffma = 0, ldg = 0, cp4 = 0, cp16 = 0;
+        for (const char *p = strstr(sass, "FFMA "); p; p = strstr(p + 1, "FFMA "))
+            ffma++;
+        for (const char *p = strstr(sass, "LDG.E"); p; p = strstr(p + 1, "LDG.E"))
+            ldg++;
+        for (const char *p = strstr(sass, "LDGSTS.E ["); p; p = strstr(p + 1, "LDGSTS.E ["))
+            cp4++;
+        for (const char *p = strstr(sass, "LDGSTS.E.BYPASS.128 ["); p; p = strstr(p + 1, "LDGSTS.E.BYPASS.128 ["))
+            cp16++;
+        cr_expect_eq(ldg, 0, "conv2d_f32 v%d: %d synchronous global loads (LDG): every read a cp.async", vars[i], ldg);
+        cr_expect_gt(cp4, 0, "conv2d_f32 v%d: the 4-byte copies of partial or misaligned chunks", vars[i]);
+        cr_expect_gt(cp16, 0, "conv2d_f32 v%d: the 16-byte copies of whole chunks", vars[i]);
+        cr_expect_geq(ffma, ffma_step[i], "conv2d_f32 v%d: %d FFMA, the 16-k step is %d", vars[i], ffma, ffma_step[i]);
+        cr_expect(strstr(sass, "LDS.128"), "conv2d_f32 v%d: 16-byte shared-memory reads", vars[i]);
+        cr_expect(!strstr(sass, "LDL") && !strstr(sass, "STL"), "conv2d_f32 v%d: no local memory", vars[i]);
+        free(sass);
+    }
+}
+
 /* The tf32 hint puts the same f32 dot on tensor cores: HMMA.1688 on tf32,
  * the operands rounded (cvt.rna.tf32) on the way, no local memory. */
 Test(wgmma, sass_tf32_hint, .timeout = 120)

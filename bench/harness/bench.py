@@ -352,6 +352,52 @@ def w_conv(n, h, wd, c, k, r, stride, pad, fused=False):
         peak=TF_PEAK_F16)
 
 
+def w_conv_f32(n, h, wd, c, k, r, pad):
+    """conv2d f32 NCHW, stride 1 (issue 30: >= 1.0x cuDNN without tf32),
+    tilec's examples/conv2d_f32.tile on torch's own layouts (x [N, C, H,
+    W], w [K, C, R, S]) against cuDNN through F.conv2d with tf32 off for
+    both cuDNN and cuBLAS and cudnn.benchmark on (its best algorithm,
+    Winograd or FFT included); the reference is the float64 convolution
+    of every image, or of the first and the last where that would cost
+    more than about 10 GFLOP (the issue's 16x16x1024^2 -> 128: 618 GFLOP
+    and 8.6 GB of f32 output)."""
+    oh, ow = h + 2 * pad - r + 1, wd + 2 * pad - r + 1
+
+    def make():
+        torch.backends.cudnn.benchmark = True
+        return {"x": randn(n, c, h, wd), "w": randn(k, c, r, r) / math.sqrt(c * r * r),
+                "y": torch.empty(n, k, oh, ow, device=DEV)}
+
+    def torch_fn(t):
+        old = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            return F.conv2d(t["x"], t["w"], None, 1, pad)
+        finally:
+            torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = old
+
+    def call(t):
+        return [t["x"], t["w"], t["y"], n, c, h, wd, k, r, r, oh, ow, pad], "y"
+
+    # the images checked: all, or past a float64 cost of about 10 GFLOP the first and the last
+    imgs = list(range(n)) if 2.0 * oh * ow * k * c * r * r * n < 1e10 else [0, n - 1]
+
+    def ref(t):
+        return torch.cat([F.conv2d(t["x"][i:i + 1].double(), t["w"].double(), None, 1, pad) for i in imgs])
+
+    def check(t, kern):
+        t["y"].fill_(float("nan"))
+        kern(*tilec_args(call(t)[0]))
+        torch.cuda.synchronize()
+        want = ref(t)
+        return rel_err(t["y"][imgs], want), rel_err(torch_fn(t)[imgs], want)
+    return Workload(
+        f"conv2d f32 NCHW {r}x{r} {h}x{wd} C{c} K{k} N{n}", "conv_f32", "examples/conv2d_f32.tile", "conv2d_f32",
+        make, call, torch_fn, ref, 4 * (n * c * h * wd + k * c * r * r + n * k * oh * ow),
+        2.0 * n * oh * ow * k * c * r * r, tol=1e-5, eager_is="cuDNN (F.conv2d, tf32 off)", peak=TF_PEAK_F32,
+        check=check, compile=False)
+
+
 def w_layernorm(r, c, rows_kernel=False, tuned=False):
     """tuned: layernorm_rows.tile's kernel with its hints and variants
     removed (bench/harness/rows_tuned.tile)."""
@@ -985,6 +1031,9 @@ def workloads():
         w.append(w_conv(32, h, h, c, k, r, st, r // 2))
     for h, c, k, r in [(56, 64, 64, 3), (14, 256, 256, 3), (56, 64, 256, 1)]:
         w.append(w_conv(32, h, h, c, k, r, 1, r // 2, fused=True))
+    # issue 30: f32 NCHW 3x3 >= 1.0x cuDNN without tf32: the issue's 16x16x1024^2 -> 128 and two ResNet layers
+    for n, h, c, k in [(16, 1024, 16, 128), (32, 56, 64, 64), (32, 28, 128, 128)]:
+        w.append(w_conv_f32(n, h, h, c, k, 3, 1))
     for r, c in [(32768, 512), (65536, 128), (8192, 1024), (4096, 768)]:
         w.append(w_layernorm(r, c, rows_kernel=True))
     for dt in ("f16", "bf16"):

@@ -16,7 +16,7 @@ import os
 import sys
 from collections import OrderedDict, defaultdict
 
-FAMILIES = ["elementwise", "softmax", "layernorm", "matmul", "attention"]
+FAMILIES = ["elementwise", "softmax", "layernorm", "matmul", "attention", "conv_f32"]
 
 
 def load(paths):
@@ -120,7 +120,7 @@ def device_tables(out, view):
         fams.setdefault(fam, []).append(w)
     for fam in sorted(fams, key=lambda f: FAMILIES.index(f) if f in FAMILIES else 99):
         out.append(f"\n### {fam}\n")
-        compute = fam in ("matmul", "attention")
+        compute = fam in ("matmul", "attention", "conv_f32")
         out.append("| workload | tilec (C) | ± | tilec (Python) | torch eager | torch.compile | "
                    + ("max-autotune | " if fam == "matmul" else "")
                    + "best other | ratio | " + ("TFLOP/s | of peak |" if compute else "GB/s | of copy |")

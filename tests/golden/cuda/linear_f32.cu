@@ -167,10 +167,10 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                     }
                 }
             }
@@ -205,10 +205,10 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                         }
                     }
                 }
@@ -347,10 +347,10 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                     }
                 }
             }
@@ -385,10 +385,10 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((tl_h3[tl_q] && ((v_k + (tl_i1 + 1)) < v_K))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((tl_h3[tl_q] && ((v_k + (tl_i1 + 2)) < v_K))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                         }
                     }
                 }
@@ -509,10 +509,10 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = (((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = (((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"((((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 1)) < v_K))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"((((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 2)) < v_K))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                     }
                 }
             }
@@ -547,10 +547,10 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = (((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = (((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"((((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 1)) < v_K))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"((((((((int)blockIdx.y) * v_BN) + tl_i0) < v_N) && ((v_k + (tl_i1 + 2)) < v_K))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                         }
                     }
                 }

@@ -168,10 +168,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                     }
                 }
             }
@@ -206,10 +206,10 @@ extern "C" __global__ void __launch_bounds__(128) matmul_f32_v0(float *v_a, floa
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                         }
                     }
                 }
@@ -340,10 +340,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                     }
                 }
             }
@@ -378,10 +378,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v1(float *v_a, floa
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                         }
                     }
                 }
@@ -492,10 +492,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                     }
                 }
             }
@@ -530,10 +530,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_f32_v2(float *v_a, floa
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                         }
                     }
                 }

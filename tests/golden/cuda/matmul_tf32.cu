@@ -286,10 +286,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                     }
                 }
                 #pragma unroll
@@ -305,10 +305,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                     } else if (!(tl_m0)) {
                         tl_cp16(tl_d, tl_p, 0); /* zero fill */
                     } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                        tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
-                        tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
-                        tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? 4 : 0));
+                        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                     }
                 }
             }
@@ -337,10 +337,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = (((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 1)) < v_K))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"((((((((int)blockIdx.x) * v_BM) + tl_i0) < v_M) && ((v_k + (tl_i1 + 2)) < v_K))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                         }
                     }
                     #pragma unroll
@@ -356,10 +356,10 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
                         } else if (!(tl_m0)) {
                             tl_cp16(tl_d, tl_p, 0); /* zero fill */
                         } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : 0.0f;
-                            tl_d[1] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? tl_p[1] : 0.0f;
-                            tl_d[2] = ((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? tl_p[2] : 0.0f;
-                            tl_d[3] = tl_m3 ? tl_p[3] : 0.0f;
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 0)), "l"(tl_p + 0), "r"(tl_m0 ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 1)), "l"(tl_p + 1), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_N))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 2)), "l"(tl_p + 2), "r"(((((v_k + tl_i0) < v_K) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_N))) ? 4 : 0));
+                            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"((unsigned)__cvta_generic_to_shared(tl_d + 3)), "l"(tl_p + 3), "r"(tl_m3 ? 4 : 0));
                         }
                     }
                 }
