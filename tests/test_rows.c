@@ -84,3 +84,33 @@ Test(rows, one_row_layernorm_fits_the_hand_tuned_allocation, .timeout = 300)
     cr_expect_leq(reg, 40, "examples/layernorm.tile v0: %d registers", reg);
     cr_expect_eq(stack, 0);
 }
+
+/* examples/llm.tile's rmsnorm_bwd (rows that fit the tile): the next row's x
+ * and dy are loaded before this row's reduction, so its barriers and the
+ * store of dx run under those loads (before: each row loaded, then reduced,
+ * one memory round trip a row with 2 blocks a multiprocessor to cover it). */
+Test(rows, rmsnorm_bwd_loads_the_next_row_before_the_reduction)
+{
+    char *src = lowered_source("examples/llm.tile", "rmsnorm_bwd__bf16", 0);
+    const char *loop = strstr(src, "for (long long v_r = v_r0; v_r < v_r1; v_r += 1)");
+    cr_assert(loop, "no row loop over r0 .. r1:\n%s", src);
+    const char *bar = strstr(loop, "__syncthreads()");
+    const char *nx = strstr(loop, "((v_x + v_nb) + tl_i0)"), *ndy = strstr(loop, "((v_dy + v_nb) + tl_i0)");
+    cr_assert(bar, "%s", src);
+    cr_expect(nx && nx < bar, "x's next row not loaded before the reduction:\n%s", loop);
+    cr_expect(ndy && ndy < bar, "dy's next row not loaded before the reduction:\n%s", loop);
+    free(src);
+}
+
+/* ...and it keeps two blocks of 256 threads a multiprocessor (at most 128
+ * registers; 102 before the prefetch) with no stack. */
+Test(rows, rmsnorm_bwd_prefetch_keeps_two_blocks, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    int reg, stack;
+    res_usage(tool, "examples/llm.tile", "rmsnorm_bwd__bf16", 0, &reg, &stack);
+    cr_expect_leq(reg, 128, "llm.tile rmsnorm_bwd__bf16 v0: %d registers", reg);
+    cr_expect_eq(stack, 0, "llm.tile rmsnorm_bwd__bf16 v0: %d bytes of stack", stack);
+}
