@@ -990,6 +990,11 @@ int lower_wg_fit(const wg_plan *w, int S, int64_t stage_bytes, int64_t staging);
  * of its plan, when its passes asked for more than a block may have (the
  * room its stages must leave), else -1. */
 int64_t lower_wg_over(const lw *L);
+/* The bytes of shared memory a lowered twin L took besides the ring block
+ * of its plan, within a block's limit or past it; -1 where L has no twin
+ * (lower/target.c: what a plan made with room for more than that gets
+ * back). */
+int64_t lower_wg_rest(const lw *L);
 /* One-tile plan w (wgattn.c's too) with room for `other` bytes beside
  * its ring block: fewer stages; 0 when fewer than two, or too few for
  * the stored tile the ring stages, fit. */

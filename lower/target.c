@@ -129,6 +129,7 @@ typedef struct twin_ran {
     int persist;           /* 1: on a persistent grid; 0: one tile a block */
     int S;                 /* its stages */
     int64_t other;         /* the statements after the loop's shared memory, where it cut the stages; else 0 */
+    int64_t kept;          /* a persistent twin's: what they take on the unit that runs (its stages' room) */
     const char *tiles;     /* a persistent twin's unit: "two N tiles a block", ... */
     char mpair_why[200];   /* why one M tile a block runs where the plan named two; "" */
     char persist_why[200]; /* why one tile a block runs where the plan named a persistent grid; "" */
@@ -141,7 +142,12 @@ static void twin_remark(lw *R, const twin_ran *t)
     const char *h = R->tw.plan.how ? R->tw.plan.how : "";
     if (t->mpair_why[0])
         h = lower_fmt(R, "%s; but one M tile a block runs: %s", h, t->mpair_why);
-    if (t->other && t->persist)
+    if (t->other && t->persist && t->kept < t->other)
+        h = lower_fmt(R,
+                      "%s; the statements after the loop take %lld bytes of shared memory, so %s on a persistent "
+                      "grid, where they take %lld: %d stages",
+                      h, (long long)t->other, t->tiles, (long long)t->kept, t->S);
+    else if (t->other && t->persist)
         h = lower_fmt(R,
                       "%s; the statements after the loop take %lld bytes of shared memory, so %s on a persistent "
                       "grid, %d stages",
@@ -163,28 +169,55 @@ static void twin_remark(lw *R, const twin_ran *t)
  * (may be NULL) says why in words. Where a pass took more shared memory
  * than a block may have, plan again from base leaving room for what the
  * passes take besides the ring block (lower_wg_over: what the statements
- * after the loop allocate), and lower that. */
+ * after the loop allocate), and lower that; *cut (may be NULL) is that
+ * room, the bytes that decided the unit, 0 where none did. Where the
+ * unit so chosen takes less than that room (two N tiles a block converted
+ * an f32 tile through 64 KiB, which one N tile's consumers load before
+ * the loop instead: wgmma.c, early_issue), plan once more with what it
+ * takes, the unit kept: its stages come back (mm_add's 4 -> 6). */
 static int persist_twin(const lw *R, const wg_plan *base, wg_plan *w, const char *name, strbuf *tu,
-                        tilec_tma_meta *meta, char *why, size_t nwhy)
+                        tilec_tma_meta *meta, char *why, size_t nwhy, int64_t *cut)
 {
-    *w = *base;
+    wg_plan b = *base;
+    *w = b;
+    if (cut)
+        *cut = 0;
     if (!lower_wg_persist(w))
         return 0;
+    int regain = 1;
     for (;;) {
         lw P, C;
         twin_pass(R, w, 1, name, &P);
         twin_pass(R, w, 2, name, &C);
+        int64_t op = lower_wg_over(&P), oc = lower_wg_over(&C), other = op > oc ? op : oc;
+        int64_t rp = lower_wg_rest(&P), rc = lower_wg_rest(&C), rest = rp > rc ? rp : rc;
+        if (regain && other <= w->other && rp >= 0 && rc >= 0 && rest < w->other) {
+            wg_plan v = b;
+            v.pair_ok = b.pair_ok && w->pair;
+            v.mpair_ok = b.mpair_ok && w->mpair;
+            v.other = rest;
+            regain = 0;
+            if (lower_wg_persist(&v) && v.S > w->S && v.pair == w->pair && v.mpair == w->mpair) {
+                lower_free(&P);
+                lower_free(&C);
+                b.pair_ok = v.pair_ok;
+                b.mpair_ok = v.mpair_ok;
+                *w = v;
+                continue;
+            }
+        }
         int r = lower_wg_finish(&C, &P, tu, meta, name);
         w->early_line = C.tw.plan.early_line;
-        int64_t op = lower_wg_over(&P), oc = lower_wg_over(&C), other = op > oc ? op : oc;
         if (!r && why)
             persist_why(&C, &P, why, nwhy);
         lower_free(&P);
         lower_free(&C);
         if (r || other <= w->other)
             return r;
-        *w = *base;
+        *w = b;
         w->other = other;
+        if (cut && other > *cut)
+            *cut = other;
         if (!lower_wg_persist(w))
             return 0;
     }
@@ -227,7 +260,7 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
     if (!name)
         return -1;
     tilec_tma_meta one;
-    int r = persist_twin(R, &base, &w, name, tu, &one, NULL, 0);
+    int r = persist_twin(R, &base, &w, name, tu, &one, NULL, 0, NULL);
     free(name);
     if (r > 0) {
         if (one.smem_bytes > meta->smem_bytes)
@@ -261,22 +294,24 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
     const wg_plan *plan = &R->tw.plan;
     twin_ran t = {0};
     wg_plan w = *plan;
+    int64_t cut = 0;
     int r = 0;
     if (!plan->attn) { /* not wgattn.c's loop of dots on cp.async rings, which runs one tile a block */
-        r = persist_twin(R, plan, &w, tname, tu, meta, t.persist_why, sizeof t.persist_why);
+        r = persist_twin(R, plan, &w, tname, tu, meta, t.persist_why, sizeof t.persist_why, &cut);
         if (!r && plan->mpair_ok) { /* two M tiles a block did not come out (lower/wgpair.c): one */
             wg_plan one = *plan;
             one.mpair_ok = 0;
             memcpy(t.mpair_why, t.persist_why, sizeof t.mpair_why);
             t.persist_why[0] = '\0';
-            r = persist_twin(R, &one, &w, tname, tu, meta, t.persist_why, sizeof t.persist_why);
+            r = persist_twin(R, &one, &w, tname, tu, meta, t.persist_why, sizeof t.persist_why, &cut);
         } else if (r > 0 && plan->mpair_ok && !w.mpair) /* lower_wg_persist's staging left too few stages */
             snprintf(t.mpair_why, sizeof t.mpair_why, "fewer than %d stages fit beside the two warp groups' stagings",
                      pair_min_stages(&w));
         if (r > 0) {
             t.persist = 1;
             t.S = w.S;
-            t.other = w.other;
+            t.other = cut > w.other ? cut : w.other;
+            t.kept = w.other;
             t.tiles = w.pair           ? "two N tiles a block"
                       : w.mpair        ? "two M tiles a block"
                       : plan->mpair_ok ? "one M tile a block"

@@ -718,15 +718,17 @@ int lower_wg_one_replan(wg_plan *w, int64_t other)
     return w->S >= 2 && (w->nmaps != 3 || w->M * w->N * (int64_t)w->maps[2].elem_bytes <= w->S * w->stage_bytes);
 }
 
-int64_t lower_wg_over(const lw *L)
+int64_t lower_wg_rest(const lw *L)
 {
     const wg_plan *w = &L->tw.plan;
-    if (L->smem <= SMEM_LIMIT || !L->tw.done)
+    if (!L->tw.done)
         return -1;
     int64_t block = w->attn ? lower_wg_block(w->S, w->stage_bytes, 0)
                             : lower_wg_block(w->S, w->stage_bytes, lower_wg_staging(w));
     return L->smem_need - block;
 }
+
+int64_t lower_wg_over(const lw *L) { return L->smem <= SMEM_LIMIT ? -1 : lower_wg_rest(L); }
 
 /* What the twin chose where the hints did not say it, for the remark
  * (remark.c): the swizzle of a K tile other than 64 halves, the consumer
