@@ -902,8 +902,10 @@ typedef struct lower_stepdiv lower_stepdiv;
 /* Before a loop over var (C name tl_lo .. tl_hi step tl_st): counters
  * for the scalar divisions of the loads' pointers and masks by
  * loop-invariant divisors, declared and set to the first step's values;
- * the walker reads them until lower_stepdiv_end (L->stepdiv NULL: none). */
-void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads, int n);
+ * the walker reads them until lower_stepdiv_end (L->stepdiv NULL: none).
+ * narrow: 32-bit counters where every divisor has at most 32 bits (the
+ * loop variable is int), else 64-bit. */
+void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads, int n, int narrow);
 /* At the top of a step, v the loop variable's C name: the divisions as
  * written when the run-time check refused the counters. */
 void lower_stepdiv_step(lw *L, const char *v);

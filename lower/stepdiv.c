@@ -17,7 +17,23 @@
  * The counters equal C's division when the divisors are positive, the
  * loop starts at 0 or above and steps up (then every numerator is at
  * least 0); a run-time flag checks that once, and otherwise each step
- * computes them by division, as written. */
+ * computes them by division, as written.
+ *
+ * The counters are 32-bit (unsigned) where every divisor is a scalar of
+ * at most 32 bits: the gather producer's loop variable, its start and its
+ * step are `int` (wgmma.c), so with the flag's facts (start >= 0, step
+ * and divisors > 0) each counter is at most the numerator, and a
+ * remainder plus its gain (the step, or a quotient's gain, each below
+ * 2^31) stays below 2^32. In 64 bits the advance cost two instructions an
+ * add, compare and subtract: in the SASS of conv2d.tile's twins about 40
+ * of a step's 170 instructions (session 43). A wider divisor keeps the
+ * 64-bit counters (its quotient by a 32-bit numerator is 0, which a
+ * truncated divisor would not give). Without the flag (a divisor not
+ * positive, a negative start) each step divides as written, in 64 bits,
+ * and keeps the value's low 32 bits: the source's i32 value. The caller
+ * may ask for 64 bits (narrow 0): the gather twins of two blocks an SM,
+ * whose producer has 56 registers a thread; ptxas spilled one of them
+ * (conv2d_nhwc variant 3: 18 local loads and stores) with 32-bit counters. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -37,6 +53,7 @@ struct lower_stepdiv {
     int node_pair[SD_NODES], node_mod[SD_NODES];
     int nnodes;
     int taps; /* the hoist keeps values of the tap (hoist.c): the advance says when they move */
+    int wide; /* a divisor wider than 32 bits: 64-bit counters */
 };
 
 static int sd_pair_of(const lower_stepdiv *s, const tilec_expr *e)
@@ -95,19 +112,25 @@ static void sd_scan(lw *L, lower_stepdiv *s, const tilec_expr *e, int depth)
         s->pair[p] = (sd_pair){parent, den};
         s->npairs++;
     }
+    if (tilec_dtype_size(lower_ty(L, e->args[1])->dtype) > 4)
+        s->wide = 1;
     s->node[s->nnodes] = e;
     s->node_pair[s->nnodes] = p;
     s->node_mod[s->nnodes] = e->op == TILEC_OP_MOD;
     s->nnodes++;
 }
 
-/* Pair p's numerator as C: the loop variable's name or the parent's quotient. */
+/* Pair p's numerator as C: the loop variable's name or the parent's
+ * quotient (as the signed value it is, where the counters are 32-bit). */
 static const char *sd_num(lw *L, const lower_stepdiv *s, int p, const char *v)
 {
-    return s->pair[p].parent < 0 ? v : lower_fmt(L, "tl_dq%d", s->pair[p].parent);
+    return s->pair[p].parent < 0 ? v : lower_fmt(L, s->wide ? "tl_dq%d" : "(int)tl_dq%d", s->pair[p].parent);
 }
 
-void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads, int n)
+/* The counters' C type. */
+static const char *sd_type(const lower_stepdiv *s) { return s->wide ? "long long" : "unsigned"; }
+
+void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads, int n, int narrow)
 {
     lower_stepdiv *s = ar_alloc(&L->ar, sizeof *s);
     L->stepdiv = NULL;
@@ -117,6 +140,7 @@ void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads,
     }
     memset(s, 0, sizeof *s);
     s->var = var;
+    s->wide = !narrow;
     for (int i = 0; i < n; i++)
         for (uint32_t j = 0; j < loads[i]->nargs; j++)
             sd_scan(L, s, loads[i]->args[j], 0);
@@ -132,9 +156,9 @@ void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads,
     lower_line(L, "const bool tl_dok = %s;", sb_str(&ok));
     sb_free(&ok);
     for (int p = 0; p < s->npairs; p++) {
-        const char *num = sd_num(L, s, p, "tl_lo"), *d = s->pair[p].den;
-        lower_line(L, "long long tl_dq%d = tl_dok ? (long long)(%s) / (%s) : 0, tl_dr%d = tl_dok ? (long long)(%s) %% (%s) : 0;",
-                   p, num, d, p, num, d);
+        const char *num = sd_num(L, s, p, "tl_lo"), *d = s->pair[p].den, *t = sd_type(s);
+        lower_line(L, "%s tl_dq%d = tl_dok ? (%s)(%s) / (%s)(%s) : 0, tl_dr%d = tl_dok ? (%s)(%s) %% (%s)(%s) : 0;", t, p, t,
+                   num, t, d, p, t, num, t, d);
     }
     L->stepdiv = s;
 }
@@ -147,8 +171,8 @@ void lower_stepdiv_step(lw *L, const char *v)
         return;
     lower_line(L, "if (!tl_dok) {");
     for (int p = 0; p < s->npairs; p++)
-        lower_line(L, "    tl_dq%d = (long long)(%s) / (%s), tl_dr%d = (long long)(%s) %% (%s);", p, sd_num(L, s, p, v),
-                   s->pair[p].den, p, sd_num(L, s, p, v), s->pair[p].den);
+        lower_line(L, "    tl_dq%d = (%s)((long long)(%s) / (%s)), tl_dr%d = (%s)((long long)(%s) %% (%s));", p, sd_type(s),
+                   sd_num(L, s, p, v), s->pair[p].den, p, sd_type(s), sd_num(L, s, p, v), s->pair[p].den);
     lower_line(L, "}");
 }
 
@@ -160,11 +184,12 @@ void lower_stepdiv_advance(lw *L)
     lower_line(L, "if (tl_dok) { /* the counters one step on */");
     L->ind++;
     for (int p = 0; p < s->npairs; p++) {
-        const char *gain = s->pair[p].parent < 0 ? "(long long)tl_st" : lower_fmt(L, "tl_dn%d", s->pair[p].parent);
-        lower_line(L, "long long tl_dn%d = 0;", p);
+        const char *t = sd_type(s);
+        const char *gain = s->pair[p].parent < 0 ? lower_fmt(L, "(%s)tl_st", t) : lower_fmt(L, "tl_dn%d", s->pair[p].parent);
+        lower_line(L, "%s tl_dn%d = 0;", t, p);
         lower_line(L, "tl_dr%d += %s;", p, gain);
-        lower_line(L, "while (tl_dr%d >= (%s)) {", p, s->pair[p].den);
-        lower_line(L, "    tl_dr%d -= (%s);", p, s->pair[p].den);
+        lower_line(L, "while (tl_dr%d >= (%s)(%s)) {", p, t, s->pair[p].den);
+        lower_line(L, "    tl_dr%d -= (%s)(%s);", p, t, s->pair[p].den);
         lower_line(L, "    ++tl_dn%d;", p);
         lower_line(L, "}");
         lower_line(L, "tl_dq%d += tl_dn%d;", p, p);
@@ -195,7 +220,7 @@ void lower_stepdiv_opaque(lw *L, const char *v)
     sb_init(&b);
     sb_printf(&b, "asm volatile(\"\" : \"+r\"(%s)", v);
     for (int p = 0; s && p < s->npairs; p++)
-        sb_printf(&b, ", \"+l\"(tl_dq%d), \"+l\"(tl_dr%d)", p, p);
+        sb_printf(&b, ", \"+%c\"(tl_dq%d), \"+%c\"(tl_dr%d)", s->wide ? 'l' : 'r', p, s->wide ? 'l' : 'r', p);
     sb_puts(&b, "); /* recomputed here, not kept from above */");
     lower_line(L, "%s", sb_str(&b));
     sb_free(&b);

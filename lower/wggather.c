@@ -216,8 +216,9 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
      * (a pixel's base, its bounds), kept in registers as the pipeline does */
     static const int rows[2] = {LOWER_CP_ROWS, LOWER_CP_ROWS};
     lower_hoist h;
-    /* the counters first: the hoist keeps what moves only with the tap (a quotient's counter) too */
-    lower_stepdiv_begin(L, loop->names[0], w->ld, 2);
+    /* the counters first: the hoist keeps what moves only with the tap (a quotient's counter) too; 32-bit
+     * where one block has the SM (stepdiv.c: two blocks' 56-register producer spilled with them) */
+    lower_stepdiv_begin(L, loop->names[0], w->ld, 2, w->blocks == 1);
     /* variant 4 of conv2d.tile (A's 8 chunks and B's 8 a thread) is over the budget and keeps
      * nothing, taps included: keeping A's alone (B by TMA) took it from 47.3 to 49.0 us on the
      * H200 (3x3 28x28 C128, session 43), so its twin stays main's */

@@ -468,8 +468,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -496,8 +496,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -550,7 +550,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 2; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -599,17 +599,17 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -1036,8 +1036,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -1064,8 +1064,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -1118,7 +1118,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 2; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -1167,17 +1167,17 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -1604,8 +1604,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -1632,8 +1632,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -1686,7 +1686,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 2; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -1735,17 +1735,17 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -2172,8 +2172,8 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (long long)(v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (long long)(v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (long long)(v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (long long)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -2200,8 +2200,8 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (long long)((long long)(v_q0) / (v_cp)), tl_dr0 = (long long)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (long long)((long long)(tl_dq0) / (v_s1)), tl_dr1 = (long long)((long long)(tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -2265,15 +2265,15 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                         if (tl_dok) { /* the counters one step on */
                             long long tl_dn0 = 0;
                             tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            while (tl_dr0 >= (long long)(v_cp)) {
+                                tl_dr0 -= (long long)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
                             long long tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (long long)(v_s1)) {
+                                tl_dr1 -= (long long)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -2699,13 +2699,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     const int tl_s = tl_it % 6;
                     if (tl_it >= 6)
@@ -2741,7 +2741,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                         for (int tl_q = 0; tl_q < 8; ++tl_q)
                             asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
                     } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 8; ++tl_q) {
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
@@ -2792,17 +2792,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                     if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
+                        unsigned tl_dn0 = 0;
+                        tl_dr0 += (unsigned)tl_st;
+                        while (tl_dr0 >= (unsigned)(v_cp)) {
+                            tl_dr0 -= (unsigned)(v_cp);
                             ++tl_dn0;
                         }
                         tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
+                        unsigned tl_dn1 = 0;
                         tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
+                        while (tl_dr1 >= (unsigned)(v_s1)) {
+                            tl_dr1 -= (unsigned)(v_s1);
                             ++tl_dn1;
                         }
                         tl_dq1 += tl_dn1;
@@ -3225,8 +3225,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[1];
                 long long tl_h1 = 0;
@@ -3253,8 +3253,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -3307,7 +3307,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 1; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -3356,17 +3356,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -3793,8 +3793,8 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (long long)(v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (long long)(v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (long long)(v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (long long)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[1];
                 long long tl_h1 = 0;
@@ -3821,8 +3821,8 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (long long)((long long)(v_q0) / (v_cp)), tl_dr0 = (long long)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (long long)((long long)(tl_dq0) / (v_s1)), tl_dr1 = (long long)((long long)(tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -3886,15 +3886,15 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                         if (tl_dok) { /* the counters one step on */
                             long long tl_dn0 = 0;
                             tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            while (tl_dr0 >= (long long)(v_cp)) {
+                                tl_dr0 -= (long long)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
                             long long tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (long long)(v_s1)) {
+                                tl_dr1 -= (long long)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -4321,8 +4321,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -4349,8 +4349,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -4403,7 +4403,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 2; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -4452,17 +4452,17 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -4911,8 +4911,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -4939,8 +4939,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -4993,7 +4993,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 2; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -5042,17 +5042,17 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -5523,8 +5523,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -5551,8 +5551,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -5605,7 +5605,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 2; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -5654,17 +5654,17 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -6135,8 +6135,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -6163,8 +6163,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -6217,7 +6217,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 2; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -6266,17 +6266,17 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -6747,8 +6747,8 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (long long)(v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (long long)(v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (long long)(v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (long long)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -6775,8 +6775,8 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (long long)((long long)(v_q0) / (v_cp)), tl_dr0 = (long long)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (long long)((long long)(tl_dq0) / (v_s1)), tl_dr1 = (long long)((long long)(tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -6840,15 +6840,15 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                         if (tl_dok) { /* the counters one step on */
                             long long tl_dn0 = 0;
                             tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            while (tl_dr0 >= (long long)(v_cp)) {
+                                tl_dr0 -= (long long)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
                             long long tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (long long)(v_s1)) {
+                                tl_dr1 -= (long long)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -7318,13 +7318,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     const int tl_s = tl_it % 6;
                     if (tl_it >= 6)
@@ -7360,7 +7360,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                         for (int tl_q = 0; tl_q < 8; ++tl_q)
                             asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd0[tl_q]), "l"(tl_xp0[tl_q]), "r"(tl_xw0[tl_q] ? 16 : 0));
                     } else {
-                        asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                        asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 8; ++tl_q) {
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
@@ -7411,17 +7411,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                     tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                     if (tl_dok) { /* the counters one step on */
-                        long long tl_dn0 = 0;
-                        tl_dr0 += (long long)tl_st;
-                        while (tl_dr0 >= (v_cp)) {
-                            tl_dr0 -= (v_cp);
+                        unsigned tl_dn0 = 0;
+                        tl_dr0 += (unsigned)tl_st;
+                        while (tl_dr0 >= (unsigned)(v_cp)) {
+                            tl_dr0 -= (unsigned)(v_cp);
                             ++tl_dn0;
                         }
                         tl_dq0 += tl_dn0;
-                        long long tl_dn1 = 0;
+                        unsigned tl_dn1 = 0;
                         tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (v_s1)) {
-                            tl_dr1 -= (v_s1);
+                        while (tl_dr1 >= (unsigned)(v_s1)) {
+                            tl_dr1 -= (unsigned)(v_s1);
                             ++tl_dn1;
                         }
                         tl_dq1 += tl_dn1;
@@ -7888,8 +7888,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[1];
                 long long tl_h1 = 0;
@@ -7916,8 +7916,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -7970,7 +7970,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 1; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -8019,17 +8019,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -8500,8 +8500,8 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (long long)(v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (long long)(v_cp) : 0;
+                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (long long)(v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (long long)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[1];
                 long long tl_h1 = 0;
@@ -8528,8 +8528,8 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (long long)((long long)(v_q0) / (v_cp)), tl_dr0 = (long long)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (long long)((long long)(tl_dq0) / (v_s1)), tl_dr1 = (long long)((long long)(tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -8593,15 +8593,15 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                         if (tl_dok) { /* the counters one step on */
                             long long tl_dn0 = 0;
                             tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            while (tl_dr0 >= (long long)(v_cp)) {
+                                tl_dr0 -= (long long)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
                             long long tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (long long)(v_s1)) {
+                                tl_dr1 -= (long long)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
@@ -9072,8 +9072,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                 const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
                 /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
                 const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                long long tl_dq0 = tl_dok ? (long long)(tl_lo) / (v_cp) : 0, tl_dr0 = tl_dok ? (long long)(tl_lo) % (v_cp) : 0;
-                long long tl_dq1 = tl_dok ? (long long)(tl_dq0) / (v_s1) : 0, tl_dr1 = tl_dok ? (long long)(tl_dq0) % (v_s1) : 0;
+                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
+                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
                 const __half * tl_h0[2];
                 long long tl_h1 = 0;
@@ -9100,8 +9100,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                 int tl_it = 0;
                 for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                     if (!tl_dok) {
-                        tl_dq0 = (long long)(v_q0) / (v_cp), tl_dr0 = (long long)(v_q0) % (v_cp);
-                        tl_dq1 = (long long)(tl_dq0) / (v_s1), tl_dr1 = (long long)(tl_dq0) % (v_s1);
+                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
+                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                     }
                     /* the tap's kept values: a quotient of the loop variable moved */
                     tl_h1 = (0LL + (long long)(((int)tl_dq1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((int)tl_dr1)) * (long long)(v_C));
@@ -9154,7 +9154,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                             for (int tl_q = 0; tl_q < 2; ++tl_q)
                                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(tl_xd1[tl_q]), "l"(tl_xp1[tl_q]), "r"(tl_xw1[tl_q] ? 16 : 0));
                         } else {
-                            asm volatile("" : "+r"(v_q0), "+l"(tl_dq0), "+l"(tl_dr0), "+l"(tl_dq1), "+l"(tl_dr1)); /* recomputed here, not kept from above */
+                            asm volatile("" : "+r"(v_q0), "+r"(tl_dq0), "+r"(tl_dr0), "+r"(tl_dq1), "+r"(tl_dr1)); /* recomputed here, not kept from above */
                             #pragma unroll
                             for (int tl_q = 0; tl_q < 2; ++tl_q) {
                                 const int tl_l = (tl_q * 256 + tl_tid) * 8;
@@ -9203,17 +9203,17 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                         asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
                         tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                         if (tl_dok) { /* the counters one step on */
-                            long long tl_dn0 = 0;
-                            tl_dr0 += (long long)tl_st;
-                            while (tl_dr0 >= (v_cp)) {
-                                tl_dr0 -= (v_cp);
+                            unsigned tl_dn0 = 0;
+                            tl_dr0 += (unsigned)tl_st;
+                            while (tl_dr0 >= (unsigned)(v_cp)) {
+                                tl_dr0 -= (unsigned)(v_cp);
                                 ++tl_dn0;
                             }
                             tl_dq0 += tl_dn0;
-                            long long tl_dn1 = 0;
+                            unsigned tl_dn1 = 0;
                             tl_dr1 += tl_dn0;
-                            while (tl_dr1 >= (v_s1)) {
-                                tl_dr1 -= (v_s1);
+                            while (tl_dr1 >= (unsigned)(v_s1)) {
+                                tl_dr1 -= (unsigned)(v_s1);
                                 ++tl_dn1;
                             }
                             tl_dq1 += tl_dn1;
