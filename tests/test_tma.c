@@ -11,7 +11,10 @@
  * a base off 16 bytes or a row stride that is not a multiple of 16 bytes
  * launches the variant's own kernel and makes no map; TILEC_DISABLE_TMA=1
  * and a driver without cuTensorMapEncodeTiled leave the variant alone; a
- * build that finds its bundle in the kernel cache still has the twin. */
+ * build that finds its bundle in the kernel cache still has the twin. An
+ * ahead-of-time entry of a convolution (cv) with an im2col map: the
+ * arguments cuTensorMapEncodeIm2col gets, the images it cannot read taking
+ * the variant, no twin without that encoder or with unsound metadata. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
@@ -471,35 +474,50 @@ static const tilec_tma_meta tw_meta = {tw_twin, 384, 230496, 3, 1, {
     {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 5, 0, 64};
 static const char tw_image[] = "// fake module\n";
 
+/* A table of one entry loaded on the fake device, with three 1 MiB buffers. */
+typedef struct aot_env {
+    tilec_rt *rt;
+    tilec_program *p;
+    uint64_t buf[3];
+} aot_env;
+
+static void aot_open(aot_env *e, const tilec_aot_kernel *k)
+{
+    e->rt = NULL;
+    e->p = NULL;
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e->rt), TILEC_RT_OK);
+    cr_assert_eq(tilec_program_load(e->rt, k, 1, &e->p), TILEC_RT_OK, "%s", tilec_rt_last_error(e->rt));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->buf[i]), TILEC_RT_OK);
+}
+
+static void aot_close(aot_env *e)
+{
+    for (int i = 0; i < 3; i++)
+        tilec_rt_free(e->rt, e->buf[i]);
+    tilec_program_free(e->p);
+    tilec_rt_close(e->rt);
+}
+
 /* Load one entry for tw with twin metadata m (NULL: none) and launch it on
  * an M x N x K product: the blocks its twin ran on (0: the twin did not
  * run); *maps_ok 1 when it ran with its three maps after the arguments, B's
  * row stride N halves and the twin's shared memory. */
 static unsigned aot_run(const tilec_tma_meta *m, int M, int N, int K, int *has_twin, int *maps_ok)
 {
-    tilec_rt *rt = NULL;
-    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
-    const tilec_aot_kernel ks[] = {
-        {"tw", 0, 1, "tw_v0", tw_image, sizeof tw_image, 256, 107520, 6, tw_kinds, 0x4, tw_grid, 0, 0, m},
-    };
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    *has_twin = tilec_program_has_twin(p, "tw", 0);
-    uint64_t a, b, c;
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &a), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &b), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &c), TILEC_RT_OK);
+    const tilec_aot_kernel k = {"tw", 0, 1, "tw_v0", tw_image, sizeof tw_image, 256, 107520, 6, tw_kinds, 0x4, tw_grid,
+                                0, 0, m};
+    aot_env e;
+    aot_open(&e, &k);
+    *has_twin = tilec_program_has_twin(e.p, "tw", 0);
+    uint64_t a = e.buf[0], b = e.buf[1], c = e.buf[2];
     int launches = fake->tma_launches, encodes = fake->tma_encodes;
     tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
-    cr_assert_eq(tilec_program_launch(p, "tw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    cr_assert_eq(tilec_program_launch(e.p, "tw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
     unsigned blocks = fake->tma_launches - launches == 1 ? fake->grid[0] : 0;
     *maps_ok = fake->tma_encodes - encodes == 3 && fake->tma_args[0] == a && fake->tma_args[1] == b &&
                fake->tma_args[2] == c && fake->tma_maps[1].stride == 2 * (uint64_t)N && fake->smem == 230496;
-    tilec_rt_free(rt, a);
-    tilec_rt_free(rt, b);
-    tilec_rt_free(rt, c);
-    tilec_program_free(p);
-    tilec_rt_close(rt);
+    aot_close(&e);
     return blocks;
 }
 
@@ -707,29 +725,19 @@ static const tilec_tma_meta cv_meta = {cv_twin, 384, 100000, 1, 0, {
 static int cv_run(const tilec_tma_meta *m, uint64_t off, int n, int h, int w, int c, int stride, int pad,
                   int *has_twin)
 {
-    tilec_rt *rt = NULL;
-    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
-    const tilec_aot_kernel ks[] = {
-        {"cv", 0, 1, "cv_v0", tw_image, sizeof tw_image, 256, 0, 10, cv_kinds, 0x4, cv_grid, 0, 0, m},
-    };
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    *has_twin = tilec_program_has_twin(p, "cv", 0);
-    uint64_t x, wt, y;
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &x), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &wt), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &y), TILEC_RT_OK);
+    const tilec_aot_kernel k = {"cv", 0, 1, "cv_v0", tw_image, sizeof tw_image, 256, 0, 10, cv_kinds, 0x4, cv_grid,
+                                0, 0, m};
+    aot_env e;
+    aot_open(&e, &k);
+    *has_twin = tilec_program_has_twin(e.p, "cv", 0);
+    uint64_t x = e.buf[0] + off;
     int launches = fake->tma_launches, plain = fake->launches;
-    tilec_rt_arg args[10] = {{.ptr = x + off}, {.ptr = wt}, {.ptr = y}, {.i32 = n}, {.i32 = h}, {.i32 = w},
-                             {.i32 = c},       {.i32 = 64}, {.i32 = stride}, {.i32 = pad}};
-    cr_assert_eq(tilec_program_launch(p, "cv", 0, args, 10, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    int ran = fake->tma_launches - launches == 1 && fake->tma_args[0] == x + off;
+    tilec_rt_arg args[10] = {{.ptr = x},  {.ptr = e.buf[1]}, {.ptr = e.buf[2]}, {.i32 = n},      {.i32 = h},
+                             {.i32 = w},  {.i32 = c},        {.i32 = 64},       {.i32 = stride}, {.i32 = pad}};
+    cr_assert_eq(tilec_program_launch(e.p, "cv", 0, args, 10, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+    int ran = fake->tma_launches - launches == 1 && fake->tma_args[0] == x;
     cr_expect_eq(fake->launches - plain, 1, "one kernel ran");
-    tilec_rt_free(rt, x);
-    tilec_rt_free(rt, wt);
-    tilec_rt_free(rt, y);
-    tilec_program_free(p);
-    tilec_rt_close(rt);
+    aot_close(&e);
     return ran;
 }
 
