@@ -142,7 +142,12 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
         sb_printf(c, ", %u, %u, %u, %u, %u, {", m->box_rows, m->box_cols, m->elem_bytes, m->bf16, m->batched);
         aot_index(c, "", m->bs[0]);
         aot_index(c, ", ", m->bs[1]);
-        sb_printf(c, "}, %u, %u}", m->bgrid, m->bscale);
+        sb_printf(c, "}, %u, %u, %u", m->bgrid, m->bscale, m->im2col);
+        /* an im2col map's image extents, filter, padding and stride (tilec/tma.h); a tiled map's 0 */
+        const uint32_t w[6] = {m->ih, m->iw, m->fr, m->fs, m->pad, m->cstride};
+        for (int j = 0; j < 6; j++)
+            aot_index(c, ", ", w[j]);
+        sb_puts(c, "}");
     }
     sb_puts(c, t->nmaps ? "}, " : "{0}}, "); /* no maps (a twin fed by cp.async): no empty braces in C11 */
     /* the dot loop's trips a tile, which the launch weighs (kper 0: not known) */

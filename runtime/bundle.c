@@ -54,7 +54,10 @@ static const struct {
     {offsetof(tilec_tma_map, elem_bytes), 0}, {offsetof(tilec_tma_map, bf16), 0},
     {offsetof(tilec_tma_map, batched), 0},    {offsetof(tilec_tma_map, bs[0]), 2},
     {offsetof(tilec_tma_map, bs[1]), 2},      {offsetof(tilec_tma_map, bgrid), 0},
-    {offsetof(tilec_tma_map, bscale), 0},
+    {offsetof(tilec_tma_map, bscale), 0},     {offsetof(tilec_tma_map, im2col), 0},
+    {offsetof(tilec_tma_map, ih), 3},         {offsetof(tilec_tma_map, iw), 3},
+    {offsetof(tilec_tma_map, fr), 4},         {offsetof(tilec_tma_map, fs), 4},
+    {offsetof(tilec_tma_map, pad), 4},        {offsetof(tilec_tma_map, cstride), 4},
 };
 
 static uint32_t *map_word(tilec_tma_map *m, int f) { return (uint32_t *)(void *)((char *)m + map_words[f].at); }
@@ -251,6 +254,10 @@ const char *rt_twin_why(const tilec_tma_meta *t, uint32_t nparams)
         if (mp->batched > 1 || (mp->batched && (mp->bgrid < 1 || mp->bgrid > 2 || !mp->bscale)))
             return "a twin's batched tensor map with a batch on a grid axis other than 1 or 2, or its stride "
                    "times 0";
+        if (mp->im2col > 1 || (mp->im2col && (mp->batched || mp->rows == TILEC_TMA_NONE)))
+            return "a twin's im2col tensor map that is batched, has no image count, or a kind other than 0 or 1";
+        if (!mp->im2col && (mp->ih || mp->iw || mp->fr || mp->fs || mp->pad || mp->cstride))
+            return "a twin's tiled tensor map with im2col words that are not 0";
     }
     return NULL;
 }

@@ -63,6 +63,7 @@
     X(LaunchKernel, PFN_cuLaunchKernel_v4000, RT_CUDA_ABI, 1)                                     \
     X(FuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040, 12040, 0)                                 \
     X(TensorMapEncodeTiled, PFN_cuTensorMapEncodeTiled_v12000, 12000, 0)                          \
+    X(TensorMapEncodeIm2col, PFN_cuTensorMapEncodeIm2col_v12000, 12000, 0)                        \
     X(MemGetAddressRange, PFN_cuMemGetAddressRange_v3020, RT_CUDA_ABI, 0)                         \
     X(StreamBeginCapture, PFN_cuStreamBeginCapture_v10010, RT_CUDA_ABI, 0)                        \
     X(StreamEndCapture, PFN_cuStreamEndCapture_v10000, RT_CUDA_ABI, 0)                            \

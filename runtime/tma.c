@@ -1,6 +1,7 @@
 /* tma.c: the sm_90a twins of kernel variants (tilec/tma.h). A twin is
  * resolved beside its variant's kernel when the module has it (a CUBIN
- * for sm_90a) and the driver has cuTensorMapEncodeTiled; each launch
+ * for sm_90a) and the driver has cuTensorMapEncodeTiled (and
+ * cuTensorMapEncodeIm2col for a twin with an im2col map); each launch
  * builds its tensor maps from the arguments, kept in a small cache per
  * kernel (by base pointer, extents and strides), and launches the twin
  * with them after the variant's own arguments. An operand the tensor
@@ -10,7 +11,9 @@
  * variant's own kernel: never a wrong answer. A batched map (a product
  * per pid(2), or per head in pid(1)) is 3-D: its matrix stride its
  * constant times the arguments it names, its batch extent the grid's z
- * (or y). A persistent twin takes the program's grid as three
+ * (or y). An im2col map (a convolution's NHWC image) is 4-D, C, W, H,
+ * N, its pixel box bounded by the padding and the filter's extent and
+ * walked at the convolution's stride (tilec/tma.h). A persistent twin takes the program's grid as three
  * more parameters and is launched with one block per multiprocessor (fewer
  * for fewer tiles; one per tile past TMA_PERSIST_WAVES tiles a
  * multiprocessor, unless each tile's dot loop is at most
@@ -27,7 +30,7 @@
 #include "runtime/twin_check.h"
 #include "tilec/log.h"
 
-enum { TMA_CACHE = 4, TMA_WORDS = 6, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
+enum { TMA_CACHE = 4, TMA_WORDS = 10, TMA_KEY = TMA_WORDS * TILEC_TMA_MAX_MAPS };
 /* A persistent twin walks its tiles with one block per multiprocessor up
  * to this many tiles per multiprocessor; past it, one block per tile (the
  * same kernel, each block then taking one tile), which the hardware hands
@@ -67,6 +70,7 @@ struct rt_tma {
     int pair_mode;      /* TILEC_TMA_PAIR: 1 always the pairs, 0 always the one-tile twin, -1 the cost */
     int persist_mode;   /* TILEC_TMA_PERSIST: 1 always min(units, SMs) blocks, 0 always a block a unit, -1 the rule */
     PFN_cuTensorMapEncodeTiled_v12000 encode;
+    PFN_cuTensorMapEncodeIm2col_v12000 encode_im2col; /* NULL: the driver has none (no im2col map then) */
     PFN_cuLaunchKernel_v4000 launch;
     uint32_t sms;       /* the device's multiprocessors: a persistent twin's blocks */
     int log;            /* TILEC_LOGS=tma when resolved */
@@ -131,6 +135,9 @@ static const char *resolve_why(tilec_rt *rt, const pkernel *pk, const rt_tma *t,
         return "TILEC_DISABLE_TMA=1";
     if (!d->TensorMapEncodeTiled)
         return "the driver has no cuTensorMapEncodeTiled";
+    for (uint32_t i = 0; i < t->meta.nmaps; i++)
+        if (t->meta.maps[i].im2col && !d->TensorMapEncodeIm2col)
+            return "the driver has no cuTensorMapEncodeIm2col (an im2col map)";
     if (!pk->mod || d->ModuleGetFunction(fn, rt_module_cu(pk->mod), t->meta.name) != CUDA_SUCCESS)
         return "not in the module (its CUBIN was not compiled for sm_90a)";
     if (d->FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, *fn) != CUDA_SUCCESS ||
@@ -186,6 +193,7 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
     }
     t->sms = rt->props.multiprocessors > 0 ? (uint32_t)rt->props.multiprocessors : 1;
     t->encode = rt->drv.TensorMapEncodeTiled;
+    t->encode_im2col = rt->drv.TensorMapEncodeIm2col;
     t->launch = rt->drv.LaunchKernel;
     t->log = log;
 }
@@ -224,12 +232,49 @@ static int64_t batch_stride(const pkernel *pk, const tilec_tma_map *m, const til
     return s > lim ? -1 : s;
 }
 
+/* An im2col map's fr, fs, pad or cstride: as extent_arg, TILEC_TMA_NONE
+ * its default `none`. */
+static int64_t conv_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t f, int64_t none)
+{
+    return f == TILEC_TMA_NONE ? none : extent_arg(pk, args, f);
+}
+
+/* The key of im2col map m (base, images, channels, pixel stride, height,
+ * width, filter rows and columns, padding, stride), 0 when the image is
+ * not one the im2col mode reads: a base off 16 bytes, a pixel stride
+ * narrower than a pixel or not a multiple of 16 bytes, an image stride of
+ * 2^40 bytes or more, a padding past 127 or a filter extent past the
+ * padding by more than 129 (a 4-D map's box corners are 8-bit), a
+ * convolution stride outside 1..8, or a padded image smaller than the
+ * filter (no output pixel). */
+static int im2col_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args, uint64_t key[TMA_WORDS])
+{
+    uint64_t base = args[m->ptr].ptr;
+    int64_t n = extent_arg(pk, args, m->rows), c = extent_arg(pk, args, m->cols), ps = extent_arg(pk, args, m->stride);
+    int64_t h = extent_arg(pk, args, m->ih), w = extent_arg(pk, args, m->iw);
+    int64_t r = conv_arg(pk, args, m->fr, 1), s = conv_arg(pk, args, m->fs, 1);
+    int64_t pad = conv_arg(pk, args, m->pad, 0), cs = conv_arg(pk, args, m->cstride, 1);
+    int64_t lim = (INT64_C(1) << 40) / m->elem_bytes; /* a stride's elements */
+    if (!base || base % 16 || n < 1 || c < 1 || h < 1 || w < 1 || n > INT32_MAX || c > INT32_MAX || h > INT32_MAX ||
+        w > INT32_MAX || ps < c || (ps * m->elem_bytes) % 16 || ps >= lim || w >= lim / ps || h >= lim / (w * ps))
+        return 0;
+    if (r < 1 || s < 1 || pad < 0 || pad > 127 || r - 1 > pad + 128 || s - 1 > pad + 128 || cs < 1 || cs > 8 ||
+        h + 2 * pad < r || w + 2 * pad < s)
+        return 0;
+    const int64_t v[TMA_WORDS] = {(int64_t)base, n, c, ps, h, w, r, s, pad, cs};
+    for (int i = 0; i < TMA_WORDS; i++)
+        key[i] = (uint64_t)v[i];
+    return 1;
+}
+
 /* The key of map i (base, rows, cols, stride, and for a batched map its
- * matrix stride and the grid's third extent), 0 when the operand does not
- * qualify for the tensor memory accelerator. */
+ * matrix stride and the grid's third extent; an im2col map's, im2col_key),
+ * 0 when the operand does not qualify for the tensor memory accelerator. */
 static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args, const uint32_t grid[3],
                    uint64_t key[TMA_WORDS])
 {
+    if (m->im2col)
+        return im2col_key(pk, m, args, key);
     uint64_t base = args[m->ptr].ptr;
     /* rows TILEC_TMA_NONE: every row a coordinate can name (the kernel proves the rows it reads, lower/wggather.c) */
     int64_t rows = m->rows == TILEC_TMA_NONE ? INT32_MAX : extent_arg(pk, args, m->rows);
@@ -251,8 +296,29 @@ static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg
     return 1;
 }
 
+/* Im2col map m for its key (im2col_key): 4-D, C, W, H, N; the pixel box
+ * from -pad to pad - (extent - 1) along W and H (the corners in W, H
+ * order, as the dimensions), walked at the convolution's stride along W
+ * and H; box_cols channels a pixel, box_rows pixels a box; out of the
+ * image, zeros. */
+static int encode_im2col(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[TMA_WORDS], CUtensorMap *out)
+{
+    uint64_t eb = m->elem_bytes, ps = key[3], h = key[4], w = key[5];
+    cuuint64_t dims[4] = {key[2], w, h, key[1]}, strides[3] = {ps * eb, w * ps * eb, h * w * ps * eb};
+    int pad = (int)key[8], lower[2] = {-pad, -pad}, upper[2] = {pad - (int)(key[7] - 1), pad - (int)(key[6] - 1)};
+    cuuint32_t cs = (cuuint32_t)key[9], estr[4] = {1, cs, cs, 1};
+    CUtensorMapDataType ty = m->elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                             : m->bf16          ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    return t->encode_im2col(out, ty, 4, (void *)(uintptr_t)key[0], dims, strides, lower, upper, m->box_cols,
+                            m->box_rows, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle_of(m->box_cols * m->elem_bytes),
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 static int encode(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[TMA_WORDS], CUtensorMap *out)
 {
+    if (m->im2col)
+        return encode_im2col(t, m, key, out);
     cuuint64_t dims[3] = {key[2], key[1], key[5]}, strides[2] = {key[3] * m->elem_bytes, key[4] * m->elem_bytes};
     cuuint32_t box[3] = {m->box_cols, m->box_rows, 1}, estr[3] = {1, 1, 1};
     CUtensorMapDataType ty = m->elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32

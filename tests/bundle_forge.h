@@ -81,6 +81,12 @@ static inline tilec_bundle *make_bundle(uint32_t n, unsigned seed)
                 mp->bs[1] = TILEC_TMA_NONE;
                 mp->bgrid = m == 2 ? 1 + (i + seed) % 2 : 0; /* a batch in pid(2) or a head in pid(1) */
                 mp->bscale = m == 2 ? 1 + seed : 0;
+                if (m == 1) { /* a convolution's image in im2col mode: 3 x 1 taps, a padding parameter */
+                    mp->im2col = 1;
+                    mp->ih = mp->iw = (m + i) % k->nparams;
+                    mp->fr = TILEC_TMA_CONST | 3u, mp->fs = TILEC_TMA_NONE;
+                    mp->pad = (i + seed) % k->nparams, mp->cstride = TILEC_TMA_NONE;
+                }
             }
         }
     }

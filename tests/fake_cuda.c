@@ -480,7 +480,7 @@ static CUresult fake_EventElapsedTime(float *ms, CUevent a, CUevent b)
 typedef struct fake_kernel {
     const char *name;
     int nparams;
-    size_t sizes[10];
+    size_t sizes[12];
     int max_threads, static_smem;
 } fake_kernel;
 
@@ -505,6 +505,9 @@ static const fake_kernel kernels[] = {
     /* attention (q, k, v, o, S, bh, causal, scale) and its twin, K's and V's maps after them (lower/wgattn.c) */
     {"at_v0", 8, {8, 8, 8, 8, 4, 4, 4, 4}, 1024, 0},
     {"at_v0_tma", 10, {8, 8, 8, 8, 4, 4, 4, 4, 128, 128}, 1024, 0},
+    /* a convolution (x, w, y, N, H, W, C, K, stride, pad) and its twin, x's im2col map after them */
+    {"cv_v0", 10, {8, 8, 8, 4, 4, 4, 4, 4, 4, 4}, 1024, 0},
+    {"cv_v0_tma", 11, {8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 128}, 1024, 0},
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
     {"sk_v0", 4, {8, 4, 8, 8}, 1024, 0},        /* split-K: x, n, and the hidden part, cnt */
     /* test_fake.py's skmm(a, b, c, M, N, K): variant 0 split-K (two hidden pointers), variant 1 not */
@@ -534,6 +537,30 @@ static CUresult fake_TensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType 
     state.tma_maps[i].swizzle = (unsigned)sw;
     memset(map, 0, sizeof *map);
     memcpy(map, &state.tma_maps[i].base, sizeof state.tma_maps[i].base);
+    return CUDA_SUCCESS;
+}
+
+static CUresult fake_TensorMapEncodeIm2col(CUtensorMap *map, CUtensorMapDataType dt, cuuint32_t rank, void *base,
+                                           const cuuint64_t *dims, const cuuint64_t *strides, const int *lower,
+                                           const int *upper, cuuint32_t cpp, cuuint32_t ppc, const cuuint32_t *estr,
+                                           CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+                                           CUtensorMapFloatOOBfill fill)
+{
+    (void)il, (void)l2;
+    if (rank != 4 || (uintptr_t)base % 16 || strides[0] % 16 || strides[1] % 16 || strides[2] % 16)
+        return CUDA_ERROR_INVALID_VALUE;
+    state.im2col_encodes++;
+    state.im2col.base = (unsigned long long)(uintptr_t)base;
+    for (int i = 0; i < 4; i++)
+        state.im2col.dims[i] = dims[i], state.im2col.estr[i] = estr[i];
+    for (int i = 0; i < 3; i++)
+        state.im2col.strides[i] = strides[i];
+    for (int i = 0; i < 2; i++)
+        state.im2col.lower[i] = lower[i], state.im2col.upper[i] = upper[i];
+    state.im2col.cpp = cpp, state.im2col.ppc = ppc;
+    state.im2col.dtype = (unsigned)dt, state.im2col.swizzle = (unsigned)sw, state.im2col.fill = (unsigned)fill;
+    memset(map, 0, sizeof *map);
+    memcpy(map, &state.im2col.base, sizeof state.im2col.base);
     return CUDA_SUCCESS;
 }
 
@@ -793,6 +820,9 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     } else if (strcmp(k->name, "gw_v0_tma") == 0) {
         state.tma_launches++;
         memcpy(&state.tma_args[0], params[6], 8);
+    } else if (strcmp(k->name, "cv_v0_tma") == 0) {
+        state.tma_launches++;
+        memcpy(&state.tma_args[0], params[10], 8);
     } else if (strcmp(k->name, "at_v0_tma") == 0) {
         state.tma_launches++;
         memcpy(&state.tma_args[0], params[8], 8);
@@ -862,7 +892,7 @@ static const struct {
     ENTRY(FuncGetAttribute),   ENTRY(FuncSetAttribute),   ENTRY(FuncGetParamInfo),  ENTRY(LaunchKernel),
     ENTRY(StreamBeginCapture), ENTRY(StreamEndCapture),   ENTRY(GraphInstantiateWithFlags),
     ENTRY(GraphLaunch),        ENTRY(GraphExecDestroy),   ENTRY(GraphDestroy),      ENTRY(GraphExecUpdate),
-    ENTRY(TensorMapEncodeTiled),
+    ENTRY(TensorMapEncodeTiled), ENTRY(TensorMapEncodeIm2col),
 };
 
 CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -879,7 +909,8 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVer
         (mode("nographs") && strcmp(symbol, "cuGraphLaunch") == 0) ||
         (mode("noupdate") && strcmp(symbol, "cuGraphExecUpdate") == 0) ||
         (mode("noparaminfo") && strcmp(symbol, "cuFuncGetParamInfo") == 0) ||
-        (mode("notma") && strcmp(symbol, "cuTensorMapEncodeTiled") == 0))
+        (mode("notma") && strcmp(symbol, "cuTensorMapEncodeTiled") == 0) ||
+        (mode("noim2col") && strcmp(symbol, "cuTensorMapEncodeIm2col") == 0))
         return CUDA_ERROR_NOT_FOUND;
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         if (strcmp(entries[i].symbol, symbol) == 0) {

@@ -15,6 +15,7 @@
  *   nolaunch   cuGetProcAddress does not know cuLaunchKernel
  *   noparaminfo  nor cuFuncGetParamInfo (a driver before 12.4)
  *   notma      nor cuTensorMapEncodeTiled
+ *   noim2col   nor cuTensorMapEncodeIm2col
  *   nographs   nor cuGraphLaunch (CUDA graphs unavailable)
  *   nocapture  cuStreamBeginCapture fails
  *   noupdate   cuGetProcAddress does not know cuGraphExecUpdate
@@ -53,7 +54,12 @@
  *     tw_v0_tma_1, lower/wgpair.c, in tma_one_launches too), with its maps' first words in
  *     tma_args and the grid in tma_grid (tests/test_tma.c). cuTensorMapEncodeTiled records each map
  *     it makes in tma_maps (its first word is the map's base) and counts
- *     them in tma_encodes. */
+ *     them in tma_encodes.
+ *   cv_v0(ptr x, ptr w, ptr y, i32 N, H, W, C, K, stride, pad) and its
+ *     twin cv_v0_tma (the same, x's im2col map): nothing computed; a launch
+ *     of the twin counts in tma_launches, its map's first word in
+ *     tma_args[0]. cuTensorMapEncodeIm2col records its last map's
+ *     arguments in im2col and counts them in im2col_encodes. */
 
 #define FAKE_CUDA_OPTIN_SMEM 232448 /* the H100's opt-in limit per block */
 #define FAKE_CUDA_L2 (50u << 20)     /* the H100's L2 */
@@ -97,6 +103,12 @@ typedef struct fake_cuda_state {
         unsigned long long base, dims[3], stride, bstride; /* dims[2], bstride: a 3-D (batched) map's */
         unsigned rank, box[2], dtype, swizzle;
     } tma_maps[3];                  /* the last three maps made */
+    int im2col_encodes;
+    struct {
+        unsigned long long base, dims[4], strides[3];
+        int lower[2], upper[2];
+        unsigned cpp, ppc, estr[4], dtype, swizzle, fill;
+    } im2col;                       /* the last im2col map made */
     /* split-K (tests/test_runtime.c): sk_v0(ptr x, i32 n, ptr part, ptr cnt)
      * records its two hidden pointers and whether cnt's first 64 words
      * were all zero; cuMemAlloc counts the calls made while a stream

@@ -514,8 +514,9 @@ Test(bundle, forged_fields)
     FORGE(bundle_put32(buf + 8, 1), "version 1", "an older version");
     FORGE(bundle_put32(buf + 8, 2), "version 2", "an older version (no batch axis or constant in a map)");
     FORGE(bundle_put32(buf + 8, 3), "version 3", "an older version (no loop trips in the twin)");
-    FORGE(bundle_put32(buf + 8, 4), "version 4", "the previous version (no constant map extent, no persistence 4)");
-    FORGE(bundle_put32(buf + 8, 6), "version 6", "a later version");
+    FORGE(bundle_put32(buf + 8, 4), "version 4", "an older version (no constant map extent, no persistence 4)");
+    FORGE(bundle_put32(buf + 8, 5), "version 5", "the previous version (maps of 13 words, no im2col map)");
+    FORGE(bundle_put32(buf + 8, 7), "version 7", "a later version");
     FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
     FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
     FORGE(buf[47] = 1, "reserved", "reserved byte");
@@ -560,7 +561,7 @@ Test(bundle, forged_fields)
     const size_t k1 = size0 + 8 + b->kernels[0].size;
     FORGE(memcpy(buf + k1 + 4, buf + K0 + 4, name0), "appears twice", "duplicate names");
     /* kernel 2's twin: name, threads, smem, nmaps, persistent, kbound, kfrom, kper, a reserved word, then
-     * maps of 13 words */
+     * maps of 20 words */
     const tilec_bundle_kernel *kb1 = &b->kernels[1], *kb2 = &b->kernels[2];
     const size_t k2 = k1 + 4 + strlen(kb1->name) + 12 + kb1->nparams + 20 + 8 + kb1->size;
     const size_t twin2 = k2 + 4 + strlen(kb2->name) + 12 + kb2->nparams + 20, tn2 = strlen(kb2->twin.name);
@@ -604,13 +605,38 @@ Test(bundle, forged_fields)
                   "the constants read back");
         tilec_bundle_free(p);
     }
-    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 + 4 * 9, kb2->nparams + 1), "past the parameter count",
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 9, kb2->nparams + 1), "past the parameter count",
           "map 1's batch stride");
+    /* map 1 is an im2col map (words 13 to 19): of kind 0 or 1, never batched, its image count named; its
+     * extents, filter, padding and stride parameters below the count (or constants, or TILEC_TMA_NONE for the
+     * filter, padding and stride); a tiled map's im2col words 0 */
+    cr_assert(kb2->twin.maps[1].im2col && !kb2->twin.maps[0].im2col);
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 13, 2), "im2col", "map 1 of im2col kind 2");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 1, TILEC_TMA_NONE), "im2col",
+          "map 1's image count TILEC_TMA_NONE");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 14, TILEC_TMA_NONE), "past the parameter count",
+          "map 1's height TILEC_TMA_NONE");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 18, kb2->nparams), "past the parameter count",
+          "map 1's padding past the parameters");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 19, TILEC_TMA_CONST), "past the parameter count",
+          "map 1's stride the constant 0");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 17, TILEC_TMA_NONE), "im2col words", "map 0 (tiled) with a filter");
+    {
+        memcpy(buf, good, len);
+        bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 18, TILEC_TMA_CONST | 2);
+        bundle_reseal(buf, len);
+        tilec_bundle *p = NULL;
+        cr_expect_eq(tilec_bundle_parse(buf, len, KEY, &p, NULL, 0), TILEC_RT_OK, "map 1's padding a constant");
+        cr_expect(p && p->kernels[2].twin.maps[1].pad == (TILEC_TMA_CONST | 2) &&
+                      p->kernels[2].twin.maps[1].fr == (TILEC_TMA_CONST | 3) && p->kernels[2].twin.maps[1].fs == TILEC_TMA_NONE,
+                  "the im2col words read back");
+        tilec_bundle_free(p);
+    }
     /* map 2 is batched: its grid axis 1 or 2, its constant at least 1 */
     cr_assert(kb2->twin.maps[2].batched);
-    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 * 2 + 4 * 11, 0), "batch", "map 2's batch on grid axis 0");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 * 2 + 4 * 11, 3), "batch", "map 2's batch on grid axis 3");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 13 * 2 + 4 * 12, 0), "batch", "map 2's batch stride times 0");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 * 2 + 4 * 11, 0), "batch", "map 2's batch on grid axis 0");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 * 2 + 4 * 11, 3), "batch", "map 2's batch on grid axis 3");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 * 2 + 4 * 12, 0), "batch", "map 2's batch stride times 0");
     /* a 0-byte image is refused by parse as by serialize */
     FORGE((bundle_put64(buf + size0, 0),
            memmove(buf + size0 + 8, buf + size0 + 8 + b->kernels[0].size, len - size0 - 8 - b->kernels[0].size),

@@ -11,7 +11,10 @@
  * a base off 16 bytes or a row stride that is not a multiple of 16 bytes
  * launches the variant's own kernel and makes no map; TILEC_DISABLE_TMA=1
  * and a driver without cuTensorMapEncodeTiled leave the variant alone; a
- * build that finds its bundle in the kernel cache still has the twin. */
+ * build that finds its bundle in the kernel cache still has the twin. An
+ * ahead-of-time entry of a convolution (cv) with an im2col map: the
+ * arguments cuTensorMapEncodeIm2col gets, the images it cannot read taking
+ * the variant, no twin without that encoder or with unsound metadata. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
@@ -466,10 +469,35 @@ static const tilec_rt_param_kind tw_kinds[] = {TILEC_RT_PARAM_POINTER, TILEC_RT_
 static char tw_twin[] = "tw_v0_tma";
 /* what `--emit c --aot sm_90a` writes for tw (tests/test_wrapper_run.c) */
 static const tilec_tma_meta tw_meta = {tw_twin, 384, 230496, 3, 1, {
-    {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0},
-    {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0},
-    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0}}, 5, 0, 64};
+    {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 5, 0, 64};
 static const char tw_image[] = "// fake module\n";
+
+/* A table of one entry loaded on the fake device, with three 1 MiB buffers. */
+typedef struct aot_env {
+    tilec_rt *rt;
+    tilec_program *p;
+    uint64_t buf[3];
+} aot_env;
+
+static void aot_open(aot_env *e, const tilec_aot_kernel *k)
+{
+    e->rt = NULL;
+    e->p = NULL;
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e->rt), TILEC_RT_OK);
+    cr_assert_eq(tilec_program_load(e->rt, k, 1, &e->p), TILEC_RT_OK, "%s", tilec_rt_last_error(e->rt));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, &e->buf[i]), TILEC_RT_OK);
+}
+
+static void aot_close(aot_env *e)
+{
+    for (int i = 0; i < 3; i++)
+        tilec_rt_free(e->rt, e->buf[i]);
+    tilec_program_free(e->p);
+    tilec_rt_close(e->rt);
+}
 
 /* Load one entry for tw with twin metadata m (NULL: none) and launch it on
  * an M x N x K product: the blocks its twin ran on (0: the twin did not
@@ -477,29 +505,19 @@ static const char tw_image[] = "// fake module\n";
  * row stride N halves and the twin's shared memory. */
 static unsigned aot_run(const tilec_tma_meta *m, int M, int N, int K, int *has_twin, int *maps_ok)
 {
-    tilec_rt *rt = NULL;
-    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &rt), TILEC_RT_OK);
-    const tilec_aot_kernel ks[] = {
-        {"tw", 0, 1, "tw_v0", tw_image, sizeof tw_image, 256, 107520, 6, tw_kinds, 0x4, tw_grid, 0, 0, m},
-    };
-    tilec_program *p = NULL;
-    cr_assert_eq(tilec_program_load(rt, ks, 1, &p), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
-    *has_twin = tilec_program_has_twin(p, "tw", 0);
-    uint64_t a, b, c;
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &a), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &b), TILEC_RT_OK);
-    cr_assert_eq(tilec_rt_malloc(rt, 1 << 20, &c), TILEC_RT_OK);
+    const tilec_aot_kernel k = {"tw", 0, 1, "tw_v0", tw_image, sizeof tw_image, 256, 107520, 6, tw_kinds, 0x4, tw_grid,
+                                0, 0, m};
+    aot_env e;
+    aot_open(&e, &k);
+    *has_twin = tilec_program_has_twin(e.p, "tw", 0);
+    uint64_t a = e.buf[0], b = e.buf[1], c = e.buf[2];
     int launches = fake->tma_launches, encodes = fake->tma_encodes;
     tilec_rt_arg args[6] = {{.ptr = a}, {.ptr = b}, {.ptr = c}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
-    cr_assert_eq(tilec_program_launch(p, "tw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(rt));
+    cr_assert_eq(tilec_program_launch(e.p, "tw", 0, args, 6, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
     unsigned blocks = fake->tma_launches - launches == 1 ? fake->grid[0] : 0;
     *maps_ok = fake->tma_encodes - encodes == 3 && fake->tma_args[0] == a && fake->tma_args[1] == b &&
                fake->tma_args[2] == c && fake->tma_maps[1].stride == 2 * (uint64_t)N && fake->smem == 230496;
-    tilec_rt_free(rt, a);
-    tilec_rt_free(rt, b);
-    tilec_rt_free(rt, c);
-    tilec_program_free(p);
-    tilec_rt_close(rt);
+    aot_close(&e);
     return blocks;
 }
 
@@ -677,5 +695,151 @@ Test(tma, swizzle_follows_the_k_tile, .timeout = 120)
                   "BK = %u to %s: B's box %u x %u", kt, to, fake->tma_maps[1].box[1], fake->tma_maps[1].box[0]);
         cr_expect_eq(fake->tma_maps[1].swizzle, 3, "BK = %u to %s: B in 128-byte rows", kt, to);
         env_free(&e);
+    }
+}
+
+/* ---- an im2col map: a convolution's NHWC image (tilec/tma.h, runtime/tma.c) ---- */
+
+static int cv_grid(const int64_t *a, uint32_t g[3])
+{
+    (void)a;
+    g[0] = g[1] = g[2] = 1;
+    return 0;
+}
+
+static const tilec_rt_param_kind cv_kinds[] = {TILEC_RT_PARAM_POINTER, TILEC_RT_PARAM_POINTER, TILEC_RT_PARAM_POINTER,
+                                               TILEC_RT_PARAM_I32,     TILEC_RT_PARAM_I32,     TILEC_RT_PARAM_I32,
+                                               TILEC_RT_PARAM_I32,     TILEC_RT_PARAM_I32,     TILEC_RT_PARAM_I32,
+                                               TILEC_RT_PARAM_I32};
+static char cv_twin[] = "cv_v0_tma";
+/* cv(x, w, y, N, H, W, C, K, stride, pad): x's map N images (3) of H x W (4, 5) pixels of C channels (6), a
+ * pixel every C; a 3 x 3 filter (constants), the stride and padding parameters 8 and 9; boxes of 128 pixels
+ * of 64 halves */
+static const tilec_tma_meta cv_meta = {cv_twin, 384, 100000, 1, 0, {
+    {0, 3, 6, 6, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 1, 4, 5, TILEC_TMA_CONST | 3u,
+     TILEC_TMA_CONST | 3u, 9, 8}}, 0, 0, 0};
+
+/* Load cv with twin metadata m (NULL: none) and launch it on x + off:
+ * 1 when the twin ran with x's map after the arguments, 0 when the
+ * variant's own kernel ran; *has_twin whether the program has the twin. */
+static int cv_run(const tilec_tma_meta *m, uint64_t off, int n, int h, int w, int c, int stride, int pad,
+                  int *has_twin)
+{
+    const tilec_aot_kernel k = {"cv", 0, 1, "cv_v0", tw_image, sizeof tw_image, 256, 0, 10, cv_kinds, 0x4, cv_grid,
+                                0, 0, m};
+    aot_env e;
+    aot_open(&e, &k);
+    *has_twin = tilec_program_has_twin(e.p, "cv", 0);
+    uint64_t x = e.buf[0] + off;
+    int launches = fake->tma_launches, plain = fake->launches;
+    tilec_rt_arg args[10] = {{.ptr = x},  {.ptr = e.buf[1]}, {.ptr = e.buf[2]}, {.i32 = n},      {.i32 = h},
+                             {.i32 = w},  {.i32 = c},        {.i32 = 64},       {.i32 = stride}, {.i32 = pad}};
+    cr_assert_eq(tilec_program_launch(e.p, "cv", 0, args, 10, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+    int ran = fake->tma_launches - launches == 1 && fake->tma_args[0] == x;
+    cr_expect_eq(fake->launches - plain, 1, "one kernel ran");
+    aot_close(&e);
+    return ran;
+}
+
+/* An im2col map is encoded by cuTensorMapEncodeIm2col from the arguments:
+ * 4-D (C, W, H, N), strides a pixel, a row, an image in bytes, the pixel
+ * box's corners -pad and pad - (filter - 1) along W and H, the box's
+ * channels and pixels, the convolution's stride along W and H, the swizzle
+ * of a box row of 128 bytes and zeros out of the image; a 1 x 1 filter
+ * without padding or stride (TILEC_TMA_NONE) has both corners 0 and a
+ * stride of 1; a bf16 image its type. */
+Test(tma, an_im2col_map_s_encode_arguments, .timeout = 60)
+{
+    int has = 0, encodes = fake->im2col_encodes;
+    cr_assert(cv_run(&cv_meta, 0, 2, 17, 13, 72, 2, 1, &has), "the twin ran");
+    cr_expect(has);
+    cr_expect_eq(fake->im2col_encodes - encodes, 1);
+    cr_expect_eq(fake->tma_args[0], fake->im2col.base, "the map is the twin's last parameter");
+    cr_expect(fake->im2col.dims[0] == 72 && fake->im2col.dims[1] == 13 && fake->im2col.dims[2] == 17 &&
+                  fake->im2col.dims[3] == 2,
+              "dims %llu %llu %llu %llu", fake->im2col.dims[0], fake->im2col.dims[1], fake->im2col.dims[2],
+              fake->im2col.dims[3]);
+    cr_expect(fake->im2col.strides[0] == 144 && fake->im2col.strides[1] == 13 * 144 &&
+                  fake->im2col.strides[2] == 17 * 13 * 144,
+              "strides %llu %llu %llu", fake->im2col.strides[0], fake->im2col.strides[1], fake->im2col.strides[2]);
+    cr_expect(fake->im2col.lower[0] == -1 && fake->im2col.lower[1] == -1 && fake->im2col.upper[0] == -1 &&
+                  fake->im2col.upper[1] == -1,
+              "corners %d %d, %d %d", fake->im2col.lower[0], fake->im2col.lower[1], fake->im2col.upper[0],
+              fake->im2col.upper[1]);
+    cr_expect(fake->im2col.cpp == 64 && fake->im2col.ppc == 128, "box %u channels x %u pixels", fake->im2col.cpp,
+              fake->im2col.ppc);
+    cr_expect(fake->im2col.estr[0] == 1 && fake->im2col.estr[1] == 2 && fake->im2col.estr[2] == 2 &&
+                  fake->im2col.estr[3] == 1,
+              "element strides");
+    cr_expect_eq(fake->im2col.swizzle, 3, "CU_TENSOR_MAP_SWIZZLE_128B");
+    cr_expect_eq(fake->im2col.dtype, 6, "CU_TENSOR_MAP_DATA_TYPE_FLOAT16");
+    cr_expect_eq(fake->im2col.fill, 0, "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: zeros");
+    /* padding 4 with a 3 x 3 filter: corners -4 and 2 */
+    cr_assert(cv_run(&cv_meta, 0, 1, 8, 8, 64, 1, 4, &has));
+    cr_expect(fake->im2col.lower[0] == -4 && fake->im2col.upper[0] == 2 && fake->im2col.upper[1] == 2);
+    tilec_tma_meta m = cv_meta;
+    m.maps[0].fr = m.maps[0].fs = m.maps[0].pad = m.maps[0].cstride = TILEC_TMA_NONE; /* 1 x 1, no padding */
+    m.maps[0].bf16 = 1;
+    m.maps[0].box_cols = 32; /* 64 bytes a box row */
+    cr_assert(cv_run(&m, 0, 3, 5, 7, 40, 2, 1, &has)); /* stride and padding arguments not read */
+    cr_expect(fake->im2col.lower[0] == 0 && fake->im2col.lower[1] == 0 && fake->im2col.upper[0] == 0 &&
+              fake->im2col.upper[1] == 0);
+    cr_expect(fake->im2col.estr[1] == 1 && fake->im2col.estr[2] == 1);
+    cr_expect_eq(fake->im2col.dtype, 9, "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16");
+    cr_expect_eq(fake->im2col.swizzle, 2, "CU_TENSOR_MAP_SWIZZLE_64B");
+    cr_expect(fake->im2col.cpp == 32 && fake->im2col.dims[0] == 40 && fake->im2col.strides[0] == 80);
+}
+
+/* An image the im2col mode cannot read launches the variant's own kernel
+ * and makes no map: a base off 16 bytes, a pixel of 72 bytes (36
+ * halves), a padding of 128 (a 4-D map's corners are 8-bit), a stride of
+ * 9 (at most 8), a padded image smaller than the filter (no output
+ * pixel), a negative padding. */
+Test(tma, an_image_im2col_cannot_read_takes_the_variant, .timeout = 60)
+{
+    static const struct {
+        uint64_t off;
+        int n, h, w, c, stride, pad;
+        const char *what;
+    } bad[] = {{8, 1, 8, 8, 64, 1, 1, "a base off 16 bytes"},  {0, 1, 8, 8, 36, 1, 1, "a pixel of 72 bytes"},
+               {0, 1, 8, 8, 64, 1, 128, "a padding of 128"},    {0, 1, 8, 8, 64, 9, 1, "a stride of 9"},
+               {0, 1, 1, 8, 64, 1, 0, "1 row, 3 taps, no pad"}, {0, 1, 8, 8, 64, 1, -1, "a padding of -1"},
+               {0, 0, 8, 8, 64, 1, 1, "no image"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int has = 0, encodes = fake->im2col_encodes;
+        cr_expect(!cv_run(&cv_meta, bad[i].off, bad[i].n, bad[i].h, bad[i].w, bad[i].c, bad[i].stride, bad[i].pad,
+                          &has),
+                  "%s: the twin ran", bad[i].what);
+        cr_expect(has);
+        cr_expect_eq(fake->im2col_encodes, encodes, "%s: a map made", bad[i].what);
+    }
+    int has = 0;
+    cr_expect(cv_run(&cv_meta, 0, 1, 1, 8, 64, 1, 1, &has), "1 row padded by 1: one row of output pixels");
+    cr_expect(cv_run(&cv_meta, 0, 1, 8, 8, 64, 8, 127, &has), "stride 8, padding 127: the largest");
+}
+
+/* A driver without cuTensorMapEncodeIm2col leaves a twin with an im2col
+ * map out (the variant alone); metadata the runtime cannot honour (an
+ * im2col map batched, of kind 2, without its image count, or naming a
+ * parameter past the ten; a tiled map with im2col words) is no twin. */
+Test(tma, an_im2col_twin_needs_the_encoder_and_sound_metadata, .timeout = 60)
+{
+    int has = 0;
+    setenv("FAKE_CUDA_MODE", "noim2col", 1);
+    cr_expect(!cv_run(&cv_meta, 0, 1, 8, 8, 64, 1, 1, &has));
+    cr_expect(!has, "no cuTensorMapEncodeIm2col: no twin");
+    unsetenv("FAKE_CUDA_MODE");
+    tilec_tma_meta m[6];
+    for (int i = 0; i < 6; i++)
+        m[i] = cv_meta;
+    m[0].maps[0].batched = 1, m[0].maps[0].bgrid = 2, m[0].maps[0].bscale = 1;
+    m[1].maps[0].im2col = 2;
+    m[2].maps[0].rows = TILEC_TMA_NONE;
+    m[3].maps[0].pad = 10;
+    m[4].maps[0].ih = TILEC_TMA_NONE;
+    m[5].maps[0].im2col = 0; /* a tiled map with the im2col words */
+    for (int i = 0; i < 6; i++) {
+        cr_expect(!cv_run(&m[i], 0, 1, 8, 8, 64, 1, 1, &has), "metadata %d: the twin ran", i);
+        cr_expect(!has, "metadata %d: a twin", i);
     }
 }

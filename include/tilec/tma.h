@@ -44,6 +44,21 @@ typedef struct tilec_tma_map {
     uint32_t bs[2];
     uint32_t bgrid;  /* batched: 1 or 2 */
     uint32_t bscale; /* batched: a constant factor of the matrix stride, at least 1 */
+    /* im2col: 1 for a map in the tensor memory accelerator's im2col mode
+     * (cuTensorMapEncodeIm2col), a convolution's input image read as the
+     * rows of an implicit GEMM's A: an NHWC tensor of rows (N) images of
+     * ih x iw pixels of cols (C) channels, pixel (n, h, w) at base + ((n *
+     * ih + h) * iw + w) * stride, each box box_rows consecutive output
+     * pixels (walked along W, then H, then N) of box_cols channels. The
+     * pixels a box walks are those of a filter of fr x fs taps at stride
+     * cstride over the image padded by pad on every side (out of the image:
+     * zeros); the kernel adds a tap's (r, s) to each pixel's coordinates.
+     * ih and iw name an integer parameter or a constant, as cols does; fr,
+     * fs, pad and cstride too, or TILEC_TMA_NONE: 1 (fr, fs, cstride) or 0
+     * (pad). Never batched; rows never TILEC_TMA_NONE. 0: a tiled map, the
+     * words after im2col unused (0). */
+    uint32_t im2col;
+    uint32_t ih, iw, fr, fs, pad, cstride;
 } tilec_tma_map;
 
 #define TILEC_TMA_NONE UINT32_MAX
@@ -84,8 +99,9 @@ typedef struct tilec_tma_meta {
 
 /* The layout of tilec_tma_meta, which ahead-of-time tables initialise by
  * position (emit_c/c_aot.c checks it where they are compiled): 2 added
- * kbound, kfrom and kper, and the maps' bgrid and bscale. */
-#define TILEC_TMA_META_LAYOUT 2
+ * kbound, kfrom and kper, and the maps' bgrid and bscale; 3 a map's
+ * im2col words (last in a map: a table of layout 2 reads as tiled maps). */
+#define TILEC_TMA_META_LAYOUT 3
 
 #ifdef __cplusplus
 }
