@@ -132,6 +132,7 @@ typedef struct wg_plan {
     const tilec_expr *defer_dot;  /* the body's last dot, accumulating into defer_acc in place: its wgmma
                                    * stay in flight into the next iteration (wgattn.c), or NULL */
     const char *defer_acc;        /* its accumulator's name */
+    int64_t wide_acc;             /* the last dot's accumulator columns where too wide to stay in flight, else 0 */
     int pingpong;                 /* two consumer warp groups take turns to issue their wgmma (named barriers 2, 3) */
     /* two program tiles along N a block (wgpair.c): pid(pax) = 2j and 2j + 1 share A's stages and run
      * as one m64(2N) wgmma; pair_ok decided by the regular pass, pair in force on a persistent grid;

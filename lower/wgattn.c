@@ -51,8 +51,10 @@ enum {
     WGA_MAX_STAGES = 4,
     WGA_REGS_PRODUCER = 56,      /* setmaxnreg: 2 x 128 x 224 + 128 x 56 <= 65536 */
     WGA_REGS_CONSUMER = 224,
-    WGA_REGS_PRODUCER_TMA = 40,  /* one thread issues the TMA copies: 2 x 128 x 232 + 128 x 40 <= 65536 */
-    WGA_REGS_CONSUMER_TMA = 232,
+    /* one thread issues the TMA copies: 2 x 128 x 240 + 128 x 24 <= 65536; at 232 / 40 ptxas serialized every
+     * wgmma of the 128-key twin (C7512, insufficient registers: S's 64 accumulators, P's, acc's 32 and Q's) */
+    WGA_REGS_PRODUCER_TMA = 24,
+    WGA_REGS_CONSUMER_TMA = 240,
     WGA_DEFER_N = 64, /* the widest accumulator whose last dot stays in flight (plan_defer) */
     WGA_WG_WARPS = 4, /* warps of a warp group */
 };
@@ -192,6 +194,7 @@ static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
             last = (int)i;
     }
     w->first_dot = w->defer_dot = NULL;
+    w->wide_acc = 0;
     if (first < 0 || last == first)
         return;
     const tilec_stmt *s = b->stmts[last];
@@ -201,8 +204,10 @@ static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
      * as the other dots do: on the H100 d = 128 ran 7-8% slower in flight,
      * d = 64 6% faster, and d = 128 in flight with two groups in turns
      * 0.3-1.4% slower again in session 42 (docs/lowering.md) */
-    if (lower_ty(L, d[0])->dims[1] > WGA_DEFER_N)
+    if (lower_ty(L, d[0])->dims[1] > WGA_DEFER_N) {
+        w->wide_acc = lower_ty(L, d[0])->dims[1];
         return;
+    }
     const char *x = s->names[0];
     for (uint32_t i = 0; i < b->nstmts; i++)
         if ((i <= (uint32_t)first || i > (uint32_t)last) && lower_stmt_mentions(b->stmts[i], x))
@@ -353,9 +358,15 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     plan_defer(L, loop, w);
     const char *nomap;
     ring_maps(L, loop, rp, w, &nomap);
-    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s", S, (long long)stage, w->warps,
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s", S, (long long)stage, w->warps,
                        w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "",
                        takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "",
+                       w->wide_acc ? lower_fmt(L, ", each dot waited (the last dot's accumulator is %lld columns, "
+                                                  "wider than the %d kept in flight)",
+                                               (long long)w->wide_acc, WGA_DEFER_N)
+                                   : "",
+                       nomap ? "" : lower_fmt(L, ", setmaxnreg %d for the consumers, %d for the producer's thread",
+                                              WGA_REGS_CONSUMER_TMA, WGA_REGS_PRODUCER_TMA),
                        nomap ? lower_fmt(L, "; not by TMA: %s", nomap) : "");
     L->tw.loop = loop;
     return 1;

@@ -48,6 +48,7 @@ Test(wgattn, every_attention_variant_has_a_twin)
         {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
         {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64},
         {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d64", 3, 384, "tl_wgrs_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64},
         {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
         {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128},
         {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
@@ -90,6 +91,11 @@ Test(wgattn, every_attention_variant_has_a_twin)
         cr_expect(!strstr(tw, "tl_cp16(") && !strstr(tw, "tl_fence_async_smem();"), "no cp.async in the twin");
         cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by TMA through mbarriers"),
                   "the remark names the path:\n%s", code.remarks);
+        cr_expect(strstr(tw, "tl_setmaxnreg_dec<24>();") && strstr(tw, "tl_setmaxnreg_inc<240>();") &&
+                      strstr(code.remarks, ", setmaxnreg 240 for the consumers, 24 for the producer's thread)"),
+                  "%s variant %d: the consumers at 240 registers, the producer's thread at 24, and the remark says "
+                  "so:\n%s",
+                  cases[i].kernel, cases[i].v, code.remarks);
         cr_expect(!strstr(code.remarks, "sm_90a twin: cp.async by its producer warps") &&
                       strstr(code.remarks, "(16 bytes) a chunk, a whole tile without checks where it is in bounds, mask on "
                                            "a prefix; sm_90a twin: TMA\n"),
@@ -296,7 +302,7 @@ Test(wgattn, two_warp_groups_take_turns)
         const char *kernel;
         int v, turns;
     } cases[] = {
-        {"attention_d64", 0, 1},  {"attention_d64", 1, 1},  {"attention_d64", 2, 0},
+        {"attention_d64", 0, 1},  {"attention_d64", 1, 1},  {"attention_d64", 2, 0},  {"attention_d64", 3, 1},
         {"attention_d128", 0, 0}, {"attention_d128", 1, 0}, {"attention_d128", 2, 0},
     };
     tilec_ctx *ctx = tilec_ctx_new();
@@ -308,6 +314,10 @@ Test(wgattn, two_warp_groups_take_turns)
         cr_assert_not_null(tw, "%s variant %d: a twin", cases[i].kernel, cases[i].v);
         cr_expect_eq(strstr(code.remarks, "two warp groups taking turns to issue, the last dot in flight") != NULL,
                      cases[i].turns, "%s variant %d: the remark says whether the groups take turns:\n%s",
+                     cases[i].kernel, cases[i].v, code.remarks);
+        cr_expect_eq(strstr(code.remarks, "each dot waited (the last dot's accumulator is 128 columns, wider than the "
+                                          "64 kept in flight)") != NULL,
+                     !strcmp(cases[i].kernel, "attention_d128"), "%s variant %d: the remark says why each dot waits:\n%s",
                      cases[i].kernel, cases[i].v, code.remarks);
         if (!cases[i].turns) {
             cr_expect(!strstr(tw, "tl_bar_sync_n(") && !strstr(tw, "tl_bar_arrive_n("), "%s variant %d: no turns",
@@ -359,7 +369,7 @@ Test(wgattn, sass_turns_keep_wgmma_in_flight, .timeout = 200)
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < 4; v += v == 1 ? 2 : 1) { /* the two-group variants: 0, 1 and 3 (BN = 128) */
         char *sass = disassemble_file(tool, "-sass", ATTN, "attention_d64", v, "sm_90a");
         const char *twin = strstr(sass, "_tma");
         cr_assert_not_null(twin, "variant %d: the twin", v);
@@ -374,6 +384,39 @@ Test(wgattn, sass_turns_keep_wgmma_in_flight, .timeout = 200)
                   dep);
         free(sass);
     }
+}
+
+/* The 128-key twin (attention_d64 variant 3: S's accumulator 64 registers
+ * a thread beside acc's 32 and P's fragments): at setmaxnreg 232 for the
+ * consumers ptxas serialized every wgmma of it (C7512, "insufficient
+ * register resources": a WARPGROUP.DEPBAR after each of its 24 HGMMA);
+ * at 240 (the producer's one TMA thread at 24) the products of a dot
+ * issue back to back and nothing spills from the consumers'
+ * setmaxnreg.inc to the loop's last HGMMA, nor in the producer. */
+Test(wgattn, sass_128_key_twin_not_serialized, .timeout = 200)
+{
+    char *t = twin_sass("attention_d64", 3);
+    int hg = 0, dep = 0, spill = 0;
+    for (const char *p = t; (p = strstr(p, "HGMMA.")) != NULL; p++)
+        hg++;
+    for (const char *p = t; (p = strstr(p, "WARPGROUP.DEPBAR")) != NULL; p++)
+        dep++;
+    cr_expect(strstr(t, "HGMMA.64x128x16.F32"), "S = Q K^T over 128 keys");
+    cr_expect(strstr(t, "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0") && strstr(t, "USETMAXREG.DEALLOC.CTAPOOL 0x18"),
+              "the consumers at 240 registers, the producer at 24");
+    cr_expect(hg >= 24 && dep <= 4, "%d HGMMA, %d WARPGROUP.DEPBAR (serialized: one a HGMMA)", hg, dep);
+    const char *from = strstr(t, "USETMAXREG.TRY_ALLOC"), *to = NULL;
+    for (const char *p = from; p && (p = strstr(p, "HGMMA.")) != NULL; p++)
+        to = p;
+    cr_assert(from && to, "the consumers' span");
+    for (const char *p = from; (p = strstr(p, "STL")) != NULL && p < to; p++)
+        spill++;
+    for (const char *p = from; (p = strstr(p, "LDL")) != NULL && p < to; p++)
+        spill++;
+    cr_expect_eq(spill, 0, "%d STL / LDL in the consumers' loop", spill);
+    const char *prod = strstr(t, "USETMAXREG.DEALLOC");
+    cr_expect(prod && !strstr(prod, "STL") && !strstr(prod, "LDL"), "the producer at 24 registers spills nothing");
+    free(t);
 }
 
 /* The folded copy's guard, (unsigned)bits(c) - 1 < 0x7f7fffff, is c > 0 &&

@@ -100,7 +100,7 @@ static __device__ __forceinline__ void tl_mma_bf16(float *c, const unsigned a[4]
 }
 
 /* attention_d64, variant 0: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -111,13 +111,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    // examples/attention.tile:13
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:14
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:15
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -134,21 +134,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:17
+    // examples/attention.tile:19
     float v_m_i[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:18
+    // examples/attention.tile:20
     float v_l_i[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:19
+    // examples/attention.tile:21
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -156,16 +156,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:21
-    long long v_hi = v_S;
     // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
     if ((v_causal != 0)) {
-        // examples/attention.tile:23
+        // examples/attention.tile:25
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:25
+    // examples/attention.tile:27
     { /* 2-stage cp.async ring: v_tk, v_tv */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -247,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             tl_cp_commit();
         }
         int tl_it = 0;
-        // examples/attention.tile:25
+        // examples/attention.tile:27
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_cp_wait<0>();
             __syncthreads();
@@ -331,11 +331,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
             }
             const int tl_rs = tl_it % 2;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:30
                 float v_s_unscaled[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -360,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                                 tl_mma_f16(v_s_unscaled + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:28
+                // examples/attention.tile:30
                 float v_s[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -368,9 +368,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: true on this tile
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm_unscaled[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -378,7 +378,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -386,7 +386,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t0[4];
                 { /* max along axis 1 in registers */
                     float tl_r[4];
@@ -415,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -423,14 +423,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t1[4];
                 { /* sum along axis 1 in registers */
                     float tl_r[4];
@@ -461,9 +461,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -492,7 +492,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                                 tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n3[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -502,11 +502,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:30
                 float tl_t4[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -538,9 +538,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -548,7 +548,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t5[4];
                 { /* max along axis 1 in registers */
                     float tl_r[4];
@@ -577,7 +577,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -585,14 +585,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t6[4];
                 { /* sum along axis 1 in registers */
                     float tl_r[4];
@@ -623,9 +623,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -654,7 +654,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                                 tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n8[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -667,7 +667,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         }
         tl_cp_wait<0>();
     }
-    // examples/attention.tile:39
+    // examples/attention.tile:41
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -784,7 +784,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 }
 #endif
 /* attention_d64, variant 0: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -804,13 +804,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    // examples/attention.tile:13
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:14
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:15
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
     __half v_tq[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -827,21 +827,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:17
+    // examples/attention.tile:19
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:18
+    // examples/attention.tile:20
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:19
+    // examples/attention.tile:21
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -849,16 +849,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:21
-    long long v_hi = v_S;
     // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
     if ((v_causal != 0)) {
-        // examples/attention.tile:23
+        // examples/attention.tile:25
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:25
+    // examples/attention.tile:27
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -873,7 +873,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
-            tl_setmaxnreg_dec<40>();
+            tl_setmaxnreg_dec<24>();
             if (tl_tid0 == 256) {
                 int tl_it = 0;
                 for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -887,22 +887,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
             }
             return;
         }
-        tl_setmaxnreg_inc<232>();
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
         const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
         if (tl_wgi == 1)
             tl_bar_arrive_n(2, 256);
         tl_bar_sync_n(2 + tl_wgi, 256);
-        // examples/attention.tile:25
+        // examples/attention.tile:27
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
+                // examples/attention.tile:30
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -933,7 +933,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
-                // examples/attention.tile:28
+                // examples/attention.tile:30
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -941,9 +941,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: true on this tile
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -951,7 +951,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -959,7 +959,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -988,7 +988,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -996,14 +996,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -1034,9 +1034,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -1067,7 +1067,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -1077,11 +1077,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
+                // examples/attention.tile:30
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -1119,9 +1119,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1129,7 +1129,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -1158,7 +1158,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1166,14 +1166,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -1204,9 +1204,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -1237,7 +1237,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -1259,7 +1259,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
             tl_bar_arrive_n(2, 256);
         }
     }
-    // examples/attention.tile:39
+    // examples/attention.tile:41
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -1284,7 +1284,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
 #endif
 
 /* attention_d64, variant 1: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1295,13 +1295,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    // examples/attention.tile:13
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:14
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:15
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -1318,21 +1318,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:17
+    // examples/attention.tile:19
     float v_m_i[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:18
+    // examples/attention.tile:20
     float v_l_i[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:19
+    // examples/attention.tile:21
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -1340,16 +1340,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:21
-    long long v_hi = v_S;
     // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
     if ((v_causal != 0)) {
-        // examples/attention.tile:23
+        // examples/attention.tile:25
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:25
+    // examples/attention.tile:27
     { /* 2-stage cp.async ring: v_tk, v_tv */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -1431,7 +1431,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
             tl_cp_commit();
         }
         int tl_it = 0;
-        // examples/attention.tile:25
+        // examples/attention.tile:27
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_cp_wait<0>();
             __syncthreads();
@@ -1515,11 +1515,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
             }
             const int tl_rs = tl_it % 2;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 4608)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 4608)
+                // examples/attention.tile:30
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -1544,7 +1544,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                                 tl_mma_f16(v_s_unscaled + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:28
+                // examples/attention.tile:30
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1552,9 +1552,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: true on this tile
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1562,7 +1562,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1570,7 +1570,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t0[4];
                 { /* max along axis 1 in registers */
                     float tl_r[4];
@@ -1599,7 +1599,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1607,14 +1607,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t1[4];
                 { /* sum along axis 1 in registers */
                     float tl_r[4];
@@ -1645,9 +1645,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (9216 + tl_rs * 4608)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -1676,7 +1676,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                                 tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n3[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -1686,11 +1686,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 4608)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 4608)
+                // examples/attention.tile:30
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -1722,9 +1722,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1732,7 +1732,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t5[4];
                 { /* max along axis 1 in registers */
                     float tl_r[4];
@@ -1761,7 +1761,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1769,14 +1769,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 4) & 1) << 1)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t6[4];
                 { /* sum along axis 1 in registers */
                     float tl_r[4];
@@ -1807,9 +1807,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (9216 + tl_rs * 4608)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -1838,7 +1838,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                                 tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n8[4];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -1851,7 +1851,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
         }
         tl_cp_wait<0>();
     }
-    // examples/attention.tile:39
+    // examples/attention.tile:41
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -1968,7 +1968,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 }
 #endif
 /* attention_d64, variant 1: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -1988,13 +1988,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    // examples/attention.tile:13
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:14
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:15
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
     __half v_tq[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -2011,21 +2011,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:17
+    // examples/attention.tile:19
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:18
+    // examples/attention.tile:20
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:19
+    // examples/attention.tile:21
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2033,16 +2033,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:21
-    long long v_hi = v_S;
     // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
     if ((v_causal != 0)) {
-        // examples/attention.tile:23
+        // examples/attention.tile:25
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:25
+    // examples/attention.tile:27
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -2057,7 +2057,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
-            tl_setmaxnreg_dec<40>();
+            tl_setmaxnreg_dec<24>();
             if (tl_tid0 == 256) {
                 int tl_it = 0;
                 for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -2071,22 +2071,22 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
             }
             return;
         }
-        tl_setmaxnreg_inc<232>();
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
         const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
         if (tl_wgi == 1)
             tl_bar_arrive_n(2, 256);
         tl_bar_sync_n(2 + tl_wgi, 256);
-        // examples/attention.tile:25
+        // examples/attention.tile:27
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 4096)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 4096)
+                // examples/attention.tile:30
                 float v_s_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -2117,7 +2117,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
-                // examples/attention.tile:28
+                // examples/attention.tile:30
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2125,9 +2125,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: true on this tile
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2135,7 +2135,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2143,7 +2143,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -2172,7 +2172,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2180,14 +2180,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -2218,9 +2218,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 4096)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -2251,7 +2251,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -2261,11 +2261,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 4096)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 4096)
+                // examples/attention.tile:30
                 float tl_t4[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -2303,9 +2303,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2313,7 +2313,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -2342,7 +2342,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2350,14 +2350,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -2388,9 +2388,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 4096)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -2421,7 +2421,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -2443,7 +2443,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
             tl_bar_arrive_n(2, 256);
         }
     }
-    // examples/attention.tile:39
+    // examples/attention.tile:41
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -2468,7 +2468,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
 #endif
 
 /* attention_d64, variant 2: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -2479,13 +2479,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    // examples/attention.tile:13
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:14
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:15
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
     __half v_tq[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -2502,21 +2502,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:17
+    // examples/attention.tile:19
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:18
+    // examples/attention.tile:20
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:19
+    // examples/attention.tile:21
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2524,16 +2524,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:21
-    long long v_hi = v_S;
     // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
     if ((v_causal != 0)) {
-        // examples/attention.tile:23
+        // examples/attention.tile:25
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:25
+    // examples/attention.tile:27
     { /* 2-stage cp.async ring: v_tk, v_tv */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -2615,7 +2615,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
             tl_cp_commit();
         }
         int tl_it = 0;
-        // examples/attention.tile:25
+        // examples/attention.tile:27
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_cp_wait<0>();
             __syncthreads();
@@ -2699,11 +2699,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
             }
             const int tl_rs = tl_it % 2;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:30
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -2728,7 +2728,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                                 tl_mma_f16(v_s_unscaled + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:28
+                // examples/attention.tile:30
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2736,9 +2736,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: true on this tile
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2746,7 +2746,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2754,7 +2754,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -2783,7 +2783,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2791,14 +2791,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -2829,9 +2829,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -2860,7 +2860,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                                 tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -2870,11 +2870,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 9216)
+                // examples/attention.tile:30
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -2906,9 +2906,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2916,7 +2916,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -2945,7 +2945,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2953,14 +2953,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -2991,9 +2991,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (18432 + tl_rs * 9216)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -3022,7 +3022,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                                 tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -3035,7 +3035,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
         }
         tl_cp_wait<0>();
     }
-    // examples/attention.tile:39
+    // examples/attention.tile:41
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -3144,7 +3144,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 }
 #endif
 /* attention_d64, variant 2: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 16, 21, 23, 25, 26, 27, 29, 35, 39), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -3164,13 +3164,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    // examples/attention.tile:13
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:14
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:15
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
     __half v_tq[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -3187,21 +3187,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:17
+    // examples/attention.tile:19
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:18
+    // examples/attention.tile:20
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:19
+    // examples/attention.tile:21
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3209,16 +3209,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:20
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:21
-    long long v_hi = v_S;
     // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
     if ((v_causal != 0)) {
-        // examples/attention.tile:23
+        // examples/attention.tile:25
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:25
+    // examples/attention.tile:27
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -3233,7 +3233,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         }
         __syncthreads();
         if (tl_tid0 >= 128) { /* the producer warp group: one thread issues the TMA copies */
-            tl_setmaxnreg_dec<40>();
+            tl_setmaxnreg_dec<24>();
             if (tl_tid0 == 128) {
                 int tl_it = 0;
                 for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -3247,18 +3247,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
             }
             return;
         }
-        tl_setmaxnreg_inc<232>();
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        // examples/attention.tile:25
+        // examples/attention.tile:27
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
+                // examples/attention.tile:30
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -3288,7 +3288,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
-                // examples/attention.tile:28
+                // examples/attention.tile:30
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3296,9 +3296,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: true on this tile
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3306,7 +3306,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3314,7 +3314,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -3343,7 +3343,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3351,14 +3351,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -3389,9 +3389,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -3421,7 +3421,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -3431,11 +3431,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:26
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:27
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
+                // examples/attention.tile:30
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -3472,9 +3472,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:29
+                // examples/attention.tile:31
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:30
+                // examples/attention.tile:32
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3482,7 +3482,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:31
+                // examples/attention.tile:33
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -3511,7 +3511,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:32
+                // examples/attention.tile:34
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3519,14 +3519,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:33
+                // examples/attention.tile:35
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:34
+                // examples/attention.tile:36
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -3557,9 +3557,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:35
+                // examples/attention.tile:37
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
-                // examples/attention.tile:36
+                // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -3589,7 +3589,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     tl_wg_commit();
                     /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
                 }
-                // examples/attention.tile:37
+                // examples/attention.tile:39
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -3605,7 +3605,1191 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         if (tl_it > 0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/attention.tile:39
+    // examples/attention.tile:41
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
+
+/* attention_d64, variant 3: BM = 128, BN = 128, D = 64, warps = 4, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) attention_d64_v3(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_D = 64;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 2;
+    // examples/attention.tile:15
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
+    __half v_tq[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    // examples/attention.tile:19
+    float v_m_i[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:20
+    float v_l_i[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:21
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
+    if ((v_causal != 0)) {
+        // examples/attention.tile:25
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:27
+    { /* 2-stage cp.async ring: v_tk, v_tv */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+            const tl_ix v_n0 = tl_lo + tl_s * tl_st;
+            if (v_n0 < tl_hi) {
+                if (((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                        const int tl_d = tl_i1 * 72 + tl_i0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 0 + tl_s * 18432) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                        }
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i1 * 72 + tl_i0;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                if (((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                        const int tl_d = tl_i0 * 72 + tl_i1;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 36864 + tl_s * 18432) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                        }
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                        __half *tl_d = (__half *)(tl_smem + 36864 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/attention.tile:27
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i1 = tl_tid * 8 / 64, tl_i0 = tl_tid * 8 % 64;
+                            const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 64);
+                            const int tl_d = tl_i1 * 72 + tl_i0;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 0 + tl_ns * 18432) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                            }
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 64, tl_i0 = tl_l % 64;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i1 * 72 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i0 = tl_tid * 8 / 64, tl_i1 = tl_tid * 8 % 64;
+                            const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 64 + tl_i1 * 1);
+                            const int tl_d = tl_i0 * 72 + tl_i1;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 36864 + tl_ns * 18432) + tl_d + tl_q * 1152, tl_g + tl_q * 1024LL, 16);
+                            }
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 36864 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+                // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 18432)
+                // examples/attention.tile:30
+                float v_s_unscaled[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 64] @ [64, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 18432) + (((tl_warp % 1) * 128 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_s_unscaled + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:30
+                float v_s[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:31
+                // v_ok: true on this tile
+                // examples/attention.tile:32
+                float v_sm_unscaled[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:32
+                float v_sm[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:33
+                float tl_t0[4];
+                { /* max along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)], v_sm_unscaled[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
+                }
+                // examples/attention.tile:34
+                float v_p[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)]));
+                }
+                // examples/attention.tile:35
+                float v_alpha[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:36
+                float tl_t1[4];
+                { /* sum along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)] = tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float tl_n2[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
+                // examples/attention.tile:37
+                // v_tv: in its cp.async ring at byte (36864 + tl_rs * 18432)
+                // examples/attention.tile:38
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]);
+                }
+                { /* v_acc += dot: [128, 128] @ [128, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (36864 + tl_rs * 18432) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:39
+                float tl_n3[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n3[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
+            } else {
+                // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 18432)
+                // examples/attention.tile:30
+                float tl_t4[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 64] @ [64, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 18432) + (((tl_warp % 1) * 128 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 72 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(tl_t4 + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:31
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:32
+                float v_sm[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:33
+                float tl_t5[4];
+                { /* max along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
+                }
+                // examples/attention.tile:34
+                float v_p[128];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)]));
+                }
+                // examples/attention.tile:35
+                float v_alpha[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:36
+                float tl_t6[4];
+                { /* sum along axis 1 in registers */
+                    float tl_r[4];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 128; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)] = tl_r[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 6) & 1) << 1)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 4; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float tl_n7[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
+                // examples/attention.tile:37
+                // v_tv: in its cp.async ring at byte (36864 + tl_rs * 18432)
+                // examples/attention.tile:38
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]);
+                }
+                { /* v_acc += dot: [128, 128] @ [128, 64] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[2][4], tl_fb[8][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 8; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (36864 + tl_rs * 18432) + ((tl_k + (tl_lane & 15)) * 72 + (tl_warp % 1) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 2; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 8; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:39
+                float tl_n8[4];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 3) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 5);
+                    tl_n8[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 4; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
+            }
+        }
+        tl_cp_wait<0>();
+    }
+    // examples/attention.tile:41
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WG_PIN
+#define TL_WG_PIN
+/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */
+static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+#endif
+#ifndef TL_BAR_TURN
+#define TL_BAR_TURN
+/* the consumer warp groups' turns: named barrier id over n threads (bar.sync waits, bar.arrive does not) */
+static __device__ __forceinline__ void tl_bar_sync_n(int id, int n)
+{ asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_bar_arrive_n(int id, int n)
+{ asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory"); }
+#endif
+#ifndef TL_WGRS_f16_N128_BK
+#define TL_WGRS_f16_N128_BK
+static __device__ __forceinline__ void tl_wgrs_f16_n128_bk(float *d, const unsigned *a, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %69, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
+}
+#endif
+#ifndef TL_WGRS_f16_N64
+#define TL_WGRS_f16_N64
+static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned *a, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %37, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* attention_d64, variant 3: BM = 128, BN = 128, D = 64, warps = 4, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 256, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_D = 64;
+    constexpr int v_warps = 4;
+    constexpr int v_stages = 2;
+    // examples/attention.tile:15
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
+    __half v_tq[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    // examples/attention.tile:19
+    float v_m_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:20
+    float v_l_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:21
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
+    if ((v_causal != 0)) {
+        // examples/attention.tile:25
+        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:27
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 131072, tl_empty = tl_full + 32;
+        if (tl_tid0 == 0) {
+            for (int tl_s = 0; tl_s < 4; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 1);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<24>();
+            if (tl_tid0 == 256) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 32768);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 16384 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 65536 + tl_s * 16384 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                }
+            }
+            return;
+        }
+        tl_setmaxnreg_inc<240>();
+        int tl_it = 0;
+        const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
+        if (tl_wgi == 1)
+            tl_bar_arrive_n(2, 256);
+        tl_bar_sync_n(2 + tl_wgi, 256);
+        // examples/attention.tile:27
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
+            const int tl_rs = tl_it % 4;
+            if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+                // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
+                // examples/attention.tile:30
+                float v_s_unscaled[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 64] @ [64, 128] */
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_wg_fence();
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q)
+                        tl_wgrs_f16_n128_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)));
+                    tl_wg_commit();
+                    tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_s_unscaled, 64);
+                    tl_wg_pin(v_acc, 32);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
+                }
+                // examples/attention.tile:30
+                float v_s[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:31
+                // v_ok: true on this tile
+                // examples/attention.tile:32
+                float v_sm_unscaled[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:32
+                float v_sm[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:33
+                float tl_t0[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
+                }
+                // examples/attention.tile:34
+                float v_p[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:35
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:36
+                float tl_t1[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float tl_n2[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
+                // examples/attention.tile:37
+                // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
+                // examples/attention.tile:38
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 128] @ [128, 64] */
+                    /* A v_p from registers, B v_tv from its swizzled ring (MN-major, transposed) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384), 16384, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_bar_sync_n(2 + tl_wgi, 256);
+                    tl_wg_fence();
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q)
+                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
+                    tl_wg_commit();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
+                }
+                // examples/attention.tile:39
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n3[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
+            } else {
+                // examples/attention.tile:28
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:29
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
+                // examples/attention.tile:30
+                float tl_t4[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 64] @ [64, 128] */
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_wg_fence();
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 4; ++tl_q)
+                        tl_wgrs_f16_n128_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)));
+                    tl_wg_commit();
+                    tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
+                    tl_wg_wait<0>();
+                    tl_wg_pin(tl_t4, 64);
+                    tl_wg_pin(v_acc, 32);
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                        tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
+                }
+                float v_s[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:31
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:32
+                float v_sm[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:33
+                float tl_t5[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
+                }
+                // examples/attention.tile:34
+                float v_p[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:35
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:36
+                float tl_t6[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float tl_n7[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
+                // examples/attention.tile:37
+                // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
+                // examples/attention.tile:38
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 128] @ [128, 64] */
+                    /* A v_p from registers, B v_tv from its swizzled ring (MN-major, transposed) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384), 16384, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_bar_sync_n(2 + tl_wgi, 256);
+                    tl_wg_fence();
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q)
+                        tl_wgrs_f16_n64(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
+                    tl_wg_commit();
+                    /* v_acc's wgmma stay in flight: the next iteration's first dot waits for them */
+                }
+                // examples/attention.tile:39
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n8[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
+            }
+        }
+        tl_wg_wait<0>();
+        tl_wg_pin(v_acc, 32);
+        if (tl_it > 0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
+        if (tl_wgi == 0) {
+            tl_bar_arrive_n(3, 256);
+            tl_bar_sync_n(2, 256);
+        } else {
+            tl_bar_arrive_n(2, 256);
+        }
+    }
+    // examples/attention.tile:41
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -3630,7 +4814,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
 #endif
 
 /* attention_d128, variant 0: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -3641,13 +4825,13 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
     constexpr int v_D = 128;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    // examples/attention.tile:47
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:48
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:49
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:50
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:51
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:52
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -3664,21 +4848,21 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:51
+    // examples/attention.tile:53
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:52
+    // examples/attention.tile:54
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:53
+    // examples/attention.tile:55
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -3686,16 +4870,16 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:55
-    long long v_hi = v_S;
     // examples/attention.tile:56
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:57
+    long long v_hi = v_S;
+    // examples/attention.tile:58
     if ((v_causal != 0)) {
-        // examples/attention.tile:57
+        // examples/attention.tile:59
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:59
+    // examples/attention.tile:61
     { /* 2-stage cp.async ring: v_tk, v_tv */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -3777,7 +4961,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             tl_cp_commit();
         }
         int tl_it = 0;
-        // examples/attention.tile:59
+        // examples/attention.tile:61
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_cp_wait<0>();
             __syncthreads();
@@ -3861,11 +5045,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
             }
             const int tl_rs = tl_it % 2;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:64
                 float v_s_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -3890,7 +5074,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                                 tl_mma_f16(v_s_unscaled + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:62
+                // examples/attention.tile:64
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -3898,9 +5082,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: true on this tile
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -3908,7 +5092,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -3916,7 +5100,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -3945,7 +5129,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -3953,14 +5137,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -3991,9 +5175,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -4022,7 +5206,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                                 tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -4032,11 +5216,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:64
                 float tl_t4[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -4068,9 +5252,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4078,7 +5262,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -4107,7 +5291,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4115,14 +5299,14 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -4153,9 +5337,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -4184,7 +5368,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                                 tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -4197,7 +5381,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         }
         tl_cp_wait<0>();
     }
-    // examples/attention.tile:73
+    // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -4306,7 +5490,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
 }
 #endif
 /* attention_d128, variant 0: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -4326,13 +5510,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
     constexpr int v_D = 128;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    // examples/attention.tile:47
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:48
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:49
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:50
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:51
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:52
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -4349,21 +5533,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:51
+    // examples/attention.tile:53
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:52
+    // examples/attention.tile:54
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:53
+    // examples/attention.tile:55
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -4371,16 +5555,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:55
-    long long v_hi = v_S;
     // examples/attention.tile:56
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:57
+    long long v_hi = v_S;
+    // examples/attention.tile:58
     if ((v_causal != 0)) {
-        // examples/attention.tile:57
+        // examples/attention.tile:59
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:59
+    // examples/attention.tile:61
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -4395,7 +5579,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
         }
         __syncthreads();
         if (tl_tid0 >= 128) { /* the producer warp group: one thread issues the TMA copies */
-            tl_setmaxnreg_dec<40>();
+            tl_setmaxnreg_dec<24>();
             if (tl_tid0 == 128) {
                 int tl_it = 0;
                 for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -4411,18 +5595,18 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
             }
             return;
         }
-        tl_setmaxnreg_inc<232>();
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        // examples/attention.tile:59
+        // examples/attention.tile:61
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
+                // examples/attention.tile:64
                 float v_s_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -4449,7 +5633,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
                 }
-                // examples/attention.tile:62
+                // examples/attention.tile:64
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4457,9 +5641,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: true on this tile
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4467,7 +5651,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4475,7 +5659,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -4504,7 +5688,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4512,14 +5696,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -4550,9 +5734,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -4583,7 +5767,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -4593,11 +5777,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
+                // examples/attention.tile:64
                 float tl_t4[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -4631,9 +5815,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4641,7 +5825,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -4670,7 +5854,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4678,14 +5862,14 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -4716,9 +5900,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -4749,7 +5933,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -4763,7 +5947,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
     }
-    // examples/attention.tile:73
+    // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -4788,7 +5972,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
 #endif
 
 /* attention_d128, variant 1: BM = 128, BN = 64, D = 128, warps = 8, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -4799,13 +5983,13 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
     constexpr int v_D = 128;
     constexpr int v_warps = 8;
     constexpr int v_stages = 2;
-    // examples/attention.tile:47
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:48
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:49
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:50
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:51
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:52
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -4822,21 +6006,21 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:51
+    // examples/attention.tile:53
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:52
+    // examples/attention.tile:54
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:53
+    // examples/attention.tile:55
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -4844,16 +6028,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:55
-    long long v_hi = v_S;
     // examples/attention.tile:56
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:57
+    long long v_hi = v_S;
+    // examples/attention.tile:58
     if ((v_causal != 0)) {
-        // examples/attention.tile:57
+        // examples/attention.tile:59
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:59
+    // examples/attention.tile:61
     { /* 2-stage cp.async ring: v_tk, v_tv */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -4935,7 +6119,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
             tl_cp_commit();
         }
         int tl_it = 0;
-        // examples/attention.tile:59
+        // examples/attention.tile:61
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_cp_wait<0>();
             __syncthreads();
@@ -5019,11 +6203,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
             }
             const int tl_rs = tl_it % 2;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
+                // examples/attention.tile:64
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -5048,7 +6232,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                                 tl_mma_f16(v_s_unscaled + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:62
+                // examples/attention.tile:64
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5056,9 +6240,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: true on this tile
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5066,7 +6250,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5074,7 +6258,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -5103,7 +6287,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5111,14 +6295,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -5149,9 +6333,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -5180,7 +6364,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                                 tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -5190,11 +6374,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 17408)
+                // examples/attention.tile:64
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -5226,9 +6410,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5236,7 +6420,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -5265,7 +6449,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5273,14 +6457,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -5311,9 +6495,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (34816 + tl_rs * 17408)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -5342,7 +6526,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                                 tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -5355,7 +6539,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
         }
         tl_cp_wait<0>();
     }
-    // examples/attention.tile:73
+    // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -5464,7 +6648,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
 }
 #endif
 /* attention_d128, variant 1: BM = 128, BN = 64, D = 128, warps = 8, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -5484,13 +6668,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
     constexpr int v_D = 128;
     constexpr int v_warps = 8;
     constexpr int v_stages = 2;
-    // examples/attention.tile:47
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:48
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:49
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:50
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:51
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:52
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -5507,21 +6691,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:51
+    // examples/attention.tile:53
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:52
+    // examples/attention.tile:54
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:53
+    // examples/attention.tile:55
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -5529,16 +6713,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:55
-    long long v_hi = v_S;
     // examples/attention.tile:56
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:57
+    long long v_hi = v_S;
+    // examples/attention.tile:58
     if ((v_causal != 0)) {
-        // examples/attention.tile:57
+        // examples/attention.tile:59
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:59
+    // examples/attention.tile:61
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -5553,7 +6737,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
-            tl_setmaxnreg_dec<40>();
+            tl_setmaxnreg_dec<24>();
             if (tl_tid0 == 256) {
                 int tl_it = 0;
                 for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -5569,18 +6753,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
             }
             return;
         }
-        tl_setmaxnreg_inc<232>();
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        // examples/attention.tile:59
+        // examples/attention.tile:61
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
+                // examples/attention.tile:64
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -5607,7 +6791,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 32);
                 }
-                // examples/attention.tile:62
+                // examples/attention.tile:64
                 float v_s[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5615,9 +6799,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: true on this tile
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5625,7 +6809,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5633,7 +6817,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -5662,7 +6846,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5670,14 +6854,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -5708,9 +6892,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -5741,7 +6925,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -5751,11 +6935,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
+                // examples/attention.tile:64
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -5789,9 +6973,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5799,7 +6983,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -5828,7 +7012,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5836,14 +7020,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -5874,9 +7058,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -5907,7 +7091,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -5921,7 +7105,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
     }
-    // examples/attention.tile:73
+    // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -5946,7 +7130,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
 #endif
 
 /* attention_d128, variant 2: BM = 128, BN = 32, D = 128, warps = 8, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -5957,13 +7141,13 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
     constexpr int v_D = 128;
     constexpr int v_warps = 8;
     constexpr int v_stages = 2;
-    // examples/attention.tile:47
-    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:48
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:49
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:50
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:51
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:52
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -5980,21 +7164,21 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:51
+    // examples/attention.tile:53
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:52
+    // examples/attention.tile:54
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:53
+    // examples/attention.tile:55
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -6002,16 +7186,16 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:55
-    long long v_hi = v_S;
     // examples/attention.tile:56
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:57
+    long long v_hi = v_S;
+    // examples/attention.tile:58
     if ((v_causal != 0)) {
-        // examples/attention.tile:57
+        // examples/attention.tile:59
         v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:59
+    // examples/attention.tile:61
     { /* 2-stage cp.async ring: v_tk, v_tv */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -6093,7 +7277,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
             tl_cp_commit();
         }
         int tl_it = 0;
-        // examples/attention.tile:59
+        // examples/attention.tile:61
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_cp_wait<0>();
             __syncthreads();
@@ -6177,11 +7361,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
             }
             const int tl_rs = tl_it % 2;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:64
                 float v_s_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -6206,7 +7390,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                                 tl_mma_f16(v_s_unscaled + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:62
+                // examples/attention.tile:64
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6214,9 +7398,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: true on this tile
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6224,7 +7408,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6232,7 +7416,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -6261,7 +7445,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6269,14 +7453,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -6307,9 +7491,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -6338,7 +7522,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                                 tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -6348,11 +7532,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 8704)
+                // examples/attention.tile:64
                 float tl_t4[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -6384,9 +7568,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6394,7 +7578,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -6423,7 +7607,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6431,14 +7615,14 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -6469,9 +7653,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (17408 + tl_rs * 8704)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -6500,7 +7684,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                                 tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
                     }
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -6513,7 +7697,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
         }
         tl_cp_wait<0>();
     }
-    // examples/attention.tile:73
+    // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -6622,7 +7806,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
 }
 #endif
 /* attention_d128, variant 2: BM = 128, BN = 32, D = 128, warps = 8, stages = 2 */
-/* indexing: 64-bit for hi, n0, rn (lines 50, 55, 57, 59, 60, 61, 63, 69, 73), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -6642,13 +7826,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
     constexpr int v_D = 128;
     constexpr int v_warps = 8;
     constexpr int v_stages = 2;
-    // examples/attention.tile:47
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:48
-    // v_rm: index tile computed where it is used
     // examples/attention.tile:49
-    // v_rd: index tile computed where it is used
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
     // examples/attention.tile:50
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:51
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:52
     __half v_tq[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -6665,21 +7849,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
             v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
     }
-    // examples/attention.tile:51
+    // examples/attention.tile:53
     float v_m_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_m_i[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/attention.tile:52
+    // examples/attention.tile:54
     float v_l_i[2];
     #pragma unroll
     for (int tl_j = 0; tl_j < 2; ++tl_j) {
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
         v_l_i[tl_j] = ((float)0);
     }
-    // examples/attention.tile:53
+    // examples/attention.tile:55
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -6687,16 +7871,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/attention.tile:54
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:55
-    long long v_hi = v_S;
     // examples/attention.tile:56
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:57
+    long long v_hi = v_S;
+    // examples/attention.tile:58
     if ((v_causal != 0)) {
-        // examples/attention.tile:57
+        // examples/attention.tile:59
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
-    // examples/attention.tile:59
+    // examples/attention.tile:61
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -6711,7 +7895,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
-            tl_setmaxnreg_dec<40>();
+            tl_setmaxnreg_dec<24>();
             if (tl_tid0 == 256) {
                 int tl_it = 0;
                 for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -6727,18 +7911,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
             }
             return;
         }
-        tl_setmaxnreg_inc<232>();
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        // examples/attention.tile:59
+        // examples/attention.tile:61
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
+                // examples/attention.tile:64
                 float v_s_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
@@ -6765,7 +7949,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
                 }
-                // examples/attention.tile:62
+                // examples/attention.tile:64
                 float v_s[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6773,9 +7957,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: true on this tile
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6783,7 +7967,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6791,7 +7975,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t0[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -6820,7 +8004,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6828,14 +8012,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t1[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -6866,9 +8050,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -6899,7 +8083,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n3[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -6909,11 +8093,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
             } else {
-                // examples/attention.tile:60
-                // v_rn: index tile computed where it is used
-                // examples/attention.tile:61
-                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
+                // examples/attention.tile:64
                 float tl_t4[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
@@ -6947,9 +8131,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
                 }
-                // examples/attention.tile:63
+                // examples/attention.tile:65
                 // v_ok: index tile computed where it is used
-                // examples/attention.tile:64
+                // examples/attention.tile:66
                 float v_sm[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6957,7 +8141,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
-                // examples/attention.tile:65
+                // examples/attention.tile:67
                 float tl_t5[2];
                 { /* max along axis 1 in registers */
                     float tl_r[2];
@@ -6986,7 +8170,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
                 }
-                // examples/attention.tile:66
+                // examples/attention.tile:68
                 float v_p[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -6994,14 +8178,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
                     v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
                 }
-                // examples/attention.tile:67
+                // examples/attention.tile:69
                 float v_alpha[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
                     const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
                     v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
                 }
-                // examples/attention.tile:68
+                // examples/attention.tile:70
                 float tl_t6[2];
                 { /* sum along axis 1 in registers */
                     float tl_r[2];
@@ -7032,9 +8216,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 }
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
-                // examples/attention.tile:69
+                // examples/attention.tile:71
                 // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
-                // examples/attention.tile:70
+                // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
@@ -7065,7 +8249,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     tl_wg_wait<0>();
                     tl_wg_pin(v_acc, 64);
                 }
-                // examples/attention.tile:71
+                // examples/attention.tile:73
                 float tl_n8[2];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) {
@@ -7079,7 +8263,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
     }
-    // examples/attention.tile:73
+    // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
