@@ -196,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f32_v0(float *v_x, floa
                     const float *tl_p = (tl_h8[tl_q] + (0LL + (long long)(v_q0)));
                     float *tl_d = (float *)(tl_smem + 25344 + tl_s * 8192) + ((tl_i1 * 16 + tl_i0) ^ (((tl_i1 / 4) % 8) * 4));
                     const bool tl_m0 = (((v_q0 + tl_i0) < v_crs) && tl_h9[tl_q]);
-                    const bool tl_m3 = (((v_q0 + tl_i0) < (v_crs >= -2147483645 ? v_crs - 3 : -2147483647 - 1)) && tl_h9[tl_q]);
+                    const bool tl_m3 = (((v_q0 + (tl_i0 + 3)) < v_crs) && tl_h9[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -249,7 +249,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f32_v0(float *v_x, floa
                         const float *tl_p = (tl_h8[tl_q] + (0LL + (long long)(v_q0)));
                         float *tl_d = (float *)(tl_smem + 25344 + tl_ns * 8192) + ((tl_i1 * 16 + tl_i0) ^ (((tl_i1 / 4) % 8) * 4));
                         const bool tl_m0 = (((v_q0 + tl_i0) < v_crs) && tl_h9[tl_q]);
-                        const bool tl_m3 = (((v_q0 + tl_i0) < (v_crs >= -2147483645 ? v_crs - 3 : -2147483647 - 1)) && tl_h9[tl_q]);
+                        const bool tl_m3 = (((v_q0 + (tl_i0 + 3)) < v_crs) && tl_h9[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -408,7 +408,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f32_v1(float *v_x, floa
                     const float *tl_p = (tl_h8[tl_q] + (0LL + (long long)(v_q0)));
                     float *tl_d = (float *)(tl_smem + 50688 + tl_s * 16384) + ((tl_i1 * 32 + tl_i0) ^ (((tl_i1 / 4) % 8) * 4));
                     const bool tl_m0 = (((v_q0 + tl_i0) < v_crs) && tl_h9[tl_q]);
-                    const bool tl_m3 = (((v_q0 + tl_i0) < (v_crs >= -2147483645 ? v_crs - 3 : -2147483647 - 1)) && tl_h9[tl_q]);
+                    const bool tl_m3 = (((v_q0 + (tl_i0 + 3)) < v_crs) && tl_h9[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -461,7 +461,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f32_v1(float *v_x, floa
                         const float *tl_p = (tl_h8[tl_q] + (0LL + (long long)(v_q0)));
                         float *tl_d = (float *)(tl_smem + 50688 + tl_ns * 16384) + ((tl_i1 * 32 + tl_i0) ^ (((tl_i1 / 4) % 8) * 4));
                         const bool tl_m0 = (((v_q0 + tl_i0) < v_crs) && tl_h9[tl_q]);
-                        const bool tl_m3 = (((v_q0 + tl_i0) < (v_crs >= -2147483645 ? v_crs - 3 : -2147483647 - 1)) && tl_h9[tl_q]);
+                        const bool tl_m3 = (((v_q0 + (tl_i0 + 3)) < v_crs) && tl_h9[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -620,7 +620,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_v2(float *v_x, floa
                     const float *tl_p = (tl_h8[tl_q] + (0LL + (long long)(v_q0)));
                     float *tl_d = (float *)(tl_smem + 13056 + tl_s * 8192) + ((tl_i1 * 16 + tl_i0) ^ (((tl_i1 / 4) % 8) * 4));
                     const bool tl_m0 = (((v_q0 + tl_i0) < v_crs) && tl_h9[tl_q]);
-                    const bool tl_m3 = (((v_q0 + tl_i0) < (v_crs >= -2147483645 ? v_crs - 3 : -2147483647 - 1)) && tl_h9[tl_q]);
+                    const bool tl_m3 = (((v_q0 + (tl_i0 + 3)) < v_crs) && tl_h9[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -673,7 +673,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_v2(float *v_x, floa
                         const float *tl_p = (tl_h8[tl_q] + (0LL + (long long)(v_q0)));
                         float *tl_d = (float *)(tl_smem + 13056 + tl_ns * 8192) + ((tl_i1 * 16 + tl_i0) ^ (((tl_i1 / 4) % 8) * 4));
                         const bool tl_m0 = (((v_q0 + tl_i0) < v_crs) && tl_h9[tl_q]);
-                        const bool tl_m3 = (((v_q0 + tl_i0) < (v_crs >= -2147483645 ? v_crs - 3 : -2147483647 - 1)) && tl_h9[tl_q]);
+                        const bool tl_m3 = (((v_q0 + (tl_i0 + 3)) < v_crs) && tl_h9[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
@@ -832,7 +832,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_v3(float *v_x, floa
                     const float *tl_p = (tl_h8[tl_q] + (0LL + (long long)(v_q0)));
                     float *tl_d = (float *)(tl_smem + 17408 + tl_s * 4096) + ((tl_i1 * 16 + tl_i0) ^ (((tl_i1 / 4) % 8) * 4));
                     const bool tl_m0 = (((v_q0 + tl_i0) < v_crs) && tl_h9[tl_q]);
-                    const bool tl_m3 = (((v_q0 + tl_i0) < (v_crs >= -2147483645 ? v_crs - 3 : -2147483647 - 1)) && tl_h9[tl_q]);
+                    const bool tl_m3 = (((v_q0 + (tl_i0 + 3)) < v_crs) && tl_h9[tl_q]);
                     if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                         tl_cp16(tl_d, tl_p, 16);
                     } else if (!(tl_m0)) {
@@ -885,7 +885,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_v3(float *v_x, floa
                         const float *tl_p = (tl_h8[tl_q] + (0LL + (long long)(v_q0)));
                         float *tl_d = (float *)(tl_smem + 17408 + tl_ns * 4096) + ((tl_i1 * 16 + tl_i0) ^ (((tl_i1 / 4) % 8) * 4));
                         const bool tl_m0 = (((v_q0 + tl_i0) < v_crs) && tl_h9[tl_q]);
-                        const bool tl_m3 = (((v_q0 + tl_i0) < (v_crs >= -2147483645 ? v_crs - 3 : -2147483647 - 1)) && tl_h9[tl_q]);
+                        const bool tl_m3 = (((v_q0 + (tl_i0 + 3)) < v_crs) && tl_h9[tl_q]);
                         if ((tl_m3) && ((unsigned long long)tl_p & 15) == 0) {
                             tl_cp16(tl_d, tl_p, 16);
                         } else if (!(tl_m0)) {
