@@ -27,7 +27,7 @@ group() { # group SUITE...: every suite in order, failing when any did
 # test_gpu_nccl.py: one "skip:" line below 2 GPUs; on 2 or more, every rank spawned (worlds 2 and 4)
 P=tests/python
 G1="test_gpu_kernels"
-G2="test_gpu_wgmma test_gpu_splitk test_gpu_aot"
+G2="test_gpu_wgmma test_gpu_splitk test_gpu_aot test_gpu_im2col"
 G3="test_gpu_layouts test_gpu_runtime test_gpu_wrapper test_gpu_externs test_gpu_faults test_gpu_chunks"
 G4="$P/test_gpu.py $P/test_gpu_wrappers.py $P/test_gpu_interop.py $P/test_gpu_nccl.py $P/test_gpu_chunks.py $P/test_gpu_lists.py $P/test_gpu_llm.py"
 rc=0
