@@ -16,14 +16,16 @@
 
 #define ROWS_TUNED "bench/harness/rows_tuned.tile"
 
-/* REG and STACK of variant v of kernel in file for sm_90a (cuobjdump -res-usage). */
-static void res_usage(const char *tool, const char *file, const char *kernel, int v, int *reg, int *stack)
+/* Variant v of kernel in file for sm_90a (cuobjdump -res-usage): at most
+ * max_reg registers (why: what more would cost) and no stack. */
+static void expect_fits(const char *tool, const char *file, const char *kernel, int v, int max_reg, const char *why)
 {
     char *out = disassemble_file(tool, "-res-usage", file, kernel, v, "sm_90a");
     const char *r = strstr(out, "REG:"), *s = strstr(out, "STACK:");
     cr_assert(r && s, "no REG/STACK in:\n%s", out);
-    *reg = atoi(r + 4);
-    *stack = atoi(s + 6);
+    int reg = atoi(r + 4), stack = atoi(s + 6);
+    cr_expect_leq(reg, max_reg, "%s %s v%d: %d registers (%s)", file, kernel, v, reg, why);
+    cr_expect_eq(stack, 0, "%s %s v%d: %d bytes of stack", file, kernel, v, stack);
     free(out);
 }
 
@@ -73,16 +75,9 @@ Test(rows, one_row_layernorm_fits_the_hand_tuned_allocation, .timeout = 300)
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    int reg, stack;
-    res_usage(tool, ROWS_TUNED, "layernorm", 1, &reg, &stack);
-    cr_expect_leq(reg, 40, "rows_tuned layernorm v1: %d registers (48 allocated: 10 blocks a multiprocessor, not 12)", reg);
-    cr_expect_eq(stack, 0, "rows_tuned layernorm v1: %d bytes of stack", stack);
-    res_usage(tool, ROWS_TUNED, "softmax", 1, &reg, &stack);
-    cr_expect_leq(reg, 38, "rows_tuned softmax v1: %d registers", reg);
-    cr_expect_eq(stack, 0);
-    res_usage(tool, "examples/layernorm.tile", "layernorm", 0, &reg, &stack);
-    cr_expect_leq(reg, 40, "examples/layernorm.tile v0: %d registers", reg);
-    cr_expect_eq(stack, 0);
+    expect_fits(tool, ROWS_TUNED, "layernorm", 1, 40, "48 allocated: 10 blocks a multiprocessor, not 12");
+    expect_fits(tool, ROWS_TUNED, "softmax", 1, 38, "38 before");
+    expect_fits(tool, "examples/layernorm.tile", "layernorm", 0, 40, "the hand-tuned allocation");
 }
 
 /* examples/llm.tile's rmsnorm_bwd (rows that fit the tile): the next row's x
@@ -109,8 +104,5 @@ Test(rows, rmsnorm_bwd_prefetch_keeps_two_blocks, .timeout = 300)
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    int reg, stack;
-    res_usage(tool, "examples/llm.tile", "rmsnorm_bwd__bf16", 0, &reg, &stack);
-    cr_expect_leq(reg, 128, "llm.tile rmsnorm_bwd__bf16 v0: %d registers", reg);
-    cr_expect_eq(stack, 0, "llm.tile rmsnorm_bwd__bf16 v0: %d bytes of stack", stack);
+    expect_fits(tool, "examples/llm.tile", "rmsnorm_bwd__bf16", 0, 128, "past 128: one block of 256 threads, not two");
 }
