@@ -168,6 +168,13 @@ static int chunk_head(lw *L, const tilec_expr *e, const char *dst, const char *a
     return mask != NULL;
 }
 
+/* Element q of a 4-byte chunk by its own cp.async, `size` bytes of its
+ * 4 read (4, or 0 where masked: zero fill). */
+static void cp4_elem(lw *L, int q, const char *size)
+{
+    lower_line(L, "    asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, %%2;\" :: \"r\"((unsigned)__cvta_generic_to_shared(tl_d + %d)), \"l\"(tl_p + %d), \"r\"(%s));", q, q, size);
+}
+
 /* LOWER_ASYNC_ONE: a chunk that is whole or all masked takes one
  * cp.async, its source size 16 or 0 (zero fill), so the copy that issues
  * most (the gather twin's producer, wggather.c) has one branch a chunk,
@@ -207,7 +214,7 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
         for (int q = 0; q < vec; q++) {
             const char *m = !mono || q == 0 || q == vec - 1 ? lower_fmt(L, "tl_m%d", q) : lower_fmt(L, "(%s)", mq[q]);
             if (cp4)
-                lower_line(L, "    asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, %%2;\" :: \"r\"((unsigned)__cvta_generic_to_shared(tl_d + %d)), \"l\"(tl_p + %d), \"r\"(%s ? 4 : 0));", q, q, m);
+                cp4_elem(L, q, lower_fmt(L, "%s ? 4 : 0", m));
             else
                 lower_line(L, "    tl_d[%d] = %s ? tl_p[%d] : %s;", q, m, q, lower_st_elem(L, "0.0f", t->dtype));
         }
@@ -215,7 +222,7 @@ void lower_emit_async_load_at(lw *L, const tilec_expr *e, const char *dst, const
         lower_line(L, "} else {");
         for (int q = 0; q < vec; q++)
             if (cp4)
-                lower_line(L, "    asm volatile(\"cp.async.ca.shared.global [%%0], [%%1], 4, 4;\" :: \"r\"((unsigned)__cvta_generic_to_shared(tl_d + %d)), \"l\"(tl_p + %d));", q, q);
+                cp4_elem(L, q, "4");
             else
                 lower_line(L, "    tl_d[%d] = tl_p[%d];", q, q);
     }
