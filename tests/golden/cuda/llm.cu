@@ -10,6 +10,17 @@ static __device__ __forceinline__ float tl_min(float a, float b) { float r; asm(
 static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }
 #endif
+/* a 16-byte store as one st.global.v4 (STG.E.128): NVVM breaks some `*(uint4 *)p = v`
+ * into 4- or 2-byte stores whatever the value's spelling (RoPE's first half: four STG.E);
+ * "memory" keeps its order against the kernel's other accesses */
+static __device__ __forceinline__ void tl_st16(void *p, uint4 v)
+{
+#ifdef __CUDA_ARCH__
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#else
+    *(uint4 *)p = v;
+#endif
+}
 /* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
 static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 /* sigmoid(x) = 1 / (1 + e^-|x|), times e^-|x| for x < 0: e^-|x| never overflows, so it is
@@ -274,7 +285,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -485,7 +496,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -676,7 +687,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -887,7 +898,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -1078,7 +1089,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -1289,7 +1300,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -1480,7 +1491,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -1691,7 +1702,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -1882,7 +1893,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -2093,7 +2104,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -2284,7 +2295,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -2495,7 +2506,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -2686,7 +2697,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -2897,7 +2908,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -3088,7 +3099,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -3299,7 +3310,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -3490,7 +3501,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -3701,7 +3712,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -3892,7 +3903,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -4103,7 +4114,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -4294,7 +4305,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -4505,7 +4516,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -4696,7 +4707,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -4907,7 +4918,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -5070,7 +5081,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -5241,7 +5252,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -5400,7 +5411,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -5571,7 +5582,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -5730,7 +5741,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -5901,7 +5912,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -6060,7 +6071,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -6231,7 +6242,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -6390,7 +6401,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -6561,7 +6572,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -6720,7 +6731,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -6891,7 +6902,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -7220,7 +7231,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -7254,7 +7265,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -7288,7 +7299,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -7568,7 +7579,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -7637,7 +7648,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -7971,7 +7982,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -8005,7 +8016,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -8039,7 +8050,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -8319,7 +8330,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -8388,7 +8399,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -8722,7 +8733,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -8756,7 +8767,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -8790,7 +8801,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -9070,7 +9081,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -9139,7 +9150,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -9473,7 +9484,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -9507,7 +9518,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -9541,7 +9552,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -9821,7 +9832,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -9890,7 +9901,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -10224,7 +10235,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -10258,7 +10269,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -10292,7 +10303,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -10572,7 +10583,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -10641,7 +10652,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -10975,7 +10986,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -11009,7 +11020,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -11043,7 +11054,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -11323,7 +11334,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -11392,7 +11403,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -11726,7 +11737,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -11760,7 +11771,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -11794,7 +11805,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -12074,7 +12085,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -12143,7 +12154,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -12477,7 +12488,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -12511,7 +12522,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -12545,7 +12556,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -12825,7 +12836,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -12894,7 +12905,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -13228,7 +13239,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -13262,7 +13273,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -13296,7 +13307,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -13576,7 +13587,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -13645,7 +13656,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -13979,7 +13990,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -14013,7 +14024,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -14047,7 +14058,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -14327,7 +14338,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -14396,7 +14407,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -14730,7 +14741,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -14764,7 +14775,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -14798,7 +14809,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -15078,7 +15089,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -15147,7 +15158,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -15481,7 +15492,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -15515,7 +15526,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -15549,7 +15560,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -15829,7 +15840,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -15898,7 +15909,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -16180,7 +16191,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -16210,7 +16221,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -16244,7 +16255,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -16484,7 +16495,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -16533,7 +16544,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -16811,7 +16822,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -16841,7 +16852,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -16875,7 +16886,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -17115,7 +17126,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -17164,7 +17175,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -17442,7 +17453,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -17472,7 +17483,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -17506,7 +17517,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -17746,7 +17757,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -17795,7 +17806,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -18073,7 +18084,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -18103,7 +18114,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -18137,7 +18148,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -18377,7 +18388,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -18426,7 +18437,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -18704,7 +18715,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -18734,7 +18745,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -18768,7 +18779,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -19008,7 +19019,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -19057,7 +19068,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -19335,7 +19346,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -19365,7 +19376,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -19399,7 +19410,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -19639,7 +19650,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -19688,7 +19699,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -19948,7 +19959,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -20274,7 +20285,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -20537,7 +20548,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -20863,7 +20874,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -21126,7 +21137,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -21452,7 +21463,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -21715,7 +21726,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -22041,7 +22052,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -22268,7 +22279,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -22538,7 +22549,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -22761,7 +22772,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -23031,7 +23042,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -23323,7 +23334,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -23357,7 +23368,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -23386,7 +23397,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -23420,7 +23431,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -23449,7 +23460,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -23778,7 +23789,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -23827,7 +23838,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -23896,7 +23907,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -24193,7 +24204,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -24227,7 +24238,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -24256,7 +24267,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -24290,7 +24301,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -24319,7 +24330,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -24648,7 +24659,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -24697,7 +24708,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -24766,7 +24777,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -25063,7 +25074,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -25097,7 +25108,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -25126,7 +25137,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -25160,7 +25171,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -25189,7 +25200,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -25518,7 +25529,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -25567,7 +25578,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -25636,7 +25647,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -25933,7 +25944,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -25967,7 +25978,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -25996,7 +26007,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -26030,7 +26041,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -26059,7 +26070,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -26388,7 +26399,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -26437,7 +26448,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -26506,7 +26517,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -26767,7 +26778,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -26797,7 +26808,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -26826,7 +26837,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -26860,7 +26871,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -26889,7 +26900,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -27178,7 +27189,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -27227,7 +27238,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -27276,7 +27287,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -27533,7 +27544,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -27563,7 +27574,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -27592,7 +27603,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -27626,7 +27637,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -27655,7 +27666,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    *(uint4 *)tl_p = tl_vec;
+                    tl_st16(tl_p, tl_vec);
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -27944,7 +27955,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -27993,7 +28004,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -28042,7 +28053,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        *(uint4 *)tl_p = tl_vec;
+                        tl_st16(tl_p, tl_vec);
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -29152,7 +29163,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if ((tl_tid & 120) == 0 && tl_m0) tl_p[0] = tl_v0;
             if ((tl_tid & 120) == 0 && tl_m1) tl_p[1] = tl_v1;
@@ -29275,7 +29286,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if ((tl_tid & 248) == 0 && tl_m0) tl_p[0] = tl_v0;
             if ((tl_tid & 248) == 0 && tl_m1) tl_p[1] = tl_v1;
@@ -29398,7 +29409,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if ((tl_tid & 120) == 0 && tl_m0) tl_p[0] = tl_v0;
             if ((tl_tid & 120) == 0 && tl_m1) tl_p[1] = tl_v1;
@@ -29521,7 +29532,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if ((tl_tid & 248) == 0 && tl_m0) tl_p[0] = tl_v0;
             if ((tl_tid & 248) == 0 && tl_m1) tl_p[1] = tl_v1;
@@ -29707,7 +29718,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -29752,7 +29763,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -29942,7 +29953,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -29987,7 +29998,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30177,7 +30188,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30222,7 +30233,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30412,7 +30423,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30457,7 +30468,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30647,7 +30658,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30692,7 +30703,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30882,7 +30893,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30927,7 +30938,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31081,7 +31092,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31110,7 +31121,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31260,7 +31271,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31289,7 +31300,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31439,7 +31450,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31468,7 +31479,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31594,7 +31605,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31724,7 +31735,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31854,7 +31865,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32082,7 +32093,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32212,7 +32223,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32342,7 +32353,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32542,7 +32553,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32640,7 +32651,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32738,7 +32749,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32836,7 +32847,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32962,7 +32973,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33092,7 +33103,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33222,7 +33233,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33450,7 +33461,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33580,7 +33591,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33710,7 +33721,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33910,7 +33921,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -34008,7 +34019,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -34106,7 +34117,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -34204,7 +34215,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -34461,7 +34472,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -34723,7 +34734,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -34985,7 +34996,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -35247,7 +35258,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -35481,7 +35492,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -35711,7 +35722,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                *(uint4 *)tl_p = tl_vec;
+                tl_st16(tl_p, tl_vec);
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -35826,7 +35837,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -35944,7 +35955,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -36042,7 +36053,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -39129,7 +39140,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p,
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -39228,7 +39239,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -39315,7 +39326,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p,
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
+            tl_st16(tl_p, tl_vec);
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
