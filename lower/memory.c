@@ -219,10 +219,7 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         lower_line(L, "%s tl_vec;", vt);
         for (int q = 0; q < w; q++)
             lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(d), q, q);
-        if (!strcmp(vt, "uint4")) /* one STG.E.128 (the prelude's tl_st16) */
-            lower_line(L, "tl_st16(tl_p, tl_vec);");
-        else
-            lower_line(L, "*(%s *)tl_p = tl_vec;", vt);
+        lower_line(L, "*(%s *)tl_p = tl_vec;", vt);
         L->ind--;
         lower_line(L, "} else {");
         for (int q = 0; q < w; q++)

@@ -106,23 +106,3 @@ Test(rows, rmsnorm_bwd_prefetch_keeps_two_blocks, .timeout = 300)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
     expect_fits(tool, "examples/llm.tile", "rmsnorm_bwd__bf16", 0, 128, "past 128: one block of 256 threads, not two");
 }
-
-/* examples/llm.tile's rope (bf16, variant 0): each of a thread's four
- * 16-byte stores of out is one STG.E.128 (the prelude's tl_st16); before,
- * NVVM split the first half's `*(uint4 *)tl_p = tl_vec` into four 4-byte
- * STG.E whatever the value's spelling (make_uint4 alike). */
-Test(rows, rope_stores_16_bytes_at_once, .timeout = 300)
-{
-    const char *tool = cuobjdump();
-    if (!tool)
-        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", "examples/llm.tile", "rope__bf16", 0, "sm_90a");
-    int wide = 0, word = 0;
-    for (const char *p = sass; (p = strstr(p, "STG.E")); p += 5) {
-        wide += !strncmp(p, "STG.E.128 ", 10);
-        word += !strncmp(p, "STG.E ", 6);
-    }
-    cr_expect_eq(wide, 4, "%d STG.E.128, not 4:\n%s", wide, sass);
-    cr_expect_eq(word, 0, "%d 4-byte STG.E (a split 16-byte store):\n%s", word, sass);
-    free(sass);
-}

@@ -10,17 +10,6 @@ static __device__ __forceinline__ float tl_min(float a, float b) { float r; asm(
 static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }
 #endif
-/* a 16-byte store as one st.global.v4 (STG.E.128): NVVM breaks some `*(uint4 *)p = v`
- * into 4- or 2-byte stores whatever the value's spelling (RoPE's first half: four STG.E);
- * "memory" keeps its order against the kernel's other accesses */
-static __device__ __forceinline__ void tl_st16(void *p, uint4 v)
-{
-#ifdef __CUDA_ARCH__
-    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-#else
-    *(uint4 *)p = v;
-#endif
-}
 /* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
 static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 /* sigmoid(x) = 1 / (1 + e^-|x|), times e^-|x| for x < 0: e^-|x| never overflows, so it is

@@ -10,17 +10,6 @@ static __device__ __forceinline__ float tl_min(float a, float b) { float r; asm(
 static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b || a != a) ? a : b; }
 static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }
 #endif
-/* a 16-byte store as one st.global.v4 (STG.E.128): NVVM breaks some `*(uint4 *)p = v`
- * into 4- or 2-byte stores whatever the value's spelling (RoPE's first half: four STG.E);
- * "memory" keeps its order against the kernel's other accesses */
-static __device__ __forceinline__ void tl_st16(void *p, uint4 v)
-{
-#ifdef __CUDA_ARCH__
-    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-#else
-    *(uint4 *)p = v;
-#endif
-}
 /* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
 static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
 /* sigmoid(x) = 1 / (1 + e^-|x|), times e^-|x| for x < 0: e^-|x| never overflows, so it is
@@ -285,7 +274,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -496,7 +485,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -687,7 +676,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -898,7 +887,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -1089,7 +1078,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -1300,7 +1289,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -1491,7 +1480,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -1702,7 +1691,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -1893,7 +1882,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -2104,7 +2093,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -2295,7 +2284,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -2506,7 +2495,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -2697,7 +2686,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -2908,7 +2897,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -3099,7 +3088,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -3310,7 +3299,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -3501,7 +3490,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -3712,7 +3701,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -3903,7 +3892,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -4114,7 +4103,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -4305,7 +4294,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -4516,7 +4505,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -4707,7 +4696,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -4918,7 +4907,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -5081,7 +5070,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -5252,7 +5241,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -5411,7 +5400,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -5582,7 +5571,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -5741,7 +5730,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -5912,7 +5901,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -6071,7 +6060,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -6242,7 +6231,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -6401,7 +6390,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -6572,7 +6561,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -6731,7 +6720,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -6902,7 +6891,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -7231,7 +7220,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -7265,7 +7254,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -7299,7 +7288,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -7579,7 +7568,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -7648,7 +7637,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -7982,7 +7971,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -8016,7 +8005,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -8050,7 +8039,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -8330,7 +8319,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -8399,7 +8388,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -8733,7 +8722,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -8767,7 +8756,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -8801,7 +8790,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -9081,7 +9070,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -9150,7 +9139,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -9484,7 +9473,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -9518,7 +9507,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -9552,7 +9541,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -9832,7 +9821,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -9901,7 +9890,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -10235,7 +10224,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -10269,7 +10258,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -10303,7 +10292,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -10583,7 +10572,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -10652,7 +10641,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -10986,7 +10975,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -11020,7 +11009,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -11054,7 +11043,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -11334,7 +11323,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -11403,7 +11392,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -11737,7 +11726,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -11771,7 +11760,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -11805,7 +11794,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -12085,7 +12074,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -12154,7 +12143,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -12488,7 +12477,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -12522,7 +12511,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -12556,7 +12545,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -12836,7 +12825,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -12905,7 +12894,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -13239,7 +13228,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -13273,7 +13262,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -13307,7 +13296,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -13587,7 +13576,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -13656,7 +13645,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -13990,7 +13979,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -14024,7 +14013,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -14058,7 +14047,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -14338,7 +14327,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -14407,7 +14396,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -14741,7 +14730,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -14775,7 +14764,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -14809,7 +14798,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -15089,7 +15078,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -15158,7 +15147,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -15492,7 +15481,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -15526,7 +15515,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -15560,7 +15549,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -15840,7 +15829,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -15909,7 +15898,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -16191,7 +16180,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -16221,7 +16210,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -16255,7 +16244,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -16495,7 +16484,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -16544,7 +16533,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -16822,7 +16811,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -16852,7 +16841,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -16886,7 +16875,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -17126,7 +17115,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -17175,7 +17164,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -17453,7 +17442,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -17483,7 +17472,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -17517,7 +17506,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -17757,7 +17746,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -17806,7 +17795,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -18084,7 +18073,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -18114,7 +18103,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -18148,7 +18137,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -18388,7 +18377,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -18437,7 +18426,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -18715,7 +18704,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -18745,7 +18734,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -18779,7 +18768,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -19019,7 +19008,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -19068,7 +19057,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -19346,7 +19335,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -19376,7 +19365,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -19410,7 +19399,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -19650,7 +19639,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -19699,7 +19688,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -19959,7 +19948,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -20285,7 +20274,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -20548,7 +20537,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -20874,7 +20863,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -21137,7 +21126,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -21463,7 +21452,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -21726,7 +21715,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -22052,7 +22041,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -22279,7 +22268,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -22549,7 +22538,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -22772,7 +22761,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -23042,7 +23031,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -23334,7 +23323,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -23368,7 +23357,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -23397,7 +23386,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -23431,7 +23420,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -23460,7 +23449,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -23789,7 +23778,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -23838,7 +23827,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -23907,7 +23896,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -24204,7 +24193,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     ((__half *)&tl_vec)[5] = tl_v5;
                     ((__half *)&tl_vec)[6] = tl_v6;
                     ((__half *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -24238,7 +24227,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -24267,7 +24256,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -24301,7 +24290,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -24330,7 +24319,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -24659,7 +24648,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -24708,7 +24697,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -24777,7 +24766,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         ((__half *)&tl_vec)[5] = tl_v5;
                         ((__half *)&tl_vec)[6] = tl_v6;
                         ((__half *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -25074,7 +25063,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -25108,7 +25097,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -25137,7 +25126,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -25171,7 +25160,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -25200,7 +25189,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -25529,7 +25518,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -25578,7 +25567,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -25647,7 +25636,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -25944,7 +25933,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                     ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                     ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -25978,7 +25967,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -26007,7 +25996,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -26041,7 +26030,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -26070,7 +26059,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -26399,7 +26388,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -26448,7 +26437,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -26517,7 +26506,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                         ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                         ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -26778,7 +26767,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -26808,7 +26797,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -26837,7 +26826,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -26871,7 +26860,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -26900,7 +26889,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -27189,7 +27178,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -27238,7 +27227,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -27287,7 +27276,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -27544,7 +27533,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -27574,7 +27563,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -27603,7 +27592,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -27637,7 +27626,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -27666,7 +27655,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     ((float *)&tl_vec)[1] = tl_v1;
                     ((float *)&tl_vec)[2] = tl_v2;
                     ((float *)&tl_vec)[3] = tl_v3;
-                    tl_st16(tl_p, tl_vec);
+                    *(uint4 *)tl_p = tl_vec;
                 } else {
                     if (tl_m0) tl_p[0] = tl_v0;
                     if (tl_m1) tl_p[1] = tl_v1;
@@ -27955,7 +27944,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -28004,7 +27993,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -28053,7 +28042,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         ((float *)&tl_vec)[1] = tl_v1;
                         ((float *)&tl_vec)[2] = tl_v2;
                         ((float *)&tl_vec)[3] = tl_v3;
-                        tl_st16(tl_p, tl_vec);
+                        *(uint4 *)tl_p = tl_vec;
                     } else {
                         if (tl_m0) tl_p[0] = tl_v0;
                         if (tl_m1) tl_p[1] = tl_v1;
@@ -29163,7 +29152,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if ((tl_tid & 120) == 0 && tl_m0) tl_p[0] = tl_v0;
             if ((tl_tid & 120) == 0 && tl_m1) tl_p[1] = tl_v1;
@@ -29286,7 +29275,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if ((tl_tid & 248) == 0 && tl_m0) tl_p[0] = tl_v0;
             if ((tl_tid & 248) == 0 && tl_m1) tl_p[1] = tl_v1;
@@ -29409,7 +29398,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if ((tl_tid & 120) == 0 && tl_m0) tl_p[0] = tl_v0;
             if ((tl_tid & 120) == 0 && tl_m1) tl_p[1] = tl_v1;
@@ -29532,7 +29521,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if ((tl_tid & 248) == 0 && tl_m0) tl_p[0] = tl_v0;
             if ((tl_tid & 248) == 0 && tl_m1) tl_p[1] = tl_v1;
@@ -29718,7 +29707,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -29763,7 +29752,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -29953,7 +29942,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -29998,7 +29987,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30188,7 +30177,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30233,7 +30222,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30423,7 +30412,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30468,7 +30457,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30658,7 +30647,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30703,7 +30692,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30893,7 +30882,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -30938,7 +30927,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31092,7 +31081,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31121,7 +31110,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31271,7 +31260,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31300,7 +31289,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31450,7 +31439,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31479,7 +31468,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31605,7 +31594,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31735,7 +31724,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -31865,7 +31854,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32093,7 +32082,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32223,7 +32212,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32353,7 +32342,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32553,7 +32542,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32651,7 +32640,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32749,7 +32738,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32847,7 +32836,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -32973,7 +32962,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33103,7 +33092,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33233,7 +33222,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33461,7 +33450,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33591,7 +33580,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33721,7 +33710,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -33921,7 +33910,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -34019,7 +34008,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -34117,7 +34106,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -34215,7 +34204,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -34472,7 +34461,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -34734,7 +34723,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
                 ((__half *)&tl_vec)[5] = tl_v5;
                 ((__half *)&tl_vec)[6] = tl_v6;
                 ((__half *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -34996,7 +34985,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -35258,7 +35247,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
                 ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
                 ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
                 ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -35492,7 +35481,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -35722,7 +35711,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
                 ((float *)&tl_vec)[1] = tl_v1;
                 ((float *)&tl_vec)[2] = tl_v2;
                 ((float *)&tl_vec)[3] = tl_v3;
-                tl_st16(tl_p, tl_vec);
+                *(uint4 *)tl_p = tl_vec;
             } else {
                 if (tl_m0) tl_p[0] = tl_v0;
                 if (tl_m1) tl_p[1] = tl_v1;
@@ -35837,7 +35826,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -35955,7 +35944,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -36053,7 +36042,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -39140,7 +39129,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p,
             ((__half *)&tl_vec)[5] = tl_v5;
             ((__half *)&tl_vec)[6] = tl_v6;
             ((__half *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -39239,7 +39228,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p
             ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
             ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
             ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
@@ -39326,7 +39315,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p,
             ((float *)&tl_vec)[1] = tl_v1;
             ((float *)&tl_vec)[2] = tl_v2;
             ((float *)&tl_vec)[3] = tl_v3;
-            tl_st16(tl_p, tl_vec);
+            *(uint4 *)tl_p = tl_vec;
         } else {
             if (tl_m0) tl_p[0] = tl_v0;
             if (tl_m1) tl_p[1] = tl_v1;
