@@ -29555,15 +29555,15 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29591,15 +29591,15 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29680,23 +29680,23 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -29725,23 +29725,23 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -29790,15 +29790,15 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29826,15 +29826,15 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29915,23 +29915,23 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -29960,23 +29960,23 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30025,15 +30025,15 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30061,15 +30061,15 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30150,23 +30150,23 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30195,493 +30195,23 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            ((__half *)&tl_vec)[2] = tl_v2;
-            ((__half *)&tl_vec)[3] = tl_v3;
-            ((__half *)&tl_vec)[4] = tl_v4;
-            ((__half *)&tl_vec)[5] = tl_v5;
-            ((__half *)&tl_vec)[6] = tl_v6;
-            ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-            if (tl_m4) tl_p[4] = tl_v4;
-            if (tl_m5) tl_p[5] = tl_v5;
-            if (tl_m6) tl_p[6] = tl_v6;
-            if (tl_m7) tl_p[7] = tl_v7;
-        }
-    }
-}
-
-/* rope__f16, variant 3: H = 16, warps = 4 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) rope__f16_v3(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_H = 16;
-    constexpr int v_warps = 4;
-    // examples/llm.tile:273
-    // v_h: index tile computed where it is used
-    // examples/llm.tile:274
-    // v_d: index tile computed where it is used
-    // examples/llm.tile:275
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:276
-    // v_at: index tile computed where it is used
-    // examples/llm.tile:277
-    __half tl_t0[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
-        }
-    }
-    float v_x1[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
-    __half tl_t1[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
-        }
-    }
-    float v_x2[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
-    __half tl_t2[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t2[tl_j + 0] = tl_p[0];
-            tl_t2[tl_j + 1] = tl_p[1];
-            tl_t2[tl_j + 2] = tl_p[2];
-            tl_t2[tl_j + 3] = tl_p[3];
-            tl_t2[tl_j + 4] = tl_p[4];
-            tl_t2[tl_j + 5] = tl_p[5];
-            tl_t2[tl_j + 6] = tl_p[6];
-            tl_t2[tl_j + 7] = tl_p[7];
-        }
-    }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
-    __half tl_t3[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t3[tl_j + 0] = tl_p[0];
-            tl_t3[tl_j + 1] = tl_p[1];
-            tl_t3[tl_j + 2] = tl_p[2];
-            tl_t3[tl_j + 3] = tl_p[3];
-            tl_t3[tl_j + 4] = tl_p[4];
-            tl_t3[tl_j + 5] = tl_p[5];
-            tl_t3[tl_j + 6] = tl_p[6];
-            tl_t3[tl_j + 7] = tl_p[7];
-        }
-    }
-    float v_sn[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:281
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            ((__half *)&tl_vec)[2] = tl_v2;
-            ((__half *)&tl_vec)[3] = tl_v3;
-            ((__half *)&tl_vec)[4] = tl_v4;
-            ((__half *)&tl_vec)[5] = tl_v5;
-            ((__half *)&tl_vec)[6] = tl_v6;
-            ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-            if (tl_m4) tl_p[4] = tl_v4;
-            if (tl_m5) tl_p[5] = tl_v5;
-            if (tl_m6) tl_p[6] = tl_v6;
-            if (tl_m7) tl_p[7] = tl_v7;
-        }
-    }
-    // examples/llm.tile:282
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            ((__half *)&tl_vec)[2] = tl_v2;
-            ((__half *)&tl_vec)[3] = tl_v3;
-            ((__half *)&tl_vec)[4] = tl_v4;
-            ((__half *)&tl_vec)[5] = tl_v5;
-            ((__half *)&tl_vec)[6] = tl_v6;
-            ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-            if (tl_m4) tl_p[4] = tl_v4;
-            if (tl_m5) tl_p[5] = tl_v5;
-            if (tl_m6) tl_p[6] = tl_v6;
-            if (tl_m7) tl_p[7] = tl_v7;
-        }
-    }
-}
-
-/* rope__f16, variant 4: H = 16, warps = 2 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(64) rope__f16_v4(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_H = 16;
-    constexpr int v_warps = 2;
-    // examples/llm.tile:273
-    // v_h: index tile computed where it is used
-    // examples/llm.tile:274
-    // v_d: index tile computed where it is used
-    // examples/llm.tile:275
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:276
-    // v_at: index tile computed where it is used
-    // examples/llm.tile:277
-    __half tl_t0[16];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
-        }
-    }
-    float v_x1[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
-    __half tl_t1[16];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
-        }
-    }
-    float v_x2[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
-    __half tl_t2[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t2[tl_j + 0] = tl_p[0];
-            tl_t2[tl_j + 1] = tl_p[1];
-            tl_t2[tl_j + 2] = tl_p[2];
-            tl_t2[tl_j + 3] = tl_p[3];
-            tl_t2[tl_j + 4] = tl_p[4];
-            tl_t2[tl_j + 5] = tl_p[5];
-            tl_t2[tl_j + 6] = tl_p[6];
-            tl_t2[tl_j + 7] = tl_p[7];
-        }
-    }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
-    __half tl_t3[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t3[tl_j + 0] = tl_p[0];
-            tl_t3[tl_j + 1] = tl_p[1];
-            tl_t3[tl_j + 2] = tl_p[2];
-            tl_t3[tl_j + 3] = tl_p[3];
-            tl_t3[tl_j + 4] = tl_p[4];
-            tl_t3[tl_j + 5] = tl_p[5];
-            tl_t3[tl_j + 6] = tl_p[6];
-            tl_t3[tl_j + 7] = tl_p[7];
-        }
-    }
-    float v_sn[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:281
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            ((__half *)&tl_vec)[2] = tl_v2;
-            ((__half *)&tl_vec)[3] = tl_v3;
-            ((__half *)&tl_vec)[4] = tl_v4;
-            ((__half *)&tl_vec)[5] = tl_v5;
-            ((__half *)&tl_vec)[6] = tl_v6;
-            ((__half *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-            if (tl_m4) tl_p[4] = tl_v4;
-            if (tl_m5) tl_p[5] = tl_v5;
-            if (tl_m6) tl_p[6] = tl_v6;
-            if (tl_m7) tl_p[7] = tl_v7;
-        }
-    }
-    // examples/llm.tile:282
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30730,15 +30260,15 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30766,15 +30296,15 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30855,23 +30385,23 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30900,23 +30430,23 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30965,15 +30495,15 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31001,15 +30531,15 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31090,23 +30620,23 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -31135,23 +30665,23 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -31200,15 +30730,15 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31236,15 +30766,15 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31325,23 +30855,23 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -31370,493 +30900,23 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = (tl_i0 < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
-            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
-            ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
-            ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-            ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
-            ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
-            ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
-            ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-            if (tl_m4) tl_p[4] = tl_v4;
-            if (tl_m5) tl_p[5] = tl_v5;
-            if (tl_m6) tl_p[6] = tl_v6;
-            if (tl_m7) tl_p[7] = tl_v7;
-        }
-    }
-}
-
-/* rope__bf16, variant 3: H = 16, warps = 4 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) rope__bf16_v3(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_H = 16;
-    constexpr int v_warps = 4;
-    // examples/llm.tile:273
-    // v_h: index tile computed where it is used
-    // examples/llm.tile:274
-    // v_d: index tile computed where it is used
-    // examples/llm.tile:275
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:276
-    // v_at: index tile computed where it is used
-    // examples/llm.tile:277
-    __nv_bfloat16 tl_t0[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
-        }
-    }
-    float v_x1[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
-    __nv_bfloat16 tl_t1[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
-        }
-    }
-    float v_x2[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
-    __nv_bfloat16 tl_t2[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t2[tl_j + 0] = tl_p[0];
-            tl_t2[tl_j + 1] = tl_p[1];
-            tl_t2[tl_j + 2] = tl_p[2];
-            tl_t2[tl_j + 3] = tl_p[3];
-            tl_t2[tl_j + 4] = tl_p[4];
-            tl_t2[tl_j + 5] = tl_p[5];
-            tl_t2[tl_j + 6] = tl_p[6];
-            tl_t2[tl_j + 7] = tl_p[7];
-        }
-    }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
-    __nv_bfloat16 tl_t3[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t3[tl_j + 0] = tl_p[0];
-            tl_t3[tl_j + 1] = tl_p[1];
-            tl_t3[tl_j + 2] = tl_p[2];
-            tl_t3[tl_j + 3] = tl_p[3];
-            tl_t3[tl_j + 4] = tl_p[4];
-            tl_t3[tl_j + 5] = tl_p[5];
-            tl_t3[tl_j + 6] = tl_p[6];
-            tl_t3[tl_j + 7] = tl_p[7];
-        }
-    }
-    float v_sn[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:281
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
-            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
-            ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
-            ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-            ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
-            ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
-            ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
-            ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-            if (tl_m4) tl_p[4] = tl_v4;
-            if (tl_m5) tl_p[5] = tl_v5;
-            if (tl_m6) tl_p[6] = tl_v6;
-            if (tl_m7) tl_p[7] = tl_v7;
-        }
-    }
-    // examples/llm.tile:282
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
-            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
-            ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
-            ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-            ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
-            ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
-            ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
-            ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-            if (tl_m4) tl_p[4] = tl_v4;
-            if (tl_m5) tl_p[5] = tl_v5;
-            if (tl_m6) tl_p[6] = tl_v6;
-            if (tl_m7) tl_p[7] = tl_v7;
-        }
-    }
-}
-
-/* rope__bf16, variant 4: H = 16, warps = 2 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(64) rope__bf16_v4(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_H = 16;
-    constexpr int v_warps = 2;
-    // examples/llm.tile:273
-    // v_h: index tile computed where it is used
-    // examples/llm.tile:274
-    // v_d: index tile computed where it is used
-    // examples/llm.tile:275
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:276
-    // v_at: index tile computed where it is used
-    // examples/llm.tile:277
-    __nv_bfloat16 tl_t0[16];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
-        }
-    }
-    float v_x1[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
-    __nv_bfloat16 tl_t1[16];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
-        }
-    }
-    float v_x2[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
-    __nv_bfloat16 tl_t2[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t2[tl_j + 0] = tl_p[0];
-            tl_t2[tl_j + 1] = tl_p[1];
-            tl_t2[tl_j + 2] = tl_p[2];
-            tl_t2[tl_j + 3] = tl_p[3];
-            tl_t2[tl_j + 4] = tl_p[4];
-            tl_t2[tl_j + 5] = tl_p[5];
-            tl_t2[tl_j + 6] = tl_p[6];
-            tl_t2[tl_j + 7] = tl_p[7];
-        }
-    }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
-    __nv_bfloat16 tl_t3[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t3[tl_j + 0] = tl_p[0];
-            tl_t3[tl_j + 1] = tl_p[1];
-            tl_t3[tl_j + 2] = tl_p[2];
-            tl_t3[tl_j + 3] = tl_p[3];
-            tl_t3[tl_j + 4] = tl_p[4];
-            tl_t3[tl_j + 5] = tl_p[5];
-            tl_t3[tl_j + 6] = tl_p[6];
-            tl_t3[tl_j + 7] = tl_p[7];
-        }
-    }
-    float v_sn[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:281
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
-            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
-            ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
-            ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
-            ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
-            ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
-            ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
-            ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-            if (tl_m4) tl_p[4] = tl_v4;
-            if (tl_m5) tl_p[5] = tl_v5;
-            if (tl_m6) tl_p[6] = tl_v6;
-            if (tl_m7) tl_p[7] = tl_v7;
-        }
-    }
-    // examples/llm.tile:282
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 8) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = (tl_i0 < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -31905,11 +30965,11 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31933,11 +30993,11 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32006,15 +31066,15 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32035,15 +31095,15 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32084,11 +31144,11 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32112,11 +31172,11 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32185,15 +31245,15 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32214,15 +31274,15 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32263,11 +31323,11 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32291,11 +31351,11 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -32364,15 +31424,15 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
         const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -32393,373 +31453,15 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
         const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m0 = (tl_i0 < v_heads);
         const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = (tl_i0 < v_heads);
         const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = (tl_i0 < v_heads);
         const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((float *)&tl_vec)[0] = tl_v0;
-            ((float *)&tl_vec)[1] = tl_v1;
-            ((float *)&tl_vec)[2] = tl_v2;
-            ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-        }
-    }
-}
-
-/* rope__f32, variant 3: H = 16, warps = 4 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(128) rope__f32_v3(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_H = 16;
-    constexpr int v_warps = 4;
-    // examples/llm.tile:273
-    // v_h: index tile computed where it is used
-    // examples/llm.tile:274
-    // v_d: index tile computed where it is used
-    // examples/llm.tile:275
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:276
-    // v_at: index tile computed where it is used
-    // examples/llm.tile:277
-    float tl_t0[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
-        }
-    }
-    float v_x1[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:278
-    float tl_t1[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
-            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
-            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
-            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
-        }
-    }
-    float v_x2[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = tl_t1[tl_j];
-    }
-    // examples/llm.tile:279
-    float tl_t2[4];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t2[tl_j + 0] = tl_p[0];
-            tl_t2[tl_j + 1] = tl_p[1];
-            tl_t2[tl_j + 2] = tl_p[2];
-            tl_t2[tl_j + 3] = tl_p[3];
-        }
-    }
-    float v_cs[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
-    }
-    // examples/llm.tile:280
-    float tl_t3[4];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t3[tl_j + 0] = tl_p[0];
-            tl_t3[tl_j + 1] = tl_p[1];
-            tl_t3[tl_j + 2] = tl_p[2];
-            tl_t3[tl_j + 3] = tl_p[3];
-        }
-    }
-    float v_sn[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
-    }
-    // examples/llm.tile:281
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((float *)&tl_vec)[0] = tl_v0;
-            ((float *)&tl_vec)[1] = tl_v1;
-            ((float *)&tl_vec)[2] = tl_v2;
-            ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-        }
-    }
-    // examples/llm.tile:282
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((float *)&tl_vec)[0] = tl_v0;
-            ((float *)&tl_vec)[1] = tl_v1;
-            ((float *)&tl_vec)[2] = tl_v2;
-            ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-        }
-    }
-}
-
-/* rope__f32, variant 4: H = 16, warps = 2 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(64) rope__f32_v4(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_H = 16;
-    constexpr int v_warps = 2;
-    // examples/llm.tile:273
-    // v_h: index tile computed where it is used
-    // examples/llm.tile:274
-    // v_d: index tile computed where it is used
-    // examples/llm.tile:275
-    // v_m: index tile computed where it is used
-    // examples/llm.tile:276
-    // v_at: index tile computed where it is used
-    // examples/llm.tile:277
-    float tl_t0[16];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
-            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
-            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
-        }
-    }
-    float v_x1[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:278
-    float tl_t1[16];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
-            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
-            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
-            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
-        }
-    }
-    float v_x2[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = tl_t1[tl_j];
-    }
-    // examples/llm.tile:279
-    float tl_t2[4];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t2[tl_j + 0] = tl_p[0];
-            tl_t2[tl_j + 1] = tl_p[1];
-            tl_t2[tl_j + 2] = tl_p[2];
-            tl_t2[tl_j + 3] = tl_p[3];
-        }
-    }
-    float v_cs[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
-    }
-    // examples/llm.tile:280
-    float tl_t3[4];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-        if (((unsigned long long)tl_p & 15) == 0) {
-            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-        } else {
-            tl_t3[tl_j + 0] = tl_p[0];
-            tl_t3[tl_j + 1] = tl_p[1];
-            tl_t3[tl_j + 2] = tl_p[2];
-            tl_t3[tl_j + 3] = tl_p[3];
-        }
-    }
-    float v_sn[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
-    }
-    // examples/llm.tile:281
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
-        const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-            uint4 tl_vec;
-            ((float *)&tl_vec)[0] = tl_v0;
-            ((float *)&tl_vec)[1] = tl_v1;
-            ((float *)&tl_vec)[2] = tl_v2;
-            ((float *)&tl_vec)[3] = tl_v3;
-            *(uint4 *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-            if (tl_m2) tl_p[2] = tl_v2;
-            if (tl_m3) tl_p[3] = tl_v3;
-        }
-    }
-    // examples/llm.tile:282
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 4) {
-        const int tl_j = tl_c;
-        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((((((int)blockIdx.y) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
-        const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
-        const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (((((int)blockIdx.y) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = (tl_i0 < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
