@@ -106,3 +106,41 @@ Test(rows, rmsnorm_bwd_prefetch_keeps_two_blocks, .timeout = 300)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
     expect_fits(tool, "examples/llm.tile", "rmsnorm_bwd__bf16", 0, 128, "past 128: one block of 256 threads, not two");
 }
+
+/* examples/llm.tile's embed_scatter_add (issue 35): whether all of a thread's
+ * 16 chunks are whole and aligned is decided once (lower/memory.c), so the
+ * 16 RED.E.ADD.F32x4 of the vector loop run with no branch between them and
+ * no scalar RED (before: each chunk tested, a BSSY/BRA around every RED and
+ * the 4 scalar REDs of its fallback; 130 branches, 1 RED.F32x4 a run). The
+ * loop with the per-chunk fallback stays for a misaligned or masked chunk. */
+Test(rows, scatter_add_reds_without_per_chunk_branches, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *out = disassemble_file(tool, "-sass", "examples/llm.tile", "embed_scatter_add__bf16", 0, "sm_90a");
+    int run = 0, best = 0, scalar_in_run = 0;
+    for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        size_t n = strcspn(l, "\n");
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line - 1 ? n : sizeof line - 1), l);
+        if (strstr(line, "REDG.E.ADD.F32x4"))
+            run++;
+        else if (strstr(line, "REDG.E.ADD.F32") && run)
+            scalar_in_run++;
+        else if (strstr(line, "BRA") || strstr(line, "BSSY") || strstr(line, "EXIT"))
+            run = 0;
+        if (run > best)
+            best = run;
+    }
+    cr_expect_geq(best, 16, "the longest run of RED.F32x4 without a branch is %d, not 16:\n%s", best, out);
+    cr_expect_eq(scalar_in_run, 0, "a scalar RED among the vector ones:\n%s", out);
+    free(out);
+    /* two blocks of 256 threads a multiprocessor (the `blocks = 2` hint):
+     * without it the straight vector loop took 179 registers (113 before) */
+    char *res = disassemble_file(tool, "-res-usage", "examples/llm.tile", "embed_scatter_add__bf16", 0, "sm_90a");
+    const char *r = strstr(res, "REG:");
+    cr_assert(r, "no REG in:\n%s", res);
+    cr_expect_leq(atoi(r + 4), 128, "%d registers: one block of 256 threads a multiprocessor, not two", atoi(r + 4));
+    free(res);
+}
