@@ -151,38 +151,14 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         why = old ? "its old values are read (a vector atomic returns none)" : "vector atomic adds are f32 only";
     lower_axinfo_trace(L, atomic ? "atomic_add" : "store", ptr, mask, pt->rank - 1, w);
     int mono = mask && pt->rank && lower_monotone_mask(L, mask, pt->rank, pt->rank - 1);
-    int split = atomic && w && !old && pt->rank;
     lower_remark_mem(L, e,
-                     lower_fmt(L, "%s, %s%s%s", !atomic ? "st" : w ? "red (a vector atomic)" : "atomic",
-                               lower_remark_width(L, w, size, "vector"), w ? lower_remark_mask(L, mask, mono) : "",
-                               split ? "; whole and aligned chunks decided once a thread, the per-chunk "
-                                       "fallback kept for a misaligned or masked chunk (runtime pointer and sizes: "
-                                       "not proven)"
-                                     : ""),
+                     lower_fmt(L, "%s, %s%s", !atomic ? "st" : w ? "red (a vector atomic)" : "atomic",
+                               lower_remark_width(L, w, size, "vector"), w ? lower_remark_mask(L, mask, mono) : ""),
                      why);
     if (old && pt->rank == 0) /* a scalar is a plain variable, in the compute type */
         lower_line(L, "%s %s;", lower_cctype(d), old->c);
     else if (old)
         lower_line(L, "%s %s[%d];", lower_ctype(d), old->c, y->E);
-    /* A vector atomic: whether every chunk of the thread is whole (its mask
-     * true) and aligned is decided once, by a first pass over the chunks'
-     * addresses and masks (a row of dtable + id * D is aligned or not as a
-     * whole); then one loop of unconditional vector atomics, no per-chunk
-     * test or fallback, and otherwise the loop with the per-chunk fallback
-     * (the pointer and the sizes are runtime values: alignment is not
-     * proven at compile time). pass 0: the check, 1: the vector loop, 2:
-     * the loop with the fallback; a single pass (2) otherwise. */
-    if (split)
-        lower_line(L, "bool tl_al = true;");
-    for (int pass = split ? 0 : 2; pass < 3; pass++) {
-    if (split && pass == 1) {
-        lower_line(L, "if (tl_al) {");
-        L->ind++;
-    } else if (split && pass == 2) {
-        L->ind--;
-        lower_line(L, "} else {");
-        L->ind++;
-    }
     if (pt->rank == 0) {
         lower_line(L, "{");
         L->ind++;
@@ -222,19 +198,6 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
         lower_line(L, "__syncthreads();");
     } else if (atomic && !w) {
         lower_line(L, "if (%stl_m0) %satomicAdd(tl_p, tl_v0);", guard, old ? lower_fmt(L, "%s[tl_j] = ", old->c) : "");
-    } else if (atomic && pass == 0) {
-        lower_line(L, "tl_al = tl_al && (%s(%s((unsigned long long)tl_p & %u) == 0));", g ? lower_fmt(L, "!(%s) || ", g) : "",
-                   sb_str(&all), w * size - 1);
-    } else if (atomic && pass == 1) {
-        strbuf args;
-        sb_init(&args);
-        for (int q = 0; q < w; q++)
-            sb_printf(&args, ", tl_v%d", q);
-        if (g)
-            lower_line(L, "if (%s) tl_atomic_add%d(tl_p%s);", g, w, sb_str(&args));
-        else
-            lower_line(L, "tl_atomic_add%d(tl_p%s);", w, sb_str(&args));
-        sb_free(&args);
     } else if (atomic) {
         strbuf args;
         sb_init(&args);
@@ -266,9 +229,4 @@ void lower_emit_store(lw *L, const tilec_expr *e, const lay *y, val *old)
     sb_free(&all);
     L->ind--;
     lower_line(L, "}");
-    if (split && pass == 2) {
-        L->ind--;
-        lower_line(L, "}");
-    }
-    }
 }
