@@ -1049,6 +1049,11 @@ def workloads():
     for d, h in ((64, 16), (128, 8)):
         for causal in (False, True):
             w.append(w_attention(4, h, 4096, d, causal))
+    # issue 30's other lengths, the same tokens a head: S = 1024 (16 sequences), S = 16384 (one)
+    for b, s in ((16, 1024), (1, 16384)):
+        for d, h in ((64, 16), (128, 8)):
+            for causal in (False, True):
+                w.append(w_attention(b, h, s, d, causal))
     w.extend(form_workloads())  # run only when asked: --family forms (or --only form)
     for dt in ("f16", "bf16"):  # issue 31's hand-tuned reference: run only when asked (--family handtuned)
         for s in (1024, 2048, 4096, 8192):
