@@ -790,6 +790,32 @@ Test(tma, an_im2col_map_s_encode_arguments, .timeout = 60)
     cr_expect(fake->im2col.cpp == 32 && fake->im2col.dims[0] == 40 && fake->im2col.strides[0] == 80);
 }
 
+/* An im2col map of the output's extents (kind 2, lower/wgim2col.c): fr
+ * and fs are OH and OW, the upper corners where the last output pixel of
+ * a column and a row starts, (out - 1) * stride - pad - (extent - 1), so
+ * the walk wraps after exactly OW pixels whatever the filter; an output
+ * whose corner does not fit in 8 bits takes the variant. */
+Test(tma, an_im2col_map_of_the_output_s_extents, .timeout = 60)
+{
+    int has = 0;
+    tilec_tma_meta m = cv_meta;
+    m.maps[0].im2col = TILEC_TMA_IM2COL_OUT;
+    m.maps[0].fr = TILEC_TMA_CONST | 9u; /* H 17, stride 2, pad 1, a 3 x 3 filter: OH 9, OW 7 */
+    m.maps[0].fs = TILEC_TMA_CONST | 7u;
+    cr_assert(cv_run(&m, 0, 2, 17, 13, 72, 2, 1, &has), "the twin ran");
+    cr_expect(fake->im2col.lower[0] == -1 && fake->im2col.lower[1] == -1 && fake->im2col.upper[0] == -1 &&
+                  fake->im2col.upper[1] == -1,
+              "corners %d %d, %d %d (as the filter's)", fake->im2col.lower[0], fake->im2col.lower[1],
+              fake->im2col.upper[0], fake->im2col.upper[1]);
+    m.maps[0].fr = TILEC_TMA_CONST | 4u; /* fewer output pixels than the filter allows: the walk wraps sooner */
+    m.maps[0].fs = TILEC_TMA_CONST | 5u;
+    cr_assert(cv_run(&m, 0, 2, 17, 13, 72, 2, 1, &has));
+    cr_expect(fake->im2col.upper[0] == 4 * 2 - 1 - 12 && fake->im2col.upper[1] == 3 * 2 - 1 - 16, "corners %d, %d",
+              fake->im2col.upper[0], fake->im2col.upper[1]);
+    m.maps[0].fs = TILEC_TMA_CONST | 80u; /* (80 - 1) * 2 - 1 - 12 = 145: past 8 bits */
+    cr_expect(!cv_run(&m, 0, 2, 17, 13, 72, 2, 1, &has), "the variant ran");
+}
+
 /* An image the im2col mode cannot read launches the variant's own kernel
  * and makes no map: a base off 16 bytes, a pixel of 72 bytes (36
  * halves), a padding of 128 (a 4-D map's corners are 8-bit), a stride of
