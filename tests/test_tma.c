@@ -846,8 +846,9 @@ Test(tma, an_image_im2col_cannot_read_takes_the_variant, .timeout = 60)
 
 /* A driver without cuTensorMapEncodeIm2col leaves a twin with an im2col
  * map out (the variant alone); metadata the runtime cannot honour (an
- * im2col map batched, of kind 2, without its image count, or naming a
- * parameter past the ten; a tiled map with im2col words) is no twin. */
+ * im2col map batched, of kind 3, without its image count, or naming a
+ * parameter past the ten; a tiled map with im2col words; kind 2 without
+ * the output's width) is no twin. */
 Test(tma, an_im2col_twin_needs_the_encoder_and_sound_metadata, .timeout = 60)
 {
     int has = 0;
@@ -855,16 +856,17 @@ Test(tma, an_im2col_twin_needs_the_encoder_and_sound_metadata, .timeout = 60)
     cr_expect(!cv_run(&cv_meta, 0, 1, 8, 8, 64, 1, 1, &has));
     cr_expect(!has, "no cuTensorMapEncodeIm2col: no twin");
     unsetenv("FAKE_CUDA_MODE");
-    tilec_tma_meta m[6];
-    for (int i = 0; i < 6; i++)
+    tilec_tma_meta m[7];
+    for (int i = 0; i < 7; i++)
         m[i] = cv_meta;
     m[0].maps[0].batched = 1, m[0].maps[0].bgrid = 2, m[0].maps[0].bscale = 1;
-    m[1].maps[0].im2col = 2;
+    m[1].maps[0].im2col = 3;
     m[2].maps[0].rows = TILEC_TMA_NONE;
     m[3].maps[0].pad = 10;
     m[4].maps[0].ih = TILEC_TMA_NONE;
     m[5].maps[0].im2col = 0; /* a tiled map with the im2col words */
-    for (int i = 0; i < 6; i++) {
+    m[6].maps[0].im2col = TILEC_TMA_IM2COL_OUT, m[6].maps[0].fs = TILEC_TMA_NONE;
+    for (int i = 0; i < 7; i++) {
         cr_expect(!cv_run(&m[i], 0, 1, 8, 8, 64, 1, 1, &has), "metadata %d: the twin ran", i);
         cr_expect(!has, "metadata %d: a twin", i);
     }
