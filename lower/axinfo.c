@@ -1305,6 +1305,8 @@ static const tilec_expr *canon(lw *L, const tilec_expr *e)
     return e;
 }
 
+const tilec_expr *lower_index_canon(lw *L, const tilec_expr *e) { return canon(L, e); }
+
 /* Is x (a bound's index) the coordinate of pa's axis ax along the whole
  * tile: the same index, or one of unit stride along that axis whose first
  * element is the coordinate's (`(k + range(BK))[None, :]` against

@@ -95,6 +95,19 @@ typedef struct lbind {
 } lbind;
 
 /* A dot loop the sm_90a twin runs on wgmma + TMA (wgmma.c). */
+/* A gather twin's A read as a box of TMA's im2col mode (wgim2col.c):
+ * where its first pixel lies and each step's filter tap, as expressions
+ * of the kernel, walked at the rows' first element. */
+enum { IC_TERMS = 8 };
+typedef struct lower_im2col {
+    const tilec_expr *img, *wrow, *hrow; /* the image, ow * stride and oh * stride of a row (1-D tiles) */
+    const tilec_expr *pad;               /* the padding subtracted from both coordinates (a parameter), or NULL */
+    const tilec_expr *c;                 /* the channels' index tile */
+    int nw, nh;                          /* the tap's terms along W and H (what else the coordinates add) ... */
+    const tilec_expr *tw[IC_TERMS], *th[IC_TERMS];
+    int sw[IC_TERMS], sh[IC_TERMS];      /* ... and their signs (1 or -1) */
+} lower_im2col;
+
 typedef struct wg_plan {
     tilec_tma_map maps[3];        /* A, B, and C when the epilogue stores by TMA */
     const tilec_expr *R[3], *C[3]; /* each map's row and column index tiles */
@@ -158,6 +171,9 @@ typedef struct wg_plan {
      * parameter brows, columns bc; each step takes the box where its rows are all unmasked */
     int btma, brows;
     const tilec_expr *bx, *bc0, *bc;
+    /* a gather twin's A by TMA's im2col mode (maps[0], kind 2: wgim2col.c), B's map then maps[1] */
+    int atma;
+    lower_im2col ic;
     unsigned early_line;          /* a persistent twin's consumers load the epilogue's tile of this .tile line before
                                    * the loop (wgmma.c, early_issue; 0: none): the remark says so (lower/target.c) */
     int64_t other;                /* shared memory the twin's passes allocate besides its ring block (lower_wg_block):
@@ -597,6 +613,9 @@ void lower_map_batch(tilec_tma_map *m, const lower_ptraff *pa);
  * first element as linear forms of names, pids and constants (`pid(0) *
  * BM + range(BM)` and `range(BM) + BM * pid(0)`, let under two names)? */
 int lower_same_first(lw *L, const tilec_expr *a, const tilec_expr *b);
+/* e without lets, broadcasts and integer casts that keep the value: the
+ * node two indices share when they are the same index. */
+const tilec_expr *lower_index_canon(lw *L, const tilec_expr *e);
 /* Mask m (a conjunction through lets) as exactly I0 < B0 && I1 < B1 of the
  * indices of pa (either order, `B > I` too): the bounds' integer
  * parameters into bound[axis]; 0 when it is anything else. */
@@ -896,6 +915,20 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
 int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w);
 /* Twin pass: the producer warp group's loop of a gather twin (S stages). */
 void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v);
+/* wgim2col.c: is load ld (a gather twin's A, [M, K] f16 or bf16) one box
+ * of TMA's im2col mode a step? Its map (kind 2; box_rows M, box_cols left
+ * to the caller) into m and the expressions its copy needs into ic; 0 with
+ * *why when not. */
+int lower_wg_im2col(lw *L, const tilec_expr *ld, tilec_tma_map *m, lower_im2col *ic, const char **why);
+/* Before the producer's loop: the coordinates of A's first pixel (tl_an,
+ * tl_aw, tl_ah). */
+void lower_wg_im2col_pre(lw *L, const wg_plan *w);
+/* In a step of the producer's loop: its channel (tl_ac), the tap's
+ * offsets (tl_aow, tl_aoh) and tl_at, whether the copy takes them. */
+void lower_wg_im2col_step(lw *L, const wg_plan *w);
+/* The copies of A's boxes of a step into the ring at slot address `dst`
+ * (map tl_tm0), completing on the stage's full barrier. */
+void lower_wg_im2col_copy(lw *L, const wg_plan *w, const char *dst);
 
 /* ---- stepdiv.c: step counters for the copies' divisions ---- */
 

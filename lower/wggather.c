@@ -98,6 +98,13 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
         if ((t->dims[0] * t->dims[1] * es / 16) % GA_PRODUCER2)
             w->producers = GA_PRODUCER;
     }
+    /* A by TMA's im2col mode where the load is one box a step (wgim2col.c): one producer thread issues it,
+     * one warp group stays for A's chunks in a step whose tap the copy cannot take (and B's, below) */
+    tilec_tma_map am;
+    const char *icwhy = NULL;
+    int atma = lower_wg_im2col(L, pp->load[0], &am, &w->ic, &icwhy);
+    if (atma)
+        w->producers = GA_PRODUCER;
     /* B by TMA where its rows are a plain strided tile and one warp group copies: its threads then gather
      * A alone, half the chunks a step (on the H100, variant 4 of conv2d.tile, 8 + 8 chunks a thread: 70.1
      * to 50.8 us on 3x3 28x28 C128). With two groups the 128 x 128 twins ran 7-9% slower with B by TMA
@@ -124,8 +131,11 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
         w->ld[i] = pp->load[i];
     }
     w->btma = btma;
-    if (btma) { /* the one tensor map, map 0: B's */
-        w->maps[0] = bm;
+    w->atma = atma;
+    if (atma) /* map 0: A's im2col map */
+        w->maps[0] = am;
+    if (btma) { /* B's map: map 0, or 1 after A's */
+        w->maps[atma] = bm;
         w->bx = bx;
         w->bc0 = bc0;
         w->bc = bc;
@@ -133,13 +143,21 @@ int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w)
     }
     w->gather = 1;
     w->one_why = "the producer copies one iteration's tiles at a time";
-    w->how = lower_fmt(L, ", %s by cp.async from the producer warp group into the swizzled ring, not TMA "
-                          "(line %u: %s)%s%s",
-                       btma ? "A" : "A and B", line ? line : pp->update->loc.line, tma,
-                       btma ? ", B by TMA (rows at a computed offset, each step's box taken where its rows are all "
+    const char *bhow = btma ? ", B by TMA (rows at a computed offset, each step's box taken where its rows are all "
                               "unmasked, else by cp.async)"
-                            : "",
-                       w->blocks > 1 ? ", two blocks an SM (each half the ring and the registers)" : "");
+                            : "";
+    if (atma)
+        w->how = lower_fmt(L, ", A by TMA's im2col mode (one box of %lld output pixels x %lld channels a step, "
+                              "issued by one producer thread, the filter tap as the copy's offsets; A by cp.async "
+                              "in a step whose offsets are past 127), not a tiled map (line %u: %s)%s%s",
+                           (long long)at->dims[0], (long long)at->dims[1], line ? line : pp->update->loc.line, tma,
+                           btma ? bhow : ", B by cp.async from the producer warp group into the swizzled ring",
+                           w->blocks > 1 ? ", two blocks an SM (each half the ring and the registers)" : "");
+    else
+        w->how = lower_fmt(L, ", %s by cp.async from the producer warp group into the swizzled ring, not TMA "
+                              "(line %u: %s; nor its im2col mode: %s)%s%s",
+                           btma ? "A" : "A and B", line ? line : pp->update->loc.line, tma, icwhy, bhow,
+                           w->blocks > 1 ? ", two blocks an SM (each half the ring and the registers)" : "");
     lower_miss_reset(L);
     return 1;
 }
@@ -155,7 +173,7 @@ static const char *swizzled(lw *L, int64_t rows, int rb, int64_t es)
     return lower_fmt(L, "((%s ^ (((%s >> 7) & %du) << 4)) / %lldu)", lin, lin, rb / 16 - 1, (long long)es);
 }
 
-/* B by TMA (map 0) in a step of the producer's loop: its box's first
+/* B by TMA (map 0, or 1 after A's im2col map) in a step of the producer's loop: its box's first
  * row, column and first index along the bounded tile, and whether every
  * row of the box is unmasked (first + K <= the bound) at coordinates TMA
  * takes (0 .. INT32_MAX); then the first producer thread expects the
@@ -165,6 +183,8 @@ static const char *swizzled(lw *L, int64_t rows, int rb, int64_t es)
  * same tl_bt. */
 static void b_by_tma(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
 {
+    if (!w->btma)
+        return;
     const char *z[1] = {"0"};
     lower_hoist *h = L->hoist; /* the coordinates are scalars of the step, no chunk's kept registers */
     L->hoist = NULL;
@@ -174,12 +194,14 @@ static void b_by_tma(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
     const char *row = lower_walk(L, w->bx, z, 0, NULL, EMIT), *col = lower_walk(L, w->bc, z, 0, NULL, EMIT),
                *c0 = lower_walk(L, w->bc0, z, 0, NULL, EMIT);
     L->hoist = h;
-    int nb = (int)(w->N / w->maps[0].box_cols);
+    int nb = (int)(w->N / w->maps[w->atma].box_cols);
     lower_line(L, "const long long tl_brow = (long long)(%s), tl_bcol = (long long)(%s);", row, col);
     lower_line(L, "const bool tl_bt = (long long)(%s) + %lld <= (long long)(%s) && tl_brow >= 0 && tl_brow <= %lld && "
                   "tl_bcol >= 0 && tl_bcol <= %lld; /* B's box: every row unmasked */",
                c0, (long long)w->K, lower_cname(L, L->k->params[w->brows].name), (long long)(INT32_MAX - w->K),
                (long long)(INT32_MAX - w->N));
+    if (w->atma) /* the one thread's copies of A and B (tma_issue) */
+        return;
     lower_line(L, "if (tl_tid == 0) {");
     L->ind++;
     lower_line(L, "if (tl_bt) {");
@@ -192,6 +214,36 @@ static void b_by_tma(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
     lower_line(L, "} else {");
     lower_line(L, "    tl_mbar_arrive(tl_full + tl_s * 8);");
     lower_line(L, "}");
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* A by TMA's im2col mode (wgim2col.c), and B's boxes where B goes by TMA
+ * too: the first producer thread expects the bytes of the copies the step
+ * takes (0: a plain arrival) and issues them. */
+static void tma_issue(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
+{
+    if (!w->atma)
+        return;
+    lower_line(L, "if (tl_tid == 0) {");
+    L->ind++;
+    lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? %lldu : 0u)%s);", (long long)aslot,
+               w->btma ? lower_fmt(L, " + (tl_bt ? %lldu : 0u)", (long long)bslot) : "");
+    lower_line(L, "if (tl_at) {");
+    L->ind++;
+    lower_wg_im2col_copy(L, w, lower_fmt(L, "tl_ring + tl_s * %lldu", (long long)aslot));
+    L->ind--;
+    lower_line(L, "}");
+    if (w->btma) {
+        lower_line(L, "if (tl_bt) {");
+        L->ind++;
+        for (int b = 0; b < (int)(w->N / w->maps[1].box_cols); b++)
+            lower_line(L, "tl_tma_2d(tl_ring + %lld + tl_s * %lld + %lld, &tl_tm1, (int)tl_bcol + %d, (int)tl_brow, "
+                          "tl_full + tl_s * 8);",
+                       (long long)(w->S * aslot), (long long)bslot, (long long)b * w->K * GA_ROW, b * (int)w->maps[1].box_cols);
+        L->ind--;
+        lower_line(L, "}");
+    }
     L->ind--;
     lower_line(L, "}");
 }
@@ -223,6 +275,8 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
      * nothing, taps included: keeping A's alone (B by TMA) took it from 47.3 to 49.0 us on the
      * H200 (3x3 28x28 C128, session 43), so its twin stays main's */
     lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, 2);
+    if (w->atma)
+        lower_wg_im2col_pre(L, w);
     lower_line(L, "int tl_it = 0;");
     /* with values of the tap kept (hoist.c): an outer loop over taps that
      * sets them, an inner one over the steps of one tap */
@@ -241,8 +295,10 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
-    if (w->btma)
-        b_by_tma(L, w, aslot, bslot);
+    if (w->atma)
+        lower_wg_im2col_step(L, w);
+    b_by_tma(L, w, aslot, bslot);
+    tma_issue(L, w, aslot, bslot);
     L->eager_bool = 1; /* the masks' && as &: predicates, no branch a term (expr.c) */
     /* every chunk's address, place and masks first, then the copies: no branch between one chunk's arithmetic
      * and the next one's (lower_emit_async_prep). The H100 profile of the one-chunk-at-a-time producer
@@ -254,7 +310,7 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
                *bat = swizzled(L, w->K, GA_ROW, es);
     if (L->hoist)
         L->hoist->cur = 0; /* which load's kept registers the copies read */
-    int pa = w->blocks == 1 && lower_emit_async_prep(L, w->ld[0], lower_fmt(L, "tl_ring + tl_s * %lldu", (long long)aslot), aat, 0);
+    int pa = w->blocks == 1 && !w->atma && lower_emit_async_prep(L, w->ld[0], lower_fmt(L, "tl_ring + tl_s * %lldu", (long long)aslot), aat, 0);
     if (L->hoist)
         L->hoist->cur = 1;
     int pb = pa && !w->btma && lower_emit_async_prep(L, w->ld[1], lower_fmt(L, "tl_ring + %lldu + tl_s * %lldu",
@@ -276,7 +332,15 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     }
     if (L->hoist)
         L->hoist->cur = 0;
+    if (w->atma) {
+        lower_line(L, "if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */");
+        L->ind++;
+    }
     lower_emit_async_load_at(L, w->ld[0], ad, aat, 0, LOWER_ASYNC_ONE);
+    if (w->atma) {
+        L->ind--;
+        lower_line(L, "}");
+    }
     if (L->hoist)
         L->hoist->cur = 1;
     if (pb || !w->btma)

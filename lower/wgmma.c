@@ -829,7 +829,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->how = w->gather ? lower_fmt(L, "%s%s", wg_how(L, w, 1), w->how) : wg_how(L, w, 1);
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
-    w->nmaps = w->gather ? w->btma : 2; /* a gather twin: B's map alone, or none */
+    w->nmaps = w->gather ? w->atma + w->btma : 2; /* a gather twin: A's im2col map, B's map, both, or none */
     w->persist_ok = !w->gather && after_loop_ok(L, loop);
     if (!w->gather) {
         size_t h0 = strlen(w->how);
@@ -1197,7 +1197,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     }
     lower_line(L, "if (tl_tid == 0) {");
     lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers + w->btma : 1);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers + (w->btma || w->atma) : 1);
     lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
     lower_line(L, "    }");
     lower_line(L, "    tl_mbar_fence_init();");
@@ -1447,7 +1447,7 @@ const char *lower_wg_params(lw *L)
 {
     if (!L->tw.plan.nmaps) /* a gather twin: no tensor maps */
         return "";
-    if (L->tw.plan.nmaps == 1) /* a gather twin's B (wggather.c) */
+    if (L->tw.plan.nmaps == 1) /* a gather twin's B, or its A (im2col: wgim2col.c) */
         return ", const __grid_constant__ tl_tmap tl_tm0";
     const char *maps = L->tw.plan.nmaps == 3
                            ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "

@@ -254,8 +254,10 @@ const char *rt_twin_why(const tilec_tma_meta *t, uint32_t nparams)
         if (mp->batched > 1 || (mp->batched && (mp->bgrid < 1 || mp->bgrid > 2 || !mp->bscale)))
             return "a twin's batched tensor map with a batch on a grid axis other than 1 or 2, or its stride "
                    "times 0";
-        if (mp->im2col > 1 || (mp->im2col && (mp->batched || mp->rows == TILEC_TMA_NONE)))
-            return "a twin's im2col tensor map that is batched, has no image count, or a kind other than 0 or 1";
+        if (mp->im2col > TILEC_TMA_IM2COL_OUT || (mp->im2col && (mp->batched || mp->rows == TILEC_TMA_NONE)))
+            return "a twin's im2col tensor map that is batched, has no image count, or a kind other than 0, 1 or 2";
+        if (mp->im2col == TILEC_TMA_IM2COL_OUT && (mp->fr == TILEC_TMA_NONE || mp->fs == TILEC_TMA_NONE))
+            return "a twin's im2col tensor map of the output's extents (kind 2) without them";
         if (!mp->im2col && (mp->ih || mp->iw || mp->fr || mp->fs || mp->pad || mp->cstride))
             return "a twin's tiled tensor map with im2col words that are not 0";
     }

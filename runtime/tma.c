@@ -12,8 +12,9 @@
  * per pid(2), or per head in pid(1)) is 3-D: its matrix stride its
  * constant times the arguments it names, its batch extent the grid's z
  * (or y). An im2col map (a convolution's NHWC image) is 4-D, C, W, H,
- * N, its pixel box bounded by the padding and the filter's extent and
- * walked at the convolution's stride (tilec/tma.h). A persistent twin takes the program's grid as three
+ * N, its pixel box bounded by the padding and the filter's extent (or
+ * the output's: kind 2) and walked at the convolution's stride
+ * (tilec/tma.h). A persistent twin takes the program's grid as three
  * more parameters and is launched with one block per multiprocessor (fewer
  * for fewer tiles; one per tile past TMA_PERSIST_WAVES tiles a
  * multiprocessor, unless each tile's dot loop is at most
@@ -240,13 +241,14 @@ static int64_t conv_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t f,
 }
 
 /* The key of im2col map m (base, images, channels, pixel stride, height,
- * width, filter rows and columns, padding, stride), 0 when the image is
+ * width, filter rows and columns (kind 2: the output's height and width),
+ * padding, stride), 0 when the image is
  * not one the im2col mode reads: a base off 16 bytes, a pixel stride
  * narrower than a pixel or not a multiple of 16 bytes, an image stride of
  * 2^40 bytes or more, a padding past 127 or a filter extent past the
  * padding by more than 129 (a 4-D map's box corners are 8-bit), a
  * convolution stride outside 1..8, or a padded image smaller than the
- * filter (no output pixel). */
+ * filter (no output pixel); kind 2: an upper corner outside -128..127. */
 static int im2col_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg *args, uint64_t key[TMA_WORDS])
 {
     uint64_t base = args[m->ptr].ptr;
@@ -258,8 +260,13 @@ static int im2col_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_
     if (!base || base % 16 || n < 1 || c < 1 || h < 1 || w < 1 || n > INT32_MAX || c > INT32_MAX || h > INT32_MAX ||
         w > INT32_MAX || ps < c || (ps * m->elem_bytes) % 16 || ps >= lim || w >= lim / ps || h >= lim / (w * ps))
         return 0;
-    if (r < 1 || s < 1 || pad < 0 || pad > 127 || r - 1 > pad + 128 || s - 1 > pad + 128 || cs < 1 || cs > 8 ||
-        h + 2 * pad < r || w + 2 * pad < s)
+    if (m->im2col == TILEC_TMA_IM2COL_OUT) { /* r, s: the output's height and width; the upper corners in 8 bits */
+        if (r < 1 || s < 1 || r > INT32_MAX || s > INT32_MAX || pad < 0 || pad > 127 || cs < 1 || cs > 8 ||
+            (r - 1) * cs - pad - (h - 1) < -128 || (r - 1) * cs - pad - (h - 1) > 127 ||
+            (s - 1) * cs - pad - (w - 1) < -128 || (s - 1) * cs - pad - (w - 1) > 127)
+            return 0;
+    } else if (r < 1 || s < 1 || pad < 0 || pad > 127 || r - 1 > pad + 128 || s - 1 > pad + 128 || cs < 1 || cs > 8 ||
+               h + 2 * pad < r || w + 2 * pad < s)
         return 0;
     const int64_t v[TMA_WORDS] = {(int64_t)base, n, c, ps, h, w, r, s, pad, cs};
     for (int i = 0; i < TMA_WORDS; i++)
@@ -298,14 +305,21 @@ static int map_key(const pkernel *pk, const tilec_tma_map *m, const tilec_rt_arg
 
 /* Im2col map m for its key (im2col_key): 4-D, C, W, H, N; the pixel box
  * from -pad to pad - (extent - 1) along W and H (the corners in W, H
- * order, as the dimensions), walked at the convolution's stride along W
- * and H; box_cols channels a pixel, box_rows pixels a box; out of the
- * image, zeros. */
+ * order, as the dimensions), or of kind 2 to (out - 1) * stride - pad -
+ * (extent - 1), where the last output pixel of a row (column) starts, so
+ * the walk wraps after exactly `out` pixels; walked at the convolution's
+ * stride along W and H; box_cols channels a pixel, box_rows pixels a box;
+ * out of the image, zeros. */
 static int encode_im2col(const rt_tma *t, const tilec_tma_map *m, const uint64_t key[TMA_WORDS], CUtensorMap *out)
 {
     uint64_t eb = m->elem_bytes, ps = key[3], h = key[4], w = key[5];
     cuuint64_t dims[4] = {key[2], w, h, key[1]}, strides[3] = {ps * eb, w * ps * eb, h * w * ps * eb};
     int pad = (int)key[8], lower[2] = {-pad, -pad}, upper[2] = {pad - (int)(key[7] - 1), pad - (int)(key[6] - 1)};
+    if (m->im2col == TILEC_TMA_IM2COL_OUT) { /* the last output pixel's corner: (o - 1) * stride - pad, at the bound */
+        int64_t cs = (int64_t)key[9];
+        upper[0] = (int)(((int64_t)key[7] - 1) * cs - pad - ((int64_t)w - 1));
+        upper[1] = (int)(((int64_t)key[6] - 1) * cs - pad - ((int64_t)h - 1));
+    }
     cuuint32_t cs = (cuuint32_t)key[9], estr[4] = {1, cs, cs, 1};
     CUtensorMapDataType ty = m->elem_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                              : m->bf16          ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16

@@ -17,8 +17,9 @@
  * cols and stride a constant TILEC_TMA_CONST | c, a batch stride's words
  * TILEC_TMA_NONE), or a batched map whose batch is on a grid axis other
  * than 1 or 2 or whose stride's constant is 0, an im2col map that is
- * batched or has no image count (rows TILEC_TMA_NONE), or a tiled map
- * with im2col words that are not 0. */
+ * batched, of a kind past 2 or has no image count (rows TILEC_TMA_NONE),
+ * one of kind 2 without the output's extents (fr, fs TILEC_TMA_NONE), or
+ * a tiled map with im2col words that are not 0. */
 const char *rt_twin_why(const tilec_tma_meta *t, uint32_t nparams);
 
 #endif

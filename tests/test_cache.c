@@ -515,8 +515,9 @@ Test(bundle, forged_fields)
     FORGE(bundle_put32(buf + 8, 2), "version 2", "an older version (no batch axis or constant in a map)");
     FORGE(bundle_put32(buf + 8, 3), "version 3", "an older version (no loop trips in the twin)");
     FORGE(bundle_put32(buf + 8, 4), "version 4", "an older version (no constant map extent, no persistence 4)");
-    FORGE(bundle_put32(buf + 8, 5), "version 5", "the previous version (maps of 13 words, no im2col map)");
-    FORGE(bundle_put32(buf + 8, 7), "version 7", "a later version");
+    FORGE(bundle_put32(buf + 8, 5), "version 5", "an older version (maps of 13 words, no im2col map)");
+    FORGE(bundle_put32(buf + 8, 6), "version 6", "the previous version (no im2col map of the output's extents)");
+    FORGE(bundle_put32(buf + 8, 8), "version 8", "a later version");
     FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
     FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
     FORGE(buf[47] = 1, "reserved", "reserved byte");
@@ -607,11 +608,25 @@ Test(bundle, forged_fields)
     }
     FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 9, kb2->nparams + 1), "past the parameter count",
           "map 1's batch stride");
-    /* map 1 is an im2col map (words 13 to 19): of kind 0 or 1, never batched, its image count named; its
+    /* map 1 is an im2col map (words 13 to 19): of kind 0, 1 or 2, never batched, its image count named; its
      * extents, filter, padding and stride parameters below the count (or constants, or TILEC_TMA_NONE for the
      * filter, padding and stride); a tiled map's im2col words 0 */
     cr_assert(kb2->twin.maps[1].im2col && !kb2->twin.maps[0].im2col);
-    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 13, 2), "im2col", "map 1 of im2col kind 2");
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 13, 3), "im2col", "map 1 of im2col kind 3");
+    /* kind 2 (the output's extents in fr and fs): both named (map 1's fs is TILEC_TMA_NONE) */
+    FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 13, TILEC_TMA_IM2COL_OUT), "output's extents",
+          "map 1 of im2col kind 2 without its width");
+    {
+        memcpy(buf, good, len);
+        bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 13, TILEC_TMA_IM2COL_OUT);
+        bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 17, 2);
+        bundle_reseal(buf, len);
+        tilec_bundle *p = NULL;
+        cr_expect_eq(tilec_bundle_parse(buf, len, KEY, &p, NULL, 0), TILEC_RT_OK, "map 1 of kind 2");
+        cr_expect(p && p->kernels[2].twin.maps[1].im2col == TILEC_TMA_IM2COL_OUT && p->kernels[2].twin.maps[1].fs == 2,
+                  "kind 2 reads back");
+        tilec_bundle_free(p);
+    }
     FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 1, TILEC_TMA_NONE), "im2col",
           "map 1's image count TILEC_TMA_NONE");
     FORGE(bundle_put32(buf + twin2 + tn2 + 32 + 4 * 20 + 4 * 14, TILEC_TMA_NONE), "past the parameter count",

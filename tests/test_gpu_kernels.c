@@ -982,18 +982,21 @@ Test(gpu, total_example, .timeout = 120)
     gk_free(&g);
 }
 
-/* examples/conv2d.tile: relu(conv2d + bias) (conv2d_nhwc) and the plain
- * conv2d_f16, f16 NHWC input, RSCK filter, f16 output, every variant, 3x3
- * and 1x1, stride 1 and 2, with and without padding, channels below,
- * equal to and above BK, against a double reference on the f16-rounded
- * operands; the output is poisoned (f16 NaN) before each launch. */
+/* examples/conv2d.tile: relu(conv2d + bias) (conv2d_nhwc), the plain
+ * conv2d_f16 and conv2d_f16_rows (A by TMA's im2col mode on sm_90a where
+ * C and K are multiples of 8 halves), f16 NHWC input, RSCK filter, f16
+ * output, every variant, 3x3, 5x5 and 1x1, stride 1 and 2, with and
+ * without padding, channels below, equal to and above BK, against a
+ * double reference on the f16-rounded operands; the output is poisoned
+ * (f16 NaN) before each launch. */
 Test(gpu, conv2d_example, .timeout = 600)
 {
     /* N, H, W, C, K, R(=S), stride, pad */
     static const int shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 70, 3, 2, 1}, {3, 5, 6, 32, 64, 1, 1, 0},
-                                    {1, 8, 8, 3, 5, 1, 2, 0},   {2, 7, 7, 80, 136, 3, 1, 1}};
-    static const char *const kernels[] = {"conv2d_nhwc", "conv2d_f16"};
-    for (int kf = 0; kf < 2; kf++) {
+                                    {1, 8, 8, 3, 5, 1, 2, 0},   {2, 7, 7, 80, 136, 3, 1, 1}, {2, 13, 11, 24, 32, 3, 2, 1},
+                                    {3, 8, 9, 16, 48, 1, 2, 0}, {2, 10, 10, 72, 64, 5, 2, 2}};
+    static const char *const kernels[] = {"conv2d_nhwc", "conv2d_f16", "conv2d_f16_rows"};
+    for (int kf = 0; kf < 3; kf++) {
         int fused = kf == 0;
         uint32_t nv = variants_of("examples/conv2d.tile", kernels[kf]);
         for (uint32_t var = 0; var < nv; var++) {

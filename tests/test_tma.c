@@ -790,6 +790,32 @@ Test(tma, an_im2col_map_s_encode_arguments, .timeout = 60)
     cr_expect(fake->im2col.cpp == 32 && fake->im2col.dims[0] == 40 && fake->im2col.strides[0] == 80);
 }
 
+/* An im2col map of the output's extents (kind 2, lower/wgim2col.c): fr
+ * and fs are OH and OW, the upper corners where the last output pixel of
+ * a column and a row starts, (out - 1) * stride - pad - (extent - 1), so
+ * the walk wraps after exactly OW pixels whatever the filter; an output
+ * whose corner does not fit in 8 bits takes the variant. */
+Test(tma, an_im2col_map_of_the_output_s_extents, .timeout = 60)
+{
+    int has = 0;
+    tilec_tma_meta m = cv_meta;
+    m.maps[0].im2col = TILEC_TMA_IM2COL_OUT;
+    m.maps[0].fr = TILEC_TMA_CONST | 9u; /* H 17, stride 2, pad 1, a 3 x 3 filter: OH 9, OW 7 */
+    m.maps[0].fs = TILEC_TMA_CONST | 7u;
+    cr_assert(cv_run(&m, 0, 2, 17, 13, 72, 2, 1, &has), "the twin ran");
+    cr_expect(fake->im2col.lower[0] == -1 && fake->im2col.lower[1] == -1 && fake->im2col.upper[0] == -1 &&
+                  fake->im2col.upper[1] == -1,
+              "corners %d %d, %d %d (as the filter's)", fake->im2col.lower[0], fake->im2col.lower[1],
+              fake->im2col.upper[0], fake->im2col.upper[1]);
+    m.maps[0].fr = TILEC_TMA_CONST | 4u; /* fewer output pixels than the filter allows: the walk wraps sooner */
+    m.maps[0].fs = TILEC_TMA_CONST | 5u;
+    cr_assert(cv_run(&m, 0, 2, 17, 13, 72, 2, 1, &has));
+    cr_expect(fake->im2col.upper[0] == 4 * 2 - 1 - 12 && fake->im2col.upper[1] == 3 * 2 - 1 - 16, "corners %d, %d",
+              fake->im2col.upper[0], fake->im2col.upper[1]);
+    m.maps[0].fs = TILEC_TMA_CONST | 80u; /* (80 - 1) * 2 - 1 - 12 = 145: past 8 bits */
+    cr_expect(!cv_run(&m, 0, 2, 17, 13, 72, 2, 1, &has), "the variant ran");
+}
+
 /* An image the im2col mode cannot read launches the variant's own kernel
  * and makes no map: a base off 16 bytes, a pixel of 72 bytes (36
  * halves), a padding of 128 (a 4-D map's corners are 8-bit), a stride of
@@ -820,8 +846,9 @@ Test(tma, an_image_im2col_cannot_read_takes_the_variant, .timeout = 60)
 
 /* A driver without cuTensorMapEncodeIm2col leaves a twin with an im2col
  * map out (the variant alone); metadata the runtime cannot honour (an
- * im2col map batched, of kind 2, without its image count, or naming a
- * parameter past the ten; a tiled map with im2col words) is no twin. */
+ * im2col map batched, of kind 3, without its image count, or naming a
+ * parameter past the ten; a tiled map with im2col words; kind 2 without
+ * the output's width) is no twin. */
 Test(tma, an_im2col_twin_needs_the_encoder_and_sound_metadata, .timeout = 60)
 {
     int has = 0;
@@ -829,16 +856,17 @@ Test(tma, an_im2col_twin_needs_the_encoder_and_sound_metadata, .timeout = 60)
     cr_expect(!cv_run(&cv_meta, 0, 1, 8, 8, 64, 1, 1, &has));
     cr_expect(!has, "no cuTensorMapEncodeIm2col: no twin");
     unsetenv("FAKE_CUDA_MODE");
-    tilec_tma_meta m[6];
-    for (int i = 0; i < 6; i++)
+    tilec_tma_meta m[7];
+    for (int i = 0; i < 7; i++)
         m[i] = cv_meta;
     m[0].maps[0].batched = 1, m[0].maps[0].bgrid = 2, m[0].maps[0].bscale = 1;
-    m[1].maps[0].im2col = 2;
+    m[1].maps[0].im2col = 3;
     m[2].maps[0].rows = TILEC_TMA_NONE;
     m[3].maps[0].pad = 10;
     m[4].maps[0].ih = TILEC_TMA_NONE;
     m[5].maps[0].im2col = 0; /* a tiled map with the im2col words */
-    for (int i = 0; i < 6; i++) {
+    m[6].maps[0].im2col = TILEC_TMA_IM2COL_OUT, m[6].maps[0].fs = TILEC_TMA_NONE;
+    for (int i = 0; i < 7; i++) {
         cr_expect(!cv_run(&m[i], 0, 1, 8, 8, 64, 1, 1, &has), "metadata %d: the twin ran", i);
         cr_expect(!has, "metadata %d: a twin", i);
     }

@@ -11,7 +11,10 @@
  * filter tap are step counters in the producer's loop; a dot whose B is transposed
  * and no tensor map keeps the pipeline, the remark saying both reasons;
  * and, when cuobjdump is at hand, the sm_90a SASS of the twin holds
- * HGMMA, LDGSTS, UTMALDG in variant 4's alone, no local memory. NVRTC needs no
+ * HGMMA, LDGSTS, UTMALDG in variant 4's alone, no local memory. The kernel
+ * conv2d_f16_rows (rows of consecutive output pixels) reads A by TMA's
+ * im2col mode instead (lower/wgim2col.c): one box a step from one thread,
+ * its map of kind 2 named by the kernel's parameters. NVRTC needs no
  * GPU. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
@@ -110,6 +113,12 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
                           (strstr(code.layouts, "B by TMA (rows at a computed offset, each step's box taken where its "
                                                 "rows are all unmasked, else by cp.async)") != NULL) == one,
                       "%s variant %u: the remark says which path and why not TMA:\n%s", kernels[i], v, code.layouts);
+            /* a block of PR x PW pixels is no run of consecutive output pixels: no im2col box, and why */
+            cr_expect(strstr(code.layouts, "; nor its im2col mode: the input column is not (p % OW) * stride + the tap "
+                                           "for one unit-stride index p)") &&
+                          !strstr(twin, ".im2col.") && !code.tma.maps[0].im2col,
+                      "%s variant %u: A gathered, the remark says why not the im2col mode:\n%s", kernels[i], v,
+                      code.layouts);
             tilec_kernel_code_free(&code);
         }
     }
@@ -390,13 +399,13 @@ Test(wgconv, the_steps_of_a_tap_read_its_bounds_from_registers)
     size_t cap;
     char *src = conv_src(512, &cap);
     taps_kept(src, "conv2d.tile");
-    for (int i = 0; i < 2; i++) { /* both kernels */
+    for (int i = 0; i < 3; i++) { /* the three kernels (the rows' is lowered by conv2d_f16_rows's tests) */
         edit_src(src, cap, "        let c = q0 % cp + range(BK);", "        let t = q0 / cp;\n        let c = q0 - t * cp + range(BK);");
         edit_src(src, cap, "q0 / cp / s1 - pad", "t / s1 - pad");
         edit_src(src, cap, "q0 / cp % s1 - pad", "t - t / s1 * s1 - pad");
         edit_src(src, cap, "(q0 / cp * C + c)", "(t * C + c)");
     }
-    cr_assert(!strstr(src, "q0 / cp / s1"), "both kernels respelled");
+    cr_assert(!strstr(src, "q0 / cp / s1"), "the kernels respelled");
     taps_kept(src, "the tap let once");
     free(src);
 }
@@ -443,4 +452,110 @@ Test(wgconv, aot_wrapper_with_a_gather_twin_compiles, .timeout = 300)
     cr_expect_eq(rc, 0, "the wrapper does not compile:\n%.2000s", out);
     free(out);
     rm_dir(dir);
+}
+
+/* conv2d_f16_rows: the rows p = pid(0) * BM + range(BM) of the flattened
+ * N x OH x OW, each reading channels c0 + range(BK) of input pixel (p /
+ * (OH * OW), p / OW % OH * stride + r - pad, p % OW * stride + s - pad),
+ * masked to the image: every variant's twin reads A as one box of TMA's
+ * im2col mode a step (lower/wgim2col.c). Its map (map 0, kind 2): x (0),
+ * N images (3) of H x W (4, 5) pixels of C channels (6), a pixel every C,
+ * the walk's extents OH and OW (10, 11), padding 13, stride 12, boxes of
+ * BM pixels x BK channels; B's map after it (w, 1: columns and row stride
+ * K, 7). The first producer thread expects both boxes' bytes and issues
+ * them (the full barrier counts 2 x 128 + 1); A's chunks by cp.async only
+ * in a step whose tap offsets the copy cannot take; the remark says so. */
+Test(wgconv, rows_read_a_by_the_im2col_mode)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, CONV);
+    uint32_t nv = tilec_kernel_variant_count(tilec_module_find_kernel(m, "conv2d_f16_rows"));
+    cr_expect_eq(nv, 5);
+    static const uint32_t bm[] = {128, 128, 128, 64, 64}, bk[] = {64, 32, 64, 64, 64};
+    for (uint32_t v = 0; v < nv && v < 5; v++) {
+        tilec_kernel_code code;
+        lower_variant(ctx, m, "conv2d_f16_rows", (int)v, &code);
+        cr_assert_not_null(code.tma.name, "variant %u: an sm_90a twin", v);
+        const tilec_tma_map *a = &code.tma.maps[0], *b = &code.tma.maps[1];
+        cr_expect(code.tma.nmaps == 2 && a->im2col == TILEC_TMA_IM2COL_OUT && a->ptr == 0 && a->rows == 3 &&
+                      a->cols == 6 && a->stride == 6 && a->ih == 4 && a->iw == 5 && a->fr == 10 && a->fs == 11 &&
+                      a->pad == 13 && a->cstride == 12 && a->box_rows == bm[v] && a->box_cols == bk[v] &&
+                      !a->batched && a->elem_bytes == 2,
+                  "variant %u: A's im2col map (%u maps; kind %u ptr %u rows %u cols %u stride %u ih %u iw %u fr %u fs "
+                  "%u pad %u cstride %u box %u x %u)",
+                  v, code.tma.nmaps, a->im2col, a->ptr, a->rows, a->cols, a->stride, a->ih, a->iw, a->fr, a->fs, a->pad,
+                  a->cstride, a->box_rows, a->box_cols);
+        cr_expect(!b->im2col && b->ptr == 1 && b->rows == TILEC_TMA_NONE && b->cols == 7 && b->stride == 7,
+                  "variant %u: B's tiled map after A's", v);
+        const char *twin = strstr(code.source, code.tma.name);
+        cr_assert_not_null(twin);
+        const char *cp = strstr(twin, "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes");
+        cr_expect(cp && !strstr(cp + 60, ".im2col.") && strstr(twin, "\"l\"((unsigned long long)&tl_tm0), \"r\"(tl_ac + 0), "
+                                                                  "\"r\"(tl_aw), \"r\"(tl_ah), \"r\"(tl_an)"),
+                  "variant %u: one im2col copy a step", v);
+        char want[128];
+        snprintf(want, sizeof want, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? %uu : 0u) + (tl_bt ? ", bm[v] * bk[v] * 2);
+        cr_expect(strstr(twin, want) && strstr(twin, "&tl_tm1, (int)tl_bcol + 0, (int)tl_brow") &&
+                      strstr(twin, "tl_mbar_init(tl_full + tl_s * 8, 257);") &&
+                      strstr(twin, "if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */") &&
+                      strstr(twin, "the producer, 128 threads"),
+                  "variant %u: one thread issues A's box and B's, A's chunks only where the offsets do not fit", v);
+        snprintf(want, sizeof want, "A by TMA's im2col mode (one box of %u output pixels x %u channels a step", bm[v], bk[v]);
+        cr_expect(strstr(code.layouts, want), "variant %u: the remark:\n%s", v, code.layouts);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The im2col box only where the mask is TMA's zero fill: without the
+ * input column's lower bound (v >= 0) the gather would read the previous
+ * pixel where TMA gives zeros, so A stays on cp.async and the remark says
+ * why; a stride that differs along H (a second parameter) likewise. */
+Test(wgconv, rows_whose_mask_is_not_the_image_s_keep_the_gather)
+{
+    static const struct {
+        const char *from, *to, *why;
+    } edits[] = {
+        {"h >= 0 && h < H && v >= 0 && v < W)[:, None]", "h >= 0 && h < H && v < W)[:, None]",
+         "nor its im2col mode: A's mask lacks one of the input pixel's bounds"},
+        {"let h = cast(oh * stride + q0 / cp / s1 - pad, i32);", "let h = cast(oh * R + q0 / cp / s1 - pad, i32);",
+         "nor its im2col mode: the stride differs along H and W"},
+        {"let v = cast(ow * stride + q0 / cp % s1 - pad, i32);", "let v = cast(ow * stride + q0 / cp % s1 - R, i32);",
+         "nor its im2col mode: the padding differs along H and W"},
+    };
+    for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
+        size_t cap;
+        char *src = conv_src(64, &cap), *rows = strstr(src, "kernel conv2d_f16_rows");
+        cr_assert_not_null(rows);
+        edit_src(rows, cap - (size_t)(rows - src), edits[e].from, edits[e].to); /* the rows kernel's line */
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        lower_src(ctx, &m, "conv2d_f16_rows", src, &code);
+        cr_assert_not_null(code.tma.name, "edit %zu: a gather twin", e);
+        cr_expect(!code.tma.maps[0].im2col && !strstr(code.source, ".im2col."), "edit %zu: no im2col copy", e);
+        cr_expect(strstr(code.layouts, edits[e].why), "edit %zu: the remark says why:\n%s", e, code.layouts);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+        free(src);
+    }
+}
+
+/* In the SASS (when cuobjdump is at hand) the rows twin's producer issues
+ * A by UTMALDG.4D.IM2COL and B by UTMALDG.2D, multiplies on HGMMA and uses
+ * no local memory. */
+Test(wgconv, sass_of_the_rows_twin_has_an_im2col_copy, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *t = twin_sass(tool, "conv2d_f16_rows", 0);
+    cr_assert_not_null(t, "the sm_90a cubin has the twin");
+    const char *i = strstr(t, "UTMALDG.4D.IM2COL");
+    cr_expect(i && !strstr(i + 1, "UTMALDG.4D.IM2COL"), "one im2col copy in the producer's loop");
+    cr_expect(strstr(t, "UTMALDG.2D") && strstr(t, "HGMMA.64x128x16.F32"), "B by TMA, wgmma");
+    cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "no local memory in the twin");
+    free(t);
 }

@@ -56,12 +56,20 @@ typedef struct tilec_tma_map {
      * ih and iw name an integer parameter or a constant, as cols does; fr,
      * fs, pad and cstride too, or TILEC_TMA_NONE: 1 (fr, fs, cstride) or 0
      * (pad). Never batched; rows never TILEC_TMA_NONE. 0: a tiled map, the
-     * words after im2col unused (0). */
+     * words after im2col unused (0). 2 (TILEC_TMA_IM2COL_OUT): the same
+     * map, but fr and fs name the output's height and width (the OH and OW
+     * a kernel divides its pixel index by: lower/wgim2col.c), not the
+     * filter's: the box's walk then wraps after exactly fs pixels of a row
+     * and fr rows of an image, whatever filter the kernel reads (its taps
+     * are the copy's offsets). */
     uint32_t im2col;
     uint32_t ih, iw, fr, fs, pad, cstride;
 } tilec_tma_map;
 
 #define TILEC_TMA_NONE UINT32_MAX
+/* tilec_tma_map.im2col: a filter's extents in fr and fs (1), or the output's (2). */
+#define TILEC_TMA_IM2COL_FILTER 1u
+#define TILEC_TMA_IM2COL_OUT 2u
 /* A map's rows, cols or stride that is the constant c, not a parameter:
  * TILEC_TMA_CONST | c (never TILEC_TMA_NONE, which has the bit too). */
 #define TILEC_TMA_CONST 0x80000000u
