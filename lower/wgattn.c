@@ -177,7 +177,7 @@ static const char *plan_smem_a(lw *L, const tilec_stmt *loop, const tilec_expr *
         const tilec_type *at = lower_ty(L, d[i]->args[0]);
         const char *why = NULL;
         if (assigned_in(&loop->body, a->name))
-            why = "computed in the loop";
+            why = "assigned in the loop";
         else if (at->dims[1] % 64)
             why = lower_fmt(L, "K %lld is not a multiple of 64 (whole rows of the 128-byte swizzle)", (long long)at->dims[1]);
         else if (w->sa_dot)
@@ -427,9 +427,9 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
                                                   "wider than the %d kept in flight)",
                                                (long long)w->wide_acc, WGA_DEFER_N)
                                    : "",
+                       sa ? lower_fmt(L, ", %s", sa) : "",
                        nomap ? "" : lower_fmt(L, ", setmaxnreg %d for the consumers, %d for the producer's thread",
                                               WGA_REGS_CONSUMER_TMA, WGA_REGS_PRODUCER_TMA),
-                       sa ? lower_fmt(L, ", %s", sa) : "",
                        nomap ? lower_fmt(L, "; not by TMA: %s", nomap) : "");
     L->tw.loop = loop;
     return 1;

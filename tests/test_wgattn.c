@@ -45,13 +45,14 @@ Test(wgattn, every_attention_variant_has_a_twin)
         const char *s_form, *pv_form;
         uint32_t bn, d;
     } cases[] = {
-        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
-        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64},
-        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
-        {"attention_d64", 3, 384, "tl_wgrs_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64},
-        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
-        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128},
-        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d64", 0, 384, "tl_wgmma_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d64", 1, 384, "tl_wgmma_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64},
+        {"attention_d64", 2, 256, "tl_wgmma_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d64", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64},
+        {"attention_d128", 0, 256, "tl_wgmma_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d128", 1, 384, "tl_wgmma_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128},
+        {"attention_d128", 2, 384, "tl_wgmma_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d128", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n128(", 128, 128},
     };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, ATTN);
@@ -88,7 +89,7 @@ Test(wgattn, every_attention_variant_has_a_twin)
                       strstr(tw, "&tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full"),
                   "%s variant %d: one thread expects the stage's bytes and copies V's rows n0.. of head pid(1)",
                   cases[i].kernel, cases[i].v);
-        cr_expect(!strstr(tw, "tl_cp16(") && !strstr(tw, "tl_fence_async_smem();"), "no cp.async in the twin");
+        cr_expect(!strstr(tw, "tl_cp16(") && !strstr(tw, "tl_cp_wait<"), "no cp.async in the twin");
         cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by TMA through mbarriers"),
                   "the remark names the path:\n%s", code.remarks);
         cr_expect(strstr(tw, "tl_setmaxnreg_dec<24>();") && strstr(tw, "tl_setmaxnreg_inc<240>();") &&
@@ -121,7 +122,7 @@ Test(wgattn, k_layout_decides_the_operand_major)
     tilec_kernel_code_free(&code);
     lower_v(ctx, m, "attention_kt_inline", 0, &code);
     cr_assert_not_null(code.tma.name);
-    cr_expect(strstr(code.source, "B v_tk from its swizzled ring (K-major)") && strstr(code.source, "tl_wgrs_f16_n64_bk("),
+    cr_expect(strstr(code.source, "B v_tk from its swizzled ring (K-major)") && strstr(code.source, "tl_wgmma_f16_n64_bk("),
               "K read K-major");
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
@@ -221,7 +222,7 @@ Test(wgattn, bf16_twin)
     tilec_kernel_code code;
     lower_edited(edits, 3, &code);
     cr_assert_not_null(code.tma.name, "%s", code.remarks);
-    cr_expect(strstr(code.source, "tl_wgrs_bf16_n64_bk(") && strstr(code.source, "tl_wgrs_bf16_n64("), "bf16 wgmma");
+    cr_expect(strstr(code.source, "tl_wgmma_bf16_n64_bk(") && strstr(code.source, "tl_wgrs_bf16_n64("), "bf16 wgmma");
     cr_expect(strstr(code.source, "m64n64k16.f32.bf16.bf16"), "the bf16 instruction");
     tilec_kernel_code_free(&code);
 }
@@ -303,7 +304,7 @@ Test(wgattn, two_warp_groups_take_turns)
         int v, turns;
     } cases[] = {
         {"attention_d64", 0, 1},  {"attention_d64", 1, 1},  {"attention_d64", 2, 0},  {"attention_d64", 3, 1},
-        {"attention_d128", 0, 0}, {"attention_d128", 1, 0}, {"attention_d128", 2, 0},
+        {"attention_d128", 0, 0}, {"attention_d128", 1, 0}, {"attention_d128", 2, 0}, {"attention_d128", 3, 0},
     };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, ATTN);
@@ -336,7 +337,7 @@ Test(wgattn, two_warp_groups_take_turns)
          * taken before P V's wgmma, which stay in flight */
         const char *at = loop;
         for (int copy = 0; copy < 2; copy++) {
-            const char *s = strstr(at, "tl_wgrs_f16_n"), *commit = s ? strstr(s, "tl_wg_commit();\n") : NULL;
+            const char *s = strstr(at, "tl_wgmma_f16_n"), *commit = s ? strstr(s, "tl_wg_commit();\n") : NULL;
             cr_assert_not_null(commit, "%s variant %d: copy %d has S's wgmma", cases[i].kernel, cases[i].v, copy);
             const char *arv = next_line(commit), *wait = next_line(arv);
             cr_expect(!strncmp(arv, "tl_bar_arrive_n(3 - tl_wgi, 256);", 33) && !strncmp(wait, "tl_wg_wait<0>();", 16),
@@ -416,6 +417,99 @@ Test(wgattn, sass_128_key_twin_not_serialized, .timeout = 200)
     cr_expect_eq(spill, 0, "%d STL / LDL in the consumers' loop", spill);
     const char *prod = strstr(t, "USETMAXREG.DEALLOC");
     cr_expect(prod && !strstr(prod, "STL") && !strstr(prod, "LDL"), "the producer at 24 registers spills nothing");
+    free(t);
+}
+
+/* A dot's A operand that the loop does not assign (Q) is stored once
+ * before the loop into shared memory in the 128-byte swizzle, K-major
+ * (box k / 64 of all the M rows, chunk (k / 8) % 8 at that xor row % 8),
+ * fenced for the async proxy, and S = Q K^T reads it through a wgmma
+ * descriptor (the warp group's 64 rows; a k16 step 32 bytes, 64 of K a box
+ * of M rows further), the rings after it; P, assigned in the loop, stays
+ * in registers; the remark says which and why. */
+Test(wgattn, q_from_shared_memory_where_loop_invariant)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, ATTN);
+    tilec_kernel_code code;
+    lower_v(ctx, m, "attention_d128", 3, &code);
+    const char *tw = strstr(code.source, "_tma(");
+    cr_assert_not_null(tw, "%s", code.remarks);
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 64 from shared memory (loop-invariant, stored once before "
+                                   "the loop: 32768 bytes), A p of the dot at line 72 from registers (assigned in the "
+                                   "loop), setmaxnreg 240"),
+              "the remark:\n%s", code.remarks);
+    const char *st = strstr(tw, "if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */");
+    const char *sync = st ? strstr(st, "__syncthreads();") : NULL, *prod = strstr(tw, "the producer warp group");
+    cr_assert(st && sync && prod && sync < prod, "Q stored by the consumers before the block's barrier and the roles");
+    cr_expect(strstr(st, "*(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ "
+                         "(tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];") &&
+                  strstr(st, "tl_fence_async_smem();") < sync,
+              "pairs into the swizzle, then fenced for wgmma");
+    cr_expect(strstr(tw, "tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 32768 + 0, &tl_tm0"), "K's ring after Q");
+    cr_expect(strstr(tw, "tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);") &&
+                  strstr(tw, "tl_wgmma_f16_n128_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q "
+                             ">> 2) * 16384 + (tl_q & 3) * 32) >> 4)), "),
+              "S = Q K^T with A by its descriptor");
+    cr_expect(strstr(tw, "/* A v_p from registers, B v_tv") && strstr(tw, "tl_wgrs_f16_n128(v_acc, tl_fw[tl_q]"),
+              "P V with A from registers");
+    cr_expect(!strstr(tw, "tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq["), "no fragments of Q");
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    /* Q assigned in the loop: from registers, and the remark says why */
+    static const char *const assigned[] = {"        m_i = m_new;\n    }", "        m_i = m_new;\n        tq = tq;\n    }"};
+    lower_edited(assigned, 1, &code);
+    cr_assert_not_null(code.tma.name, "%s", code.remarks);
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 30 from registers (assigned in the loop), A p of the dot "
+                                   "at line 38 from registers (assigned in the loop), setmaxnreg 240") &&
+                  strstr(code.source, "tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q]") &&
+                  !strstr(code.source, "into shared memory for wgmma"),
+              "Q in registers where the loop assigns it:\n%s", code.remarks);
+    tilec_kernel_code_free(&code);
+    /* Q loaded as f32 and cast at the dot: the same tile, converted as it is stored */
+    static const char *const cast[] = {"kernel attention_d64(q: *f16,", "kernel attention_d64(q: *f32,",
+                                       "dot(tq, tk)", "dot(cast(tq, f16), tk)"};
+    lower_edited(cast, 2, &code);
+    cr_assert_not_null(code.tma.name, "%s", code.remarks);
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 30 from shared memory (loop-invariant, stored once before "
+                                   "the loop: 16384 bytes)"),
+              "the cast's tile from shared memory:\n%s", code.remarks);
+    const char *cv = strstr(code.source, "into shared memory for wgmma");
+    cr_expect(cv && strstr(cv, "*(__half *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384") && strstr(cv, "__float2half_rn(v_tq[tl_j])"),
+              "each element converted to f16 as it is stored");
+    tilec_kernel_code_free(&code);
+}
+
+/* The 128-key d = 128 twin (attention_d128 variant 3: S's accumulator 64
+ * registers a thread and acc's 64): with Q's 32 fragment registers it
+ * serialized every wgmma (32 WARPGROUP.DEPBAR for 32 HGMMA, C7512) and
+ * spilled in its loop (58 STL, 48 LDL; CUDA 13.0); with Q read from shared
+ * memory by descriptor S's HGMMA take A from gdesc, each dot's products
+ * issue back to back, and nothing spills from the consumers'
+ * setmaxnreg.inc to the loop's last HGMMA. */
+Test(wgattn, sass_d128_128_keys_q_from_shared_memory, .timeout = 200)
+{
+    char *t = twin_sass("attention_d128", 3);
+    int hg = 0, dep = 0, adesc = 0, spill = 0;
+    for (const char *p = t; (p = strstr(p, "HGMMA.64x128x16.F32 R")) != NULL; p++) {
+        hg++;
+        const char *sp = strchr(p + 21, ' '); /* past the accumulator: A is gdesc[...] or a register */
+        adesc += sp && !strncmp(sp, " gdesc[", 7);
+    }
+    for (const char *p = t; (p = strstr(p, "WARPGROUP.DEPBAR")) != NULL; p++)
+        dep++;
+    cr_expect(hg >= 32 && dep <= 4, "%d HGMMA, %d WARPGROUP.DEPBAR (serialized: one a HGMMA)", hg, dep);
+    cr_expect(adesc >= 16, "%d HGMMA with A from a descriptor (S = Q K^T: 8 a copy of the body)", adesc);
+    const char *from = strstr(t, "USETMAXREG.TRY_ALLOC"), *to = NULL;
+    for (const char *p = from; p && (p = strstr(p, "HGMMA.")) != NULL; p++)
+        to = p;
+    cr_assert(from && to, "the consumers' span");
+    for (const char *p = from; (p = strstr(p, "STL")) != NULL && p < to; p++)
+        spill++;
+    for (const char *p = from; (p = strstr(p, "LDL")) != NULL && p < to; p++)
+        spill++;
+    cr_expect_eq(spill, 0, "%d STL / LDL in the consumers' loop", spill);
     free(t);
 }
 
