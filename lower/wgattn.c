@@ -56,6 +56,10 @@ enum {
     WGA_REGS_PRODUCER_TMA = 24,
     WGA_REGS_CONSUMER_TMA = 240,
     WGA_DEFER_N = 64, /* the widest accumulator whose last dot stays in flight (plan_defer) */
+    /* a loop-invariant A operand goes to shared memory past this many registers a consumer thread of the dots'
+     * accumulators and A tiles: d128's 128-key twin (224) serialized every wgmma and spilled with Q in registers;
+     * d128's 64-key twin (160) measured 1.5-2.4% slower with Q in shared memory (docs/lowering.md) */
+    WGA_REGS_A_SMEM = 192,
     WGA_WG_WARPS = 4, /* warps of a warp group */
 };
 
@@ -164,11 +168,18 @@ static const tilec_expr *a_tile(const tilec_expr *a)
  * that the loop does not assign (it holds the value the statements before
  * the loop gave it: FlashAttention-3's Q, stored once into the 128-byte
  * swizzle before the loop, its registers free in the loop), K a multiple
- * of 64 (whole swizzled rows); the others stay in registers (P, computed
- * in the loop). The remark's clause for each dot, NULL where no dot. */
+ * of 64 (whole swizzled rows), where the dots' accumulators and A tiles as
+ * held pass WGA_REGS_A_SMEM registers a consumer thread; the others stay
+ * in registers (P, assigned in the loop). The remark's clause for each
+ * dot, NULL where no dot. */
 static const char *plan_smem_a(lw *L, const tilec_stmt *loop, const tilec_expr *const *d, int nd, wg_plan *w)
 {
     const char *how = NULL;
+    int64_t regs = 0; /* a warp's 16 rows of [M, X] over 32 lanes: X / 2 elements a thread */
+    for (int i = 0; i < nd; i++) {
+        const tilec_type *t = lower_ty(L, d[i]), *a = lower_ty(L, a_tile(d[i]->args[0]));
+        regs += t->dims[1] / 2 + a->dims[1] * (int64_t)tilec_dtype_size(a->dtype) / 8;
+    }
     w->sa_dot = NULL;
     w->sa_name = NULL;
     w->sa_bytes = 0;
@@ -182,15 +193,19 @@ static const char *plan_smem_a(lw *L, const tilec_stmt *loop, const tilec_expr *
             why = lower_fmt(L, "K %lld is not a multiple of 64 (whole rows of the 128-byte swizzle)", (long long)at->dims[1]);
         else if (w->sa_dot)
             why = "one loop-invariant A operand a twin in shared memory";
+        else if (regs <= WGA_REGS_A_SMEM)
+            why = lower_fmt(L, "loop-invariant; the dots' accumulators and A tiles take %lld registers a thread, not over %d",
+                            (long long)regs, WGA_REGS_A_SMEM);
         if (!why) {
             w->sa_dot = d[i];
             w->sa_name = a->name;
             w->sa_bytes = at->dims[0] * at->dims[1] * (int64_t)tilec_dtype_size(at->dtype);
         }
         const char *c = why ? lower_fmt(L, "A %s of the dot at line %u from registers (%s)", a->name, d[i]->loc.line, why)
-                            : lower_fmt(L, "A %s of the dot at line %u from shared memory (loop-invariant, stored once "
-                                           "before the loop: %lld bytes)",
-                                        a->name, d[i]->loc.line, (long long)w->sa_bytes);
+                            : lower_fmt(L, "A %s of the dot at line %u from shared memory (loop-invariant, the dots' "
+                                           "accumulators and A tiles %lld registers a thread, over %d: stored once "
+                                           "before the loop, %lld bytes)",
+                                        a->name, d[i]->loc.line, (long long)regs, WGA_REGS_A_SMEM, (long long)w->sa_bytes);
         how = how ? lower_fmt(L, "%s, %s", how, c) : c;
     }
     return how;

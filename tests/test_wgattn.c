@@ -45,13 +45,13 @@ Test(wgattn, every_attention_variant_has_a_twin)
         const char *s_form, *pv_form;
         uint32_t bn, d;
     } cases[] = {
-        {"attention_d64", 0, 384, "tl_wgmma_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
-        {"attention_d64", 1, 384, "tl_wgmma_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64},
-        {"attention_d64", 2, 256, "tl_wgmma_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
-        {"attention_d64", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64},
-        {"attention_d128", 0, 256, "tl_wgmma_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
-        {"attention_d128", 1, 384, "tl_wgmma_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128},
-        {"attention_d128", 2, 384, "tl_wgmma_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64},
+        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d64", 3, 384, "tl_wgrs_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64},
+        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128},
+        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
         {"attention_d128", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n128(", 128, 128},
     };
     tilec_ctx *ctx = tilec_ctx_new();
@@ -122,7 +122,7 @@ Test(wgattn, k_layout_decides_the_operand_major)
     tilec_kernel_code_free(&code);
     lower_v(ctx, m, "attention_kt_inline", 0, &code);
     cr_assert_not_null(code.tma.name);
-    cr_expect(strstr(code.source, "B v_tk from its swizzled ring (K-major)") && strstr(code.source, "tl_wgmma_f16_n64_bk("),
+    cr_expect(strstr(code.source, "B v_tk from its swizzled ring (K-major)") && strstr(code.source, "tl_wgrs_f16_n64_bk("),
               "K read K-major");
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
@@ -222,7 +222,7 @@ Test(wgattn, bf16_twin)
     tilec_kernel_code code;
     lower_edited(edits, 3, &code);
     cr_assert_not_null(code.tma.name, "%s", code.remarks);
-    cr_expect(strstr(code.source, "tl_wgmma_bf16_n64_bk(") && strstr(code.source, "tl_wgrs_bf16_n64("), "bf16 wgmma");
+    cr_expect(strstr(code.source, "tl_wgrs_bf16_n64_bk(") && strstr(code.source, "tl_wgrs_bf16_n64("), "bf16 wgmma");
     cr_expect(strstr(code.source, "m64n64k16.f32.bf16.bf16"), "the bf16 instruction");
     tilec_kernel_code_free(&code);
 }
@@ -337,7 +337,7 @@ Test(wgattn, two_warp_groups_take_turns)
          * taken before P V's wgmma, which stay in flight */
         const char *at = loop;
         for (int copy = 0; copy < 2; copy++) {
-            const char *s = strstr(at, "tl_wgmma_f16_n"), *commit = s ? strstr(s, "tl_wg_commit();\n") : NULL;
+            const char *s = strstr(at, "tl_wgrs_f16_n"), *commit = s ? strstr(s, "tl_wg_commit();\n") : NULL;
             cr_assert_not_null(commit, "%s variant %d: copy %d has S's wgmma", cases[i].kernel, cases[i].v, copy);
             const char *arv = next_line(commit), *wait = next_line(arv);
             cr_expect(!strncmp(arv, "tl_bar_arrive_n(3 - tl_wgi, 256);", 33) && !strncmp(wait, "tl_wg_wait<0>();", 16),
@@ -420,13 +420,15 @@ Test(wgattn, sass_128_key_twin_not_serialized, .timeout = 200)
     free(t);
 }
 
-/* A dot's A operand that the loop does not assign (Q) is stored once
- * before the loop into shared memory in the 128-byte swizzle, K-major
- * (box k / 64 of all the M rows, chunk (k / 8) % 8 at that xor row % 8),
- * fenced for the async proxy, and S = Q K^T reads it through a wgmma
- * descriptor (the warp group's 64 rows; a k16 step 32 bytes, 64 of K a box
- * of M rows further), the rings after it; P, assigned in the loop, stays
- * in registers; the remark says which and why. */
+/* A dot's A operand that the loop does not assign (Q), where the dots'
+ * accumulators and A tiles pass 192 registers a thread (d = 128 at 128
+ * keys a step: 224), is stored once before the loop into shared memory in
+ * the 128-byte swizzle, K-major (box k / 64 of all the M rows, chunk (k /
+ * 8) % 8 at that xor row % 8), fenced for the async proxy, and S = Q K^T
+ * reads it through a wgmma descriptor (the warp group's 64 rows; a k16
+ * step 32 bytes, 64 of K a box of M rows further), the rings after it; P,
+ * assigned in the loop, stays in registers, and so does Q where the
+ * registers fit (d = 128 at 64 keys: 160); the remark says which and why. */
 Test(wgattn, q_from_shared_memory_where_loop_invariant)
 {
     tilec_ctx *ctx = tilec_ctx_new();
@@ -435,9 +437,9 @@ Test(wgattn, q_from_shared_memory_where_loop_invariant)
     lower_v(ctx, m, "attention_d128", 3, &code);
     const char *tw = strstr(code.source, "_tma(");
     cr_assert_not_null(tw, "%s", code.remarks);
-    cr_expect(strstr(code.remarks, ", A tq of the dot at line 64 from shared memory (loop-invariant, stored once before "
-                                   "the loop: 32768 bytes), A p of the dot at line 72 from registers (assigned in the "
-                                   "loop), setmaxnreg 240"),
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 64 from shared memory (loop-invariant, the dots' accumulators "
+                                   "and A tiles 224 registers a thread, over 192: stored once before the loop, 32768 "
+                                   "bytes), A p of the dot at line 72 from registers (assigned in the loop), setmaxnreg 240"),
               "the remark:\n%s", code.remarks);
     const char *st = strstr(tw, "if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */");
     const char *sync = st ? strstr(st, "__syncthreads();") : NULL, *prod = strstr(tw, "the producer warp group");
@@ -455,25 +457,36 @@ Test(wgattn, q_from_shared_memory_where_loop_invariant)
               "P V with A from registers");
     cr_expect(!strstr(tw, "tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq["), "no fragments of Q");
     tilec_kernel_code_free(&code);
+    /* 64 keys a step: the registers fit, Q stays there */
+    lower_v(ctx, m, "attention_d128", 1, &code);
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 64 from registers (loop-invariant; the dots' accumulators "
+                                   "and A tiles take 160 registers a thread, not over 192), A p of the dot at line 72 from "
+                                   "registers (assigned in the loop), setmaxnreg 240") &&
+                  strstr(code.source, "tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q]") &&
+                  !strstr(code.source, "into shared memory for wgmma"),
+              "Q in registers where they fit:\n%s", code.remarks);
+    tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
-    /* Q assigned in the loop: from registers, and the remark says why */
-    static const char *const assigned[] = {"        m_i = m_new;\n    }", "        m_i = m_new;\n        tq = tq;\n    }"};
-    lower_edited(assigned, 1, &code);
+    /* the d64 kernel given d = 128 and 128 keys: Q assigned in the loop stays in registers */
+    static const char *const assigned[] = {"hints { BM = 128, BN = 64, D = 64", "hints { BM = 128, BN = 128, D = 128",
+                                           "        m_i = m_new;\n    }", "        m_i = m_new;\n        tq = tq;\n    }"};
+    lower_edited(assigned, 2, &code);
     cr_assert_not_null(code.tma.name, "%s", code.remarks);
     cr_expect(strstr(code.remarks, ", A tq of the dot at line 30 from registers (assigned in the loop), A p of the dot "
                                    "at line 38 from registers (assigned in the loop), setmaxnreg 240") &&
-                  strstr(code.source, "tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q]") &&
+                  strstr(code.source, "tl_wgrs_f16_n128_bk(v_s_unscaled, tl_fw[tl_q]") &&
                   !strstr(code.source, "into shared memory for wgmma"),
               "Q in registers where the loop assigns it:\n%s", code.remarks);
     tilec_kernel_code_free(&code);
     /* Q loaded as f32 and cast at the dot: the same tile, converted as it is stored */
-    static const char *const cast[] = {"kernel attention_d64(q: *f16,", "kernel attention_d64(q: *f32,",
+    static const char *const cast[] = {"hints { BM = 128, BN = 64, D = 64", "hints { BM = 128, BN = 128, D = 128",
+                                       "kernel attention_d64(q: *f16,", "kernel attention_d64(q: *f32,",
                                        "dot(tq, tk)", "dot(cast(tq, f16), tk)"};
-    lower_edited(cast, 2, &code);
+    lower_edited(cast, 3, &code);
     cr_assert_not_null(code.tma.name, "%s", code.remarks);
-    cr_expect(strstr(code.remarks, ", A tq of the dot at line 30 from shared memory (loop-invariant, stored once before "
-                                   "the loop: 16384 bytes)"),
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 30 from shared memory (loop-invariant, the dots' accumulators "
+                                   "and A tiles 256 registers a thread, over 192: stored once before the loop, 32768 bytes)"),
               "the cast's tile from shared memory:\n%s", code.remarks);
     const char *cv = strstr(code.source, "into shared memory for wgmma");
     cr_expect(cv && strstr(cv, "*(__half *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384") && strstr(cv, "__float2half_rn(v_tq[tl_j])"),

@@ -765,13 +765,13 @@ static __device__ __forceinline__ void tl_bar_sync_n(int id, int n)
 static __device__ __forceinline__ void tl_bar_arrive_n(int id, int n)
 { asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory"); }
 #endif
-#ifndef TL_WGMMA_f16_N64_BK
-#define TL_WGMMA_f16_N64_BK
-static __device__ __forceinline__ void tl_wgmma_f16_n64_bk(float *d, unsigned long long da, unsigned long long db)
+#ifndef TL_WGRS_f16_N64_BK
+#define TL_WGRS_f16_N64_BK
+static __device__ __forceinline__ void tl_wgrs_f16_n64_bk(float *d, const unsigned *a, unsigned long long db)
 {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0; }"
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %37, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "n"(1) : "memory");
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
 #ifndef TL_WGRS_f16_N64
@@ -863,23 +863,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 81920, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
-        }
-        if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-                const int tl_j = tl_c;
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                *(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];
-            }
-            tl_fence_async_smem();
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
@@ -891,8 +881,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 16384);
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 49152 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
             }
             return;
@@ -911,21 +901,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
-                // v_tk: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 8192)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:30
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
                 { /* v_s_unscaled += dot: [128, 64] @ [64, 64] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 8192), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgmma_f16_n64_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
@@ -1036,7 +1035,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:37
-                // v_tv: in its cp.async ring at byte (tl_wro + 49152 + tl_rs * 8192)
+                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1058,7 +1057,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 49152 + tl_rs * 8192), 8192, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
@@ -1081,21 +1080,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
-                // v_tk: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 8192)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:30
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
                 { /* tl_t4 += dot: [128, 64] @ [64, 64] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 8192), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgmma_f16_n64_bk(tl_t4, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
@@ -1197,7 +1205,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:37
-                // v_tv: in its cp.async ring at byte (tl_wro + 49152 + tl_rs * 8192)
+                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1219,7 +1227,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 49152 + tl_rs * 8192), 8192, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
@@ -1941,13 +1949,13 @@ static __device__ __forceinline__ void tl_bar_sync_n(int id, int n)
 static __device__ __forceinline__ void tl_bar_arrive_n(int id, int n)
 { asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory"); }
 #endif
-#ifndef TL_WGMMA_f16_N32_BK
-#define TL_WGMMA_f16_N32_BK
-static __device__ __forceinline__ void tl_wgmma_f16_n32_bk(float *d, unsigned long long da, unsigned long long db)
+#ifndef TL_WGRS_f16_N32_BK
+#define TL_WGRS_f16_N32_BK
+static __device__ __forceinline__ void tl_wgrs_f16_n32_bk(float *d, const unsigned *a, unsigned long long db)
 {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %18, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0; }"
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %21, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "l"(da), "l"(db), "n"(1) : "memory");
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
 #ifndef TL_WGRS_f16_N64
@@ -2039,23 +2047,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 49152, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 32768, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
-        }
-        if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-                const int tl_j = tl_c;
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                *(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];
-            }
-            tl_fence_async_smem();
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
@@ -2067,8 +2065,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 8192);
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 4096 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 4096 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 4096 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 4096 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
             }
             return;
@@ -2087,21 +2085,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
-                // v_tk: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 4096)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 4096)
                 // examples/attention.tile:30
                 float v_s_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
                 { /* v_s_unscaled += dot: [128, 64] @ [64, 32] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 4096), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgmma_f16_n32_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
@@ -2212,7 +2219,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:37
-                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 4096)
+                // v_tv: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 4096)
                 // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2234,7 +2241,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 4096), 4096, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096), 4096, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
@@ -2257,21 +2264,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
-                // v_tk: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 4096)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 4096)
                 // examples/attention.tile:30
                 float tl_t4[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
                 { /* tl_t4 += dot: [128, 64] @ [64, 32] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 4096), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgmma_f16_n32_bk(tl_t4, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
@@ -2373,7 +2389,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:37
-                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 4096)
+                // v_tv: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 4096)
                 // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -2395,7 +2411,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 4096), 4096, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 4096), 4096, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
@@ -3109,13 +3125,13 @@ static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
         asm volatile("" : "+f"(d[i]) :: "memory");
 }
 #endif
-#ifndef TL_WGMMA_f16_N64_BK
-#define TL_WGMMA_f16_N64_BK
-static __device__ __forceinline__ void tl_wgmma_f16_n64_bk(float *d, unsigned long long da, unsigned long long db)
+#ifndef TL_WGRS_f16_N64_BK
+#define TL_WGRS_f16_N64_BK
+static __device__ __forceinline__ void tl_wgrs_f16_n64_bk(float *d, const unsigned *a, unsigned long long db)
 {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0; }"
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %37, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "n"(1) : "memory");
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
 #ifndef TL_WGRS_f16_N64
@@ -3207,23 +3223,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 73728, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
-        }
-        if (tl_tid0 < 128) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-                const int tl_j = tl_c;
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                *(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 8192 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];
-            }
-            tl_fence_async_smem();
         }
         __syncthreads();
         if (tl_tid0 >= 128) { /* the producer warp group: one thread issues the TMA copies */
@@ -3235,8 +3241,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 16384);
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 8192 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 40960 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
             }
             return;
@@ -3251,21 +3257,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
-                // v_tk: in its cp.async ring at byte (tl_wro + 8192 + tl_rs * 8192)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:30
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
                 { /* v_s_unscaled += dot: [64, 64] @ [64, 64] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 8192 + tl_rs * 8192), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgmma_f16_n64_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 32);
@@ -3375,7 +3390,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:37
-                // v_tv: in its cp.async ring at byte (tl_wro + 40960 + tl_rs * 8192)
+                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3397,7 +3412,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 40960 + tl_rs * 8192), 8192, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
@@ -3419,21 +3434,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
-                // v_tk: in its cp.async ring at byte (tl_wro + 8192 + tl_rs * 8192)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:30
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
                 { /* tl_t4 += dot: [64, 64] @ [64, 64] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 8192 + tl_rs * 8192), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgmma_f16_n64_bk(tl_t4, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 32);
@@ -3534,7 +3558,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:37
-                // v_tv: in its cp.async ring at byte (tl_wro + 40960 + tl_rs * 8192)
+                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3556,7 +3580,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 40960 + tl_rs * 8192), 8192, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 8192, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
@@ -4271,13 +4295,13 @@ static __device__ __forceinline__ void tl_bar_sync_n(int id, int n)
 static __device__ __forceinline__ void tl_bar_arrive_n(int id, int n)
 { asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(n) : "memory"); }
 #endif
-#ifndef TL_WGMMA_f16_N128_BK
-#define TL_WGMMA_f16_N128_BK
-static __device__ __forceinline__ void tl_wgmma_f16_n128_bk(float *d, unsigned long long da, unsigned long long db)
+#ifndef TL_WGRS_f16_N128_BK
+#define TL_WGRS_f16_N128_BK
+static __device__ __forceinline__ void tl_wgrs_f16_n128_bk(float *d, const unsigned *a, unsigned long long db)
 {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0; }"
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %69, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "n"(1) : "memory");
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
 #ifndef TL_WGRS_f16_N64
@@ -4369,23 +4393,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 147456, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 131072, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
-        }
-        if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-                const int tl_j = tl_c;
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                *(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];
-            }
-            tl_fence_async_smem();
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
@@ -4397,8 +4411,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 32768);
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 16384 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 81920 + tl_s * 16384 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 16384 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 65536 + tl_s * 16384 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
             }
             return;
@@ -4417,21 +4431,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
-                // v_tk: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 16384)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
                 // examples/attention.tile:30
                 float v_s_unscaled[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
                 { /* v_s_unscaled += dot: [128, 64] @ [64, 128] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 16384), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgmma_f16_n128_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n128_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
@@ -4542,7 +4565,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:37
-                // v_tv: in its cp.async ring at byte (tl_wro + 81920 + tl_rs * 16384)
+                // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
                 // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -4564,7 +4587,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 81920 + tl_rs * 16384), 16384, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384), 16384, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
@@ -4587,21 +4610,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
-                // v_tk: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 16384)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
                 // examples/attention.tile:30
                 float tl_t4[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
                 { /* tl_t4 += dot: [128, 64] @ [64, 128] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 16384), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[4][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 64; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 8 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q)
-                        tl_wgmma_f16_n128_bk(tl_t4, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n128_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */
                     tl_wg_wait<0>();
@@ -4703,7 +4735,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:37
-                // v_tv: in its cp.async ring at byte (tl_wro + 81920 + tl_rs * 16384)
+                // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
                 // examples/attention.tile:38
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -4725,7 +4757,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 81920 + tl_rs * 16384), 16384, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384), 16384, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_bar_sync_n(2 + tl_wgi, 256);
                     tl_wg_fence();
@@ -5439,13 +5471,13 @@ static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
         asm volatile("" : "+f"(d[i]) :: "memory");
 }
 #endif
-#ifndef TL_WGMMA_f16_N32_BK
-#define TL_WGMMA_f16_N32_BK
-static __device__ __forceinline__ void tl_wgmma_f16_n32_bk(float *d, unsigned long long da, unsigned long long db)
+#ifndef TL_WGRS_f16_N32_BK
+#define TL_WGRS_f16_N32_BK
+static __device__ __forceinline__ void tl_wgrs_f16_n32_bk(float *d, const unsigned *a, unsigned long long db)
 {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %18, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0; }"
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %21, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "l"(da), "l"(db), "n"(1) : "memory");
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
 #ifndef TL_WGRS_f16_N128
@@ -5537,23 +5569,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 81920, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 4);
             }
             tl_mbar_fence_init();
-        }
-        if (tl_tid0 < 128) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-                const int tl_j = tl_c;
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                *(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 8192 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];
-            }
-            tl_fence_async_smem();
         }
         __syncthreads();
         if (tl_tid0 >= 128) { /* the producer warp group: one thread issues the TMA copies */
@@ -5565,10 +5587,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 16384);
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 8192 + 4096, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 49152 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 49152 + tl_s * 8192 + 4096, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 4096, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 4096, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
             }
             return;
@@ -5583,21 +5605,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
-                // v_tk: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 8192)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:64
                 float v_s_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
                 { /* v_s_unscaled += dot: [64, 128] @ [128, 32] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 8192), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgmma_f16_n32_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
@@ -5704,7 +5735,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:71
-                // v_tv: in its cp.async ring at byte (tl_wro + 49152 + tl_rs * 8192)
+                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -5726,7 +5757,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 49152 + tl_rs * 8192), 4096, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 4096, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
@@ -5749,21 +5780,30 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
-                // v_tk: in its cp.async ring at byte (tl_wro + 16384 + tl_rs * 8192)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:64
                 float tl_t4[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
                 { /* tl_t4 += dot: [64, 128] @ [128, 32] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 16384 + tl_rs * 8192), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgmma_f16_n32_bk(tl_t4, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 16);
@@ -5861,7 +5901,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:71
-                // v_tv: in its cp.async ring at byte (tl_wro + 49152 + tl_rs * 8192)
+                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -5883,7 +5923,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 49152 + tl_rs * 8192), 4096, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 4096, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
@@ -6589,13 +6629,13 @@ static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
         asm volatile("" : "+f"(d[i]) :: "memory");
 }
 #endif
-#ifndef TL_WGMMA_f16_N64_BK
-#define TL_WGMMA_f16_N64_BK
-static __device__ __forceinline__ void tl_wgmma_f16_n64_bk(float *d, unsigned long long da, unsigned long long db)
+#ifndef TL_WGRS_f16_N64_BK
+#define TL_WGRS_f16_N64_BK
+static __device__ __forceinline__ void tl_wgrs_f16_n64_bk(float *d, const unsigned *a, unsigned long long db)
 {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0; }"
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %37, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "n"(1) : "memory");
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
 #ifndef TL_WGRS_f16_N128
@@ -6687,23 +6727,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 163840, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 131072, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
-        }
-        if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-                const int tl_j = tl_c;
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                *(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];
-            }
-            tl_fence_async_smem();
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
@@ -6715,10 +6745,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 32768);
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 16384 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 16384 + 8192, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 98304 + tl_s * 16384 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 98304 + tl_s * 16384 + 8192, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 16384 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 16384 + 8192, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 65536 + tl_s * 16384 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 65536 + tl_s * 16384 + 8192, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
             }
             return;
@@ -6733,21 +6763,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
-                // v_tk: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 16384)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
                 // examples/attention.tile:64
                 float v_s_unscaled[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
                 { /* v_s_unscaled += dot: [128, 128] @ [128, 64] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 16384), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgmma_f16_n64_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 32);
@@ -6854,7 +6893,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:71
-                // v_tv: in its cp.async ring at byte (tl_wro + 98304 + tl_rs * 16384)
+                // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
                 // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -6876,7 +6915,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 98304 + tl_rs * 16384), 8192, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384), 8192, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
@@ -6899,21 +6938,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
-                // v_tk: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 16384)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 16384)
                 // examples/attention.tile:64
                 float tl_t4[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) tl_t4[tl_j] = 0.0f;
                 { /* tl_t4 += dot: [128, 128] @ [128, 64] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 16384), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 16384), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgmma_f16_n64_bk(tl_t4, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n64_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 8192 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 32);
@@ -7011,7 +7059,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:71
-                // v_tv: in its cp.async ring at byte (tl_wro + 98304 + tl_rs * 16384)
+                // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 16384)
                 // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -7033,7 +7081,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 98304 + tl_rs * 16384), 8192, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 16384), 8192, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
@@ -7739,13 +7787,13 @@ static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
         asm volatile("" : "+f"(d[i]) :: "memory");
 }
 #endif
-#ifndef TL_WGMMA_f16_N32_BK
-#define TL_WGMMA_f16_N32_BK
-static __device__ __forceinline__ void tl_wgmma_f16_n32_bk(float *d, unsigned long long da, unsigned long long db)
+#ifndef TL_WGRS_f16_N32_BK
+#define TL_WGRS_f16_N32_BK
+static __device__ __forceinline__ void tl_wgrs_f16_n32_bk(float *d, const unsigned *a, unsigned long long db)
 {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %18, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0; }"
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %21, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0; }"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "l"(da), "l"(db), "n"(1) : "memory");
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
 }
 #endif
 #ifndef TL_WGRS_f16_N128
@@ -7837,23 +7885,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 98304, tl_empty = tl_full + 32;
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
         if (tl_tid0 == 0) {
             for (int tl_s = 0; tl_s < 4; ++tl_s) {
                 tl_mbar_init(tl_full + tl_s * 8, 1);
                 tl_mbar_init(tl_empty + tl_s * 8, 8);
             }
             tl_mbar_fence_init();
-        }
-        if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */
-            #pragma unroll
-            for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-                const int tl_j = tl_c;
-                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-                const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                *(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];
-            }
-            tl_fence_async_smem();
         }
         __syncthreads();
         if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
@@ -7865,10 +7903,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
                     tl_mbar_expect(tl_full + tl_s * 8, 16384);
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 4096, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 65536 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
-                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 65536 + tl_s * 8192 + 4096, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 4096, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 4096, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
                 }
             }
             return;
@@ -7883,21 +7921,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
-                // v_tk: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:64
                 float v_s_unscaled[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
                 { /* v_s_unscaled += dot: [128, 128] @ [128, 32] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgmma_f16_n32_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n32_bk(v_s_unscaled, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
@@ -8004,7 +8051,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
                 // examples/attention.tile:71
-                // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 8192)
+                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -8026,7 +8073,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 8192), 4096, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 4096, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
@@ -8049,21 +8096,30 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
-                // v_tk: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
+                // v_tk: in its cp.async ring at byte (tl_wro + 0 + tl_rs * 8192)
                 // examples/attention.tile:64
                 float tl_t4[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) tl_t4[tl_j] = 0.0f;
                 { /* tl_t4 += dot: [128, 128] @ [128, 32] */
-                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
-                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
-                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 16, 1024, 1);
+                    /* A v_tq from registers, B v_tk from its swizzled ring (K-major) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 0 + tl_rs * 8192), 16, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q)
-                        tl_wgmma_f16_n32_bk(tl_t4, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
+                        tl_wgrs_f16_n32_bk(tl_t4, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 4096 + (tl_q & 3) * 32) >> 4)));
                     tl_wg_commit();
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 16);
@@ -8161,7 +8217,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
                 // examples/attention.tile:71
-                // v_tv: in its cp.async ring at byte (tl_wro + 65536 + tl_rs * 8192)
+                // v_tv: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 8192)
                 // examples/attention.tile:72
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -8183,7 +8239,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                                 tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
                             }
                     }
-                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 65536 + tl_rs * 8192), 4096, 1024, 1);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 8192), 4096, 1024, 1);
                     const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
                     tl_wg_fence();
                     #pragma unroll
