@@ -3,7 +3,9 @@
  * alpha + dot(p, v), and any loop of that shape. Every dot of the body
  * multiplies its A operand from registers (the mma accumulator layout a
  * register tile already has: q loaded, p computed) by its B operand from
- * its ring with the register-A form of wgmma.mma_async: a wgmma
+ * its ring with the register-A form of wgmma.mma_async (or, for one A
+ * operand the loop does not assign where the registers run short, from
+ * shared memory where it is stored once before the loop: plan_smem_a): a wgmma
  * m64nNk16 accumulator gives each warp of a warp group 16 rows in the
  * mma.sync m16n8 fragment layout repeated along N, and the register A
  * operand is the mma.sync m16n8k16 A fragment, so the statements around
