@@ -387,6 +387,22 @@ Test(wgattn, sass_turns_keep_wgmma_in_flight, .timeout = 200)
     }
 }
 
+/* STL and LDL in a twin's SASS t from the consumers' setmaxnreg.inc
+ * (USETMAXREG.TRY_ALLOC) to the loop's last HGMMA. */
+static int consumer_spills(const char *t)
+{
+    const char *from = strstr(t, "USETMAXREG.TRY_ALLOC"), *to = NULL;
+    int n = 0;
+    for (const char *p = from; p && (p = strstr(p, "HGMMA.")) != NULL; p++)
+        to = p;
+    cr_assert(from && to, "the consumers' span");
+    for (const char *p = from; (p = strstr(p, "STL")) != NULL && p < to; p++)
+        n++;
+    for (const char *p = from; (p = strstr(p, "LDL")) != NULL && p < to; p++)
+        n++;
+    return n;
+}
+
 /* The 128-key twin (attention_d64 variant 3: S's accumulator 64 registers
  * a thread beside acc's 32 and P's fragments): at setmaxnreg 232 for the
  * consumers ptxas serialized every wgmma of it (C7512, "insufficient
@@ -397,7 +413,7 @@ Test(wgattn, sass_turns_keep_wgmma_in_flight, .timeout = 200)
 Test(wgattn, sass_128_key_twin_not_serialized, .timeout = 200)
 {
     char *t = twin_sass("attention_d64", 3);
-    int hg = 0, dep = 0, spill = 0;
+    int hg = 0, dep = 0;
     for (const char *p = t; (p = strstr(p, "HGMMA.")) != NULL; p++)
         hg++;
     for (const char *p = t; (p = strstr(p, "WARPGROUP.DEPBAR")) != NULL; p++)
@@ -406,14 +422,7 @@ Test(wgattn, sass_128_key_twin_not_serialized, .timeout = 200)
     cr_expect(strstr(t, "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0") && strstr(t, "USETMAXREG.DEALLOC.CTAPOOL 0x18"),
               "the consumers at 240 registers, the producer at 24");
     cr_expect(hg >= 24 && dep <= 4, "%d HGMMA, %d WARPGROUP.DEPBAR (serialized: one a HGMMA)", hg, dep);
-    const char *from = strstr(t, "USETMAXREG.TRY_ALLOC"), *to = NULL;
-    for (const char *p = from; p && (p = strstr(p, "HGMMA.")) != NULL; p++)
-        to = p;
-    cr_assert(from && to, "the consumers' span");
-    for (const char *p = from; (p = strstr(p, "STL")) != NULL && p < to; p++)
-        spill++;
-    for (const char *p = from; (p = strstr(p, "LDL")) != NULL && p < to; p++)
-        spill++;
+    int spill = consumer_spills(t);
     cr_expect_eq(spill, 0, "%d STL / LDL in the consumers' loop", spill);
     const char *prod = strstr(t, "USETMAXREG.DEALLOC");
     cr_expect(prod && !strstr(prod, "STL") && !strstr(prod, "LDL"), "the producer at 24 registers spills nothing");
@@ -504,7 +513,7 @@ Test(wgattn, q_from_shared_memory_where_loop_invariant)
 Test(wgattn, sass_d128_128_keys_q_from_shared_memory, .timeout = 200)
 {
     char *t = twin_sass("attention_d128", 3);
-    int hg = 0, dep = 0, adesc = 0, spill = 0;
+    int hg = 0, dep = 0, adesc = 0;
     for (const char *p = t; (p = strstr(p, "HGMMA.64x128x16.F32 R")) != NULL; p++) {
         hg++;
         const char *sp = strchr(p + 21, ' '); /* past the accumulator: A is gdesc[...] or a register */
@@ -514,14 +523,7 @@ Test(wgattn, sass_d128_128_keys_q_from_shared_memory, .timeout = 200)
         dep++;
     cr_expect(hg >= 32 && dep <= 4, "%d HGMMA, %d WARPGROUP.DEPBAR (serialized: one a HGMMA)", hg, dep);
     cr_expect(adesc >= 16, "%d HGMMA with A from a descriptor (S = Q K^T: 8 a copy of the body)", adesc);
-    const char *from = strstr(t, "USETMAXREG.TRY_ALLOC"), *to = NULL;
-    for (const char *p = from; p && (p = strstr(p, "HGMMA.")) != NULL; p++)
-        to = p;
-    cr_assert(from && to, "the consumers' span");
-    for (const char *p = from; (p = strstr(p, "STL")) != NULL && p < to; p++)
-        spill++;
-    for (const char *p = from; (p = strstr(p, "LDL")) != NULL && p < to; p++)
-        spill++;
+    int spill = consumer_spills(t);
     cr_expect_eq(spill, 0, "%d STL / LDL in the consumers' loop", spill);
     free(t);
 }
