@@ -140,13 +140,17 @@ typedef struct wg_plan {
     int attn;                     /* 1: this twin is wgattn.c's, not the TMA dot loop's */
     int nfn;                      /* the register-A wgmma forms its dots use ... */
     int64_t fn_n[4];              /* ... their N */
-    int fn_bk[4];                 /* ... 1: B K-major, | 2: bf16 */
+    int fn_bk[4];                 /* ... 1: B K-major, | 2: bf16, | 4: A from shared memory too */
     const tilec_expr *first_dot;  /* the body's first dot: it waits for the deferred one too */
     const tilec_expr *defer_dot;  /* the body's last dot, accumulating into defer_acc in place: its wgmma
                                    * stay in flight into the next iteration (wgattn.c), or NULL */
     const char *defer_acc;        /* its accumulator's name */
     int64_t wide_acc;             /* the last dot's accumulator columns where too wide to stay in flight, else 0 */
     int pingpong;                 /* two consumer warp groups take turns to issue their wgmma (named barriers 2, 3) */
+    const tilec_expr *sa_dot;     /* the dot whose A operand (loop-invariant, written before the loop) wgmma reads
+                                   * from shared memory through a descriptor (FlashAttention-3's Q), or NULL */
+    const char *sa_name;          /* ... that operand's tile (a name, maybe under a cast) */
+    int64_t sa_bytes;             /* ... its bytes at the head of the twin's shared memory (M x K, the 128-byte swizzle) */
     /* two program tiles along N a block (wgpair.c): pid(pax) = 2j and 2j + 1 share A's stages and run
      * as one m64(2N) wgmma; pair_ok decided by the regular pass, pair in force on a persistent grid;
      * pax the grid axis of the N tiles (1, or 2 when B's N index reads pid(2): a head's product, the
@@ -974,6 +978,8 @@ int lower_wg_persist(wg_plan *w);
 int64_t lower_wg_staging(const wg_plan *w);
 /* The twins' device helpers (mbarriers, TMA, wgmma fences), once per unit. */
 const char *lower_wg_helpers(void);
+/* tl_wgmma_<t>_n<N>[_bk](acc, descA, descB): wgmma with both operands from shared memory, A K-major (wgmma.c) */
+void lower_wg_ss_fn(strbuf *tu, const char *t, int64_t N, int bk);
 /* The twin's consumer threads: L's, twice over for two M tiles a block (one warp group each, wgpair.c). */
 int lower_wg_consumers(const lw *L);
 /* body[from, to) into tu, every __syncthreads() past `epi` the consumers'

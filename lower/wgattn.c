@@ -3,7 +3,9 @@
  * alpha + dot(p, v), and any loop of that shape. Every dot of the body
  * multiplies its A operand from registers (the mma accumulator layout a
  * register tile already has: q loaded, p computed) by its B operand from
- * its ring with the register-A form of wgmma.mma_async: a wgmma
+ * its ring with the register-A form of wgmma.mma_async (or, for one A
+ * operand the loop does not assign where the registers run short, from
+ * shared memory where it is stored once before the loop: plan_smem_a): a wgmma
  * m64nNk16 accumulator gives each warp of a warp group 16 rows in the
  * mma.sync m16n8 fragment layout repeated along N, and the register A
  * operand is the mma.sync m16n8k16 A fragment, so the statements around
@@ -56,6 +58,10 @@ enum {
     WGA_REGS_PRODUCER_TMA = 24,
     WGA_REGS_CONSUMER_TMA = 240,
     WGA_DEFER_N = 64, /* the widest accumulator whose last dot stays in flight (plan_defer) */
+    /* a loop-invariant A operand goes to shared memory past this many registers a consumer thread of the dots'
+     * accumulators and A tiles: d128's 128-key twin (224) serialized every wgmma and spilled with Q in registers;
+     * d128's 64-key twin (160) measured 1.5-2.4% slower with Q in shared memory (docs/lowering.md) */
+    WGA_REGS_A_SMEM = 192,
     WGA_WG_WARPS = 4, /* warps of a warp group */
 };
 
@@ -136,6 +142,75 @@ static int loaded_in(const tilec_block *b, const char *name)
             return 1;
     }
     return 0;
+}
+
+/* Is `name` given a value (a let, an assignment, a loop variable) anywhere in b? */
+static int assigned_in(const tilec_block *b, const char *name)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        for (uint32_t j = 0; j < s->nnames; j++)
+            if (s->kind != TILEC_ST_EXPR && !strcmp(s->names[j], name))
+                return 1;
+        if (assigned_in(&s->body, name) || assigned_in(&s->orelse, name))
+            return 1;
+    }
+    return 0;
+}
+
+/* A dot's A operand without its casts: the name of a tile. */
+static const tilec_expr *a_tile(const tilec_expr *a)
+{
+    while (tilec_is_builtin(a, BI_CAST) && a->nargs >= 1)
+        a = a->args[0];
+    return a;
+}
+
+/* Which dot's A operand wgmma reads from shared memory (w->sa_*): one
+ * that the loop does not assign (it holds the value the statements before
+ * the loop gave it: FlashAttention-3's Q, stored once into the 128-byte
+ * swizzle before the loop, its registers free in the loop), K a multiple
+ * of 64 (whole swizzled rows), where the dots' accumulators and A tiles as
+ * held pass WGA_REGS_A_SMEM registers a consumer thread; the others stay
+ * in registers (P, assigned in the loop). The remark's clause for each
+ * dot, NULL where no dot. */
+static const char *plan_smem_a(lw *L, const tilec_stmt *loop, const tilec_expr *const *d, int nd, wg_plan *w)
+{
+    const char *how = NULL;
+    int64_t regs = 0; /* a warp's 16 rows of [M, X] over 32 lanes: X / 2 elements a thread */
+    for (int i = 0; i < nd; i++) {
+        const tilec_type *t = lower_ty(L, d[i]), *a = lower_ty(L, a_tile(d[i]->args[0]));
+        regs += t->dims[1] / 2 + a->dims[1] * (int64_t)tilec_dtype_size(a->dtype) / 8;
+    }
+    w->sa_dot = NULL;
+    w->sa_name = NULL;
+    w->sa_bytes = 0;
+    for (int i = 0; i < nd; i++) {
+        const tilec_expr *a = a_tile(d[i]->args[0]);
+        const tilec_type *at = lower_ty(L, d[i]->args[0]);
+        const char *why = NULL;
+        if (assigned_in(&loop->body, a->name))
+            why = "assigned in the loop";
+        else if (at->dims[1] % 64)
+            why = lower_fmt(L, "K %lld is not a multiple of 64 (whole rows of the 128-byte swizzle)", (long long)at->dims[1]);
+        else if (w->sa_dot)
+            why = "one loop-invariant A operand a twin in shared memory";
+        else if (regs <= WGA_REGS_A_SMEM)
+            why = lower_fmt(L, "loop-invariant; the dots' accumulators and A tiles take %lld registers a thread, not over %d",
+                            (long long)regs, WGA_REGS_A_SMEM);
+        if (!why) {
+            w->sa_dot = d[i];
+            w->sa_name = a->name;
+            w->sa_bytes = at->dims[0] * at->dims[1] * (int64_t)tilec_dtype_size(at->dtype);
+        }
+        const char *c = why ? lower_fmt(L, "A %s of the dot at line %u from registers (%s)", a->name, d[i]->loc.line, why)
+                            : lower_fmt(L, "A %s of the dot at line %u from shared memory (loop-invariant, the dots' "
+                                           "accumulators and A tiles %lld registers a thread, over %d: stored once "
+                                           "before the loop, %lld bytes)",
+                                        a->name, d[i]->loc.line, (long long)regs, WGA_REGS_A_SMEM, (long long)w->sa_bytes);
+        how = how ? lower_fmt(L, "%s, %s", how, c) : c;
+    }
+    return how;
 }
 
 /* One dot of the body: A a register tile the loop does not load (q, p),
@@ -343,13 +418,17 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
         const tilec_type *t = lower_ty(L, rp->op[i].let->value);
         stage += t->dims[0] * t->dims[1] * (int64_t)tilec_dtype_size(t->dtype);
     }
-    int S = (int)(WGA_RING_MAX / stage);
+    wg_plan *w = &L->tw.plan;
+    memset(w, 0, sizeof *w);
+    lower_bind_loop_scope(L, loop);
+    const char *sa = plan_smem_a(L, loop, d, nd, w);
+    lower_leave(L);
+    int S = (int)((WGA_RING_MAX - w->sa_bytes) / stage); /* A in shared memory counts in the ring's bytes */
     if (S > WGA_MAX_STAGES)
         S = WGA_MAX_STAGES;
     if (S < 2)
-        return lower_miss(L, 0, "fewer than two stages of its rings (%lld bytes a stage) fit", (long long)stage);
-    wg_plan *w = &L->tw.plan;
-    memset(w, 0, sizeof *w);
+        return lower_miss(L, 0, "fewer than two stages of its rings (%lld bytes a stage%s) fit", (long long)stage,
+                          w->sa_bytes ? lower_fmt(L, ", beside %lld bytes of A", (long long)w->sa_bytes) : "");
     w->attn = 1;
     w->M = M;
     w->S = S;
@@ -358,13 +437,14 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     plan_defer(L, loop, w);
     const char *nomap;
     ring_maps(L, loop, rp, w, &nomap);
-    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s", S, (long long)stage, w->warps,
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s", S, (long long)stage, w->warps,
                        w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "",
                        takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "",
                        w->wide_acc ? lower_fmt(L, ", each dot waited (the last dot's accumulator is %lld columns, "
                                                   "wider than the %d kept in flight)",
                                                (long long)w->wide_acc, WGA_DEFER_N)
                                    : "",
+                       sa ? lower_fmt(L, ", %s", sa) : "",
                        nomap ? "" : lower_fmt(L, ", setmaxnreg %d for the consumers, %d for the producer's thread",
                                               WGA_REGS_CONSUMER_TMA, WGA_REGS_PRODUCER_TMA),
                        nomap ? lower_fmt(L, "; not by TMA: %s", nomap) : "");
@@ -457,13 +537,58 @@ static void producer_tma(lw *L, const tilec_stmt *loop, const ring_plan *rp, con
     lower_line(L, "}");
 }
 
+/* Plan w's A operand into shared memory at tl_wro (the consumers' copy:
+ * the producer's threads hold the same values as warps 0-3): element
+ * (r, k) in row r of box k / 64 (M rows of 128 bytes a box), its 16-byte
+ * chunk (k / 8) % 8 at chunk ((k / 8) % 8) ^ (r % 8), as a ring's K-major
+ * tile is; then fenced for the async proxy (wgmma reads through it). 0
+ * where the tile is not a register tile here. */
+static int store_smem_a(lw *L, const wg_plan *w)
+{
+    val *x = lower_lookup(L, w->sa_name);
+    const tilec_type *at = lower_ty(L, w->sa_dot->args[0]);
+    if (!x || x->kind != VK_MAT || x->ty.rank != 2)
+        return 0;
+    tilec_dtype d = at->dtype;
+    lay y = x->ly;
+    int ax, run = x->ty.dtype == d && !lower_lay_guard(L, &y) ? lower_lay_run(L, &y, &ax) : 1;
+    if (run < 2 || ax != 1)
+        run = 1;
+    while (run > 8) /* a 16-byte chunk at most: runs stay inside one swizzled chunk */
+        run /= 2;
+    const char *vt = run == 8 ? "uint4" : run == 4 ? "uint2" : run == 2 ? "unsigned" : lower_ctype(d);
+    lower_line(L, "if (tl_tid0 < %d) { /* %s into shared memory for wgmma: K-major, the 128-byte swizzle */", L->nt,
+               lower_cname(L, w->sa_name));
+    L->ind++;
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y.E, run);
+    L->ind++;
+    lower_line(L, "const int tl_j = tl_c;");
+    lower_emit_index(L, &y, "tl_j");
+    const char *g = lower_lay_guard(L, &y);
+    const char *v = run > 1 || x->ty.dtype == d
+                        ? lower_fmt(L, "*(const %s *)&%s[tl_j]", vt, x->c)
+                        : lower_st_elem(L, lower_conv(L, lower_ld_elem(L, lower_fmt(L, "%s[tl_j]", x->c), x->ty.dtype),
+                                                      x->ty.dtype, d),
+                                        d);
+    lower_line(L, "%s*(%s *)(tl_smem + tl_wro + (tl_i1 >> 6) * %lld + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + "
+                  "(tl_i1 & 7) * %u) = %s;",
+               g ? lower_fmt(L, "if (%s) ", g) : "", vt, (long long)(at->dims[0] * 128), tilec_dtype_size(d), v);
+    L->ind--;
+    lower_line(L, "}");
+    lower_line(L, "tl_fence_async_smem();");
+    L->ind--;
+    lower_line(L, "}");
+    return 1;
+}
+
 int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
 {
     if (!L->tw.on || !L->tw.plan.attn || loop != L->tw.loop)
         return 0;
     wg_plan *w = &L->tw.plan;
     int S = w->S;
-    int64_t ring = 0;
+    int64_t ring = w->sa_bytes; /* A in shared memory first (1024-byte multiples), then the rings */
     for (int i = 0; i < rp->n; i++) { /* unpadded tiles, each ring's slots side by side (1024-byte multiples) */
         ring_op *o = &rp->op[i];
         const tilec_type *t = lower_ty(L, o->let->value);
@@ -476,7 +601,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     rp->S = S;
     rp->base = "tl_wro + ";
     rp->wg = 1;
-    uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, 0));
+    uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, w->sa_bytes));
     lower_plan_loop(L, loop, 1);
     const char *v = lower_cname(L, loop->names[0]);
     lower_line(L, "{ /* dots on wgmma, %d-stage ring by %s (sm_90a) */", S,
@@ -493,6 +618,8 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     lower_line(L, "    }");
     lower_line(L, "    tl_mbar_fence_init();");
     lower_line(L, "}");
+    if (w->sa_dot && !store_smem_a(L, w))
+        L->failed = 1;
     lower_line(L, "__syncthreads();");
     if (w->nmaps)
         producer_tma(L, loop, rp, w, v);
@@ -545,12 +672,12 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     return 1;
 }
 
-/* The register-A wgmma form of the twin's dots (N, B K-major), noted for
- * lower_wga_finish; its name. */
-static const char *rs_form(lw *L, int64_t N, int bk, tilec_dtype d)
+/* The wgmma form of the twin's dots (N, B K-major, A from registers or
+ * `ss` from shared memory), noted for lower_wga_finish; its name. */
+static const char *rs_form(lw *L, int64_t N, int bk, tilec_dtype d, int ss)
 {
     wg_plan *w = &L->tw.plan;
-    int i = 0, form = bk | (d == TILEC_DT_BF16) << 1;
+    int i = 0, form = bk | (d == TILEC_DT_BF16) << 1 | ss << 2;
     while (i < w->nfn && (w->fn_n[i] != N || w->fn_bk[i] != form))
         i++;
     if (i == w->nfn) {
@@ -560,26 +687,41 @@ static const char *rs_form(lw *L, int64_t N, int bk, tilec_dtype d)
         w->fn_bk[i] = form;
         w->nfn++;
     }
-    return lower_fmt(L, "tl_wgrs_%s_n%lld%s", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)N, bk ? "_bk" : "");
+    return lower_fmt(L, "tl_wg%s_%s_n%lld%s", ss ? "mma" : "rs", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)N,
+                     bk ? "_bk" : "");
 }
 
 int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t K, int64_t N, tilec_dtype d)
 {
     const lay *y = &acc->ly;
-    if (!ra || y->kind != LY_MMA || y->wn != 1 || y->wtm != 16 || y->wm != L->nwarps || y->wtn != N || K % 16)
+    wg_plan *w = &L->tw.plan;
+    int ss = w->sa_dot && L->curdot == w->sa_dot; /* A from shared memory (store_smem_a) */
+    if ((!ra && !ss) || y->kind != LY_MMA || y->wn != 1 || y->wtm != 16 || y->wm != L->nwarps || y->wtn != N || K % 16)
         return 0;
-    const char *fn = rs_form(L, N, bt, d);
+    const char *fn = rs_form(L, N, bt, d, ss);
     if (!fn)
         return 0;
-    lower_line(L, "/* A %s from registers, B %s from its swizzled ring (%s) */", ra->c, lower_cname(L, rb->rlet->names[0]),
-               bt ? "K-major" : "MN-major, transposed");
-    lower_line(L, "unsigned tl_fw[%lld][4];", (long long)(K / 16));
-    lower_line(L, "#pragma unroll");
-    lower_line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)K);
-    L->ind++;
-    lower_frag_a_regs(L, ra, 1, d, "tl_fw[tl_k >> 4]");
-    L->ind--;
-    lower_line(L, "}");
+    const char *bn = lower_cname(L, rb->rlet->names[0]), *bk = bt ? "K-major" : "MN-major, transposed";
+    if (ss) {
+        /* this warp group's 64 rows of each box (M rows x 128 bytes), a k16 step 32 bytes along them, the next
+         * 64 of K a box further: the descriptor's low word plus that offset / 16 (no carry, as B's below) */
+        lower_line(L, "/* A %s from shared memory (loop-invariant, K-major), B %s from its swizzled ring (%s) */",
+                   lower_cname(L, w->sa_name), bn, bk);
+        lower_line(L, "const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);");
+        lower_line(L, "const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);");
+    } else {
+        lower_line(L, "/* A %s from registers, B %s from its swizzled ring (%s) */", ra->c, bn, bk);
+        lower_line(L, "unsigned tl_fw[%lld][4];", (long long)(K / 16));
+        lower_line(L, "#pragma unroll");
+        lower_line(L, "for (int tl_k = 0; tl_k < %lld; tl_k += 16) {", (long long)K);
+        L->ind++;
+        lower_frag_a_regs(L, ra, 1, d, "tl_fw[tl_k >> 4]");
+        L->ind--;
+        lower_line(L, "}");
+    }
+    const char *fa = ss ? lower_fmt(L, "(unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * %lld + (tl_q & 3) * 32) >> 4))",
+                                    (long long)(w->M * 128))
+                        : "tl_fw[tl_q]";
     /* one descriptor for the stage, each k16 step's its start address plus
      * the step's offset / 16 in the low word (no carry: shared addresses are
      * below 2^18), so a step costs one add, not the descriptor's masks and
@@ -587,7 +729,6 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
     lower_line(L, "const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + %s, %lld, 1024, 1);", rb->c,
                bt ? 16LL : (long long)(K * 128));
     lower_line(L, "const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);");
-    wg_plan *w = &L->tw.plan;
     int defer = w->defer_dot && L->curdot == w->defer_dot, first = w->defer_dot && L->curdot == w->first_dot;
     if (w->pingpong && !first) /* this group's turn (the first dot's began before the last one, in flight) */
         lower_line(L, "tl_bar_sync_n(2 + tl_wgi, 256);");
@@ -599,12 +740,12 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
      * the next 64 of N a box (K rows) further (leading byte offset) */
     if (bt)
         lower_line(L,
-                   "    %s(%s, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * %lld + (tl_q & 3) * "
+                   "    %s(%s, %s, (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * %lld + (tl_q & 3) * "
                    "32) >> 4)));",
-                   fn, acc->c, (long long)(N * 128));
+                   fn, acc->c, fa, (long long)(N * 128));
     else
-        lower_line(L, "    %s(%s, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));", fn,
-                   acc->c);
+        lower_line(L, "    %s(%s, %s, (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));", fn, acc->c,
+                   fa);
     lower_line(L, "tl_wg_commit();");
     if (w->pingpong && !defer) /* the last dot's turn goes on to the next iteration's first dot */
         lower_line(L, "tl_bar_arrive_n(3 - tl_wgi, 256); /* the other group's turn */");
@@ -673,7 +814,10 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
                     "{ asm volatile(\"bar.arrive %0, %1;\" :: \"r\"(id), \"r\"(n) : \"memory\"); }\n"
                     "#endif\n");
     for (int i = 0; i < w->nfn; i++)
-        rs_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
+        if (w->fn_bk[i] & 4)
+            lower_wg_ss_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
+        else
+            rs_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
     lower_wg_add_consumers(tu, sb_str(&L->out), 0, L->tw.epi, L->out.n, L->nt);
     sb_puts(tu, "#endif\n");
     memset(meta, 0, sizeof *meta); /* no tensor maps (rings by cp.async): the variant's parameters alone */

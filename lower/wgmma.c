@@ -723,7 +723,7 @@ int64_t lower_wg_rest(const lw *L)
     const wg_plan *w = &L->tw.plan;
     if (!L->tw.done)
         return -1;
-    int64_t block = w->attn ? lower_wg_block(w->S, w->stage_bytes, 0)
+    int64_t block = w->attn ? lower_wg_block(w->S, w->stage_bytes, w->sa_bytes)
                             : lower_wg_block(w->S, w->stage_bytes, lower_wg_staging(w));
     return L->smem_need - block;
 }
@@ -1297,6 +1297,8 @@ static void wgmma_fn(strbuf *tu, const char *t, int64_t N, int amn, int bk, int 
 }
 
 const char *lower_wg_helpers(void) { return wg_helpers; }
+
+void lower_wg_ss_fn(strbuf *tu, const char *t, int64_t N, int bk) { wgmma_fn(tu, t, N, 0, bk, 0); }
 
 int lower_wg_consumers(const lw *L) { return L->tw.plan.mpair ? 2 * L->nt : L->nt; }
 

@@ -328,5 +328,6 @@ Test(layouts, attention_d64_bn128, .timeout = 120) { check_attention(64, 3); }
 Test(layouts, attention_d128, .timeout = 120) { check_attention(128, 0); }
 Test(layouts, attention_d128_8warps, .timeout = 120) { check_attention(128, 1); }
 Test(layouts, attention_d128_8warps_bn32, .timeout = 120) { check_attention(128, 2); }
+Test(layouts, attention_d128_bn128, .timeout = 120) { check_attention(128, 3); }
 
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU layout tests"); }

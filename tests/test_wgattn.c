@@ -52,6 +52,7 @@ Test(wgattn, every_attention_variant_has_a_twin)
         {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
         {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128},
         {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d128", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n128(", 128, 128},
     };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, ATTN);
@@ -88,7 +89,7 @@ Test(wgattn, every_attention_variant_has_a_twin)
                       strstr(tw, "&tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full"),
                   "%s variant %d: one thread expects the stage's bytes and copies V's rows n0.. of head pid(1)",
                   cases[i].kernel, cases[i].v);
-        cr_expect(!strstr(tw, "tl_cp16(") && !strstr(tw, "tl_fence_async_smem();"), "no cp.async in the twin");
+        cr_expect(!strstr(tw, "tl_cp16(") && !strstr(tw, "tl_cp_wait<"), "no cp.async in the twin");
         cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by TMA through mbarriers"),
                   "the remark names the path:\n%s", code.remarks);
         cr_expect(strstr(tw, "tl_setmaxnreg_dec<24>();") && strstr(tw, "tl_setmaxnreg_inc<240>();") &&
@@ -303,7 +304,7 @@ Test(wgattn, two_warp_groups_take_turns)
         int v, turns;
     } cases[] = {
         {"attention_d64", 0, 1},  {"attention_d64", 1, 1},  {"attention_d64", 2, 0},  {"attention_d64", 3, 1},
-        {"attention_d128", 0, 0}, {"attention_d128", 1, 0}, {"attention_d128", 2, 0},
+        {"attention_d128", 0, 0}, {"attention_d128", 1, 0}, {"attention_d128", 2, 0}, {"attention_d128", 3, 0},
     };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, ATTN);
@@ -386,6 +387,22 @@ Test(wgattn, sass_turns_keep_wgmma_in_flight, .timeout = 200)
     }
 }
 
+/* STL and LDL in a twin's SASS t from the consumers' setmaxnreg.inc
+ * (USETMAXREG.TRY_ALLOC) to the loop's last HGMMA. */
+static int consumer_spills(const char *t)
+{
+    const char *from = strstr(t, "USETMAXREG.TRY_ALLOC"), *to = NULL;
+    int n = 0;
+    for (const char *p = from; p && (p = strstr(p, "HGMMA.")) != NULL; p++)
+        to = p;
+    cr_assert(from && to, "the consumers' span");
+    for (const char *p = from; (p = strstr(p, "STL")) != NULL && p < to; p++)
+        n++;
+    for (const char *p = from; (p = strstr(p, "LDL")) != NULL && p < to; p++)
+        n++;
+    return n;
+}
+
 /* The 128-key twin (attention_d64 variant 3: S's accumulator 64 registers
  * a thread beside acc's 32 and P's fragments): at setmaxnreg 232 for the
  * consumers ptxas serialized every wgmma of it (C7512, "insufficient
@@ -396,7 +413,7 @@ Test(wgattn, sass_turns_keep_wgmma_in_flight, .timeout = 200)
 Test(wgattn, sass_128_key_twin_not_serialized, .timeout = 200)
 {
     char *t = twin_sass("attention_d64", 3);
-    int hg = 0, dep = 0, spill = 0;
+    int hg = 0, dep = 0;
     for (const char *p = t; (p = strstr(p, "HGMMA.")) != NULL; p++)
         hg++;
     for (const char *p = t; (p = strstr(p, "WARPGROUP.DEPBAR")) != NULL; p++)
@@ -405,17 +422,109 @@ Test(wgattn, sass_128_key_twin_not_serialized, .timeout = 200)
     cr_expect(strstr(t, "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0") && strstr(t, "USETMAXREG.DEALLOC.CTAPOOL 0x18"),
               "the consumers at 240 registers, the producer at 24");
     cr_expect(hg >= 24 && dep <= 4, "%d HGMMA, %d WARPGROUP.DEPBAR (serialized: one a HGMMA)", hg, dep);
-    const char *from = strstr(t, "USETMAXREG.TRY_ALLOC"), *to = NULL;
-    for (const char *p = from; p && (p = strstr(p, "HGMMA.")) != NULL; p++)
-        to = p;
-    cr_assert(from && to, "the consumers' span");
-    for (const char *p = from; (p = strstr(p, "STL")) != NULL && p < to; p++)
-        spill++;
-    for (const char *p = from; (p = strstr(p, "LDL")) != NULL && p < to; p++)
-        spill++;
+    int spill = consumer_spills(t);
     cr_expect_eq(spill, 0, "%d STL / LDL in the consumers' loop", spill);
     const char *prod = strstr(t, "USETMAXREG.DEALLOC");
     cr_expect(prod && !strstr(prod, "STL") && !strstr(prod, "LDL"), "the producer at 24 registers spills nothing");
+    free(t);
+}
+
+/* A dot's A operand that the loop does not assign (Q), where the dots'
+ * accumulators and A tiles pass 192 registers a thread (d = 128 at 128
+ * keys a step: 224), is stored once before the loop into shared memory in
+ * the 128-byte swizzle, K-major (box k / 64 of all the M rows, chunk (k /
+ * 8) % 8 at that xor row % 8), fenced for the async proxy, and S = Q K^T
+ * reads it through a wgmma descriptor (the warp group's 64 rows; a k16
+ * step 32 bytes, 64 of K a box of M rows further), the rings after it; P,
+ * assigned in the loop, stays in registers, and so does Q where the
+ * registers fit (d = 128 at 64 keys: 160); the remark says which and why. */
+Test(wgattn, q_from_shared_memory_where_loop_invariant)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, ATTN);
+    tilec_kernel_code code;
+    lower_v(ctx, m, "attention_d128", 3, &code);
+    const char *tw = strstr(code.source, "_tma(");
+    cr_assert_not_null(tw, "%s", code.remarks);
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 64 from shared memory (loop-invariant, the dots' accumulators "
+                                   "and A tiles 224 registers a thread, over 192: stored once before the loop, 32768 "
+                                   "bytes), A p of the dot at line 72 from registers (assigned in the loop), setmaxnreg 240"),
+              "the remark:\n%s", code.remarks);
+    const char *st = strstr(tw, "if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */");
+    const char *sync = st ? strstr(st, "__syncthreads();") : NULL, *prod = strstr(tw, "the producer warp group");
+    cr_assert(st && sync && prod && sync < prod, "Q stored by the consumers before the block's barrier and the roles");
+    cr_expect(strstr(st, "*(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ "
+                         "(tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];") &&
+                  strstr(st, "tl_fence_async_smem();") < sync,
+              "pairs into the swizzle, then fenced for wgmma");
+    cr_expect(strstr(tw, "tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 32768 + 0, &tl_tm0"), "K's ring after Q");
+    cr_expect(strstr(tw, "tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);") &&
+                  strstr(tw, "tl_wgmma_f16_n128_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q "
+                             ">> 2) * 16384 + (tl_q & 3) * 32) >> 4)), "),
+              "S = Q K^T with A by its descriptor");
+    cr_expect(strstr(tw, "/* A v_p from registers, B v_tv") && strstr(tw, "tl_wgrs_f16_n128(v_acc, tl_fw[tl_q]"),
+              "P V with A from registers");
+    cr_expect(!strstr(tw, "tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&v_tq["), "no fragments of Q");
+    tilec_kernel_code_free(&code);
+    /* 64 keys a step: the registers fit, Q stays there */
+    lower_v(ctx, m, "attention_d128", 1, &code);
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 64 from registers (loop-invariant; the dots' accumulators "
+                                   "and A tiles take 160 registers a thread, not over 192), A p of the dot at line 72 from "
+                                   "registers (assigned in the loop), setmaxnreg 240") &&
+                  strstr(code.source, "tl_wgrs_f16_n64_bk(v_s_unscaled, tl_fw[tl_q]") &&
+                  !strstr(code.source, "into shared memory for wgmma"),
+              "Q in registers where they fit:\n%s", code.remarks);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    /* the d64 kernel given d = 128 and 128 keys: Q assigned in the loop stays in registers */
+    static const char *const assigned[] = {"hints { BM = 128, BN = 64, D = 64", "hints { BM = 128, BN = 128, D = 128",
+                                           "        m_i = m_new;\n    }", "        m_i = m_new;\n        tq = tq;\n    }"};
+    lower_edited(assigned, 2, &code);
+    cr_assert_not_null(code.tma.name, "%s", code.remarks);
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 30 from registers (assigned in the loop), A p of the dot "
+                                   "at line 38 from registers (assigned in the loop), setmaxnreg 240") &&
+                  strstr(code.source, "tl_wgrs_f16_n128_bk(v_s_unscaled, tl_fw[tl_q]") &&
+                  !strstr(code.source, "into shared memory for wgmma"),
+              "Q in registers where the loop assigns it:\n%s", code.remarks);
+    tilec_kernel_code_free(&code);
+    /* Q loaded as f32 and cast at the dot: the same tile, converted as it is stored */
+    static const char *const cast[] = {"hints { BM = 128, BN = 64, D = 64", "hints { BM = 128, BN = 128, D = 128",
+                                       "kernel attention_d64(q: *f16,", "kernel attention_d64(q: *f32,",
+                                       "dot(tq, tk)", "dot(cast(tq, f16), tk)"};
+    lower_edited(cast, 3, &code);
+    cr_assert_not_null(code.tma.name, "%s", code.remarks);
+    cr_expect(strstr(code.remarks, ", A tq of the dot at line 30 from shared memory (loop-invariant, the dots' accumulators "
+                                   "and A tiles 256 registers a thread, over 192: stored once before the loop, 32768 bytes)"),
+              "the cast's tile from shared memory:\n%s", code.remarks);
+    const char *cv = strstr(code.source, "into shared memory for wgmma");
+    cr_expect(cv && strstr(cv, "*(__half *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384") && strstr(cv, "__float2half_rn(v_tq[tl_j])"),
+              "each element converted to f16 as it is stored");
+    tilec_kernel_code_free(&code);
+}
+
+/* The 128-key d = 128 twin (attention_d128 variant 3: S's accumulator 64
+ * registers a thread and acc's 64): with Q's 32 fragment registers it
+ * serialized every wgmma (32 WARPGROUP.DEPBAR for 32 HGMMA, C7512) and
+ * spilled in its loop (58 STL, 48 LDL; CUDA 13.0); with Q read from shared
+ * memory by descriptor S's HGMMA take A from gdesc, each dot's products
+ * issue back to back, and nothing spills from the consumers'
+ * setmaxnreg.inc to the loop's last HGMMA. */
+Test(wgattn, sass_d128_128_keys_q_from_shared_memory, .timeout = 200)
+{
+    char *t = twin_sass("attention_d128", 3);
+    int hg = 0, dep = 0, adesc = 0;
+    for (const char *p = t; (p = strstr(p, "HGMMA.64x128x16.F32 R")) != NULL; p++) {
+        hg++;
+        const char *sp = strchr(p + 21, ' '); /* past the accumulator: A is gdesc[...] or a register */
+        adesc += sp && !strncmp(sp, " gdesc[", 7);
+    }
+    for (const char *p = t; (p = strstr(p, "WARPGROUP.DEPBAR")) != NULL; p++)
+        dep++;
+    cr_expect(hg >= 32 && dep <= 4, "%d HGMMA, %d WARPGROUP.DEPBAR (serialized: one a HGMMA)", hg, dep);
+    cr_expect(adesc >= 16, "%d HGMMA with A from a descriptor (S = Q K^T: 8 a copy of the body)", adesc);
+    int spill = consumer_spills(t);
+    cr_expect_eq(spill, 0, "%d STL / LDL in the consumers' loop", spill);
     free(t);
 }
 

@@ -8286,3 +8286,1153 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
     }
 }
 #endif
+
+/* attention_d128, variant 3: BM = 128, BN = 128, D = 128, warps = 8, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(256) attention_d128_v3(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_D = 128;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 2;
+    // examples/attention.tile:49
+    const long long v_base = ((((long long)(((int)blockIdx.y))) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:50
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:51
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:52
+    __half v_tq[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    // examples/attention.tile:53
+    float v_m_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:54
+    float v_l_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:55
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:56
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:57
+    long long v_hi = v_S;
+    // examples/attention.tile:58
+    if ((v_causal != 0)) {
+        // examples/attention.tile:59
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:61
+    { /* 2-stage cp.async ring: v_tk, v_tv */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        #pragma unroll
+        for (int tl_s = 0; tl_s < 1; ++tl_s) {
+            const tl_ix v_n0 = tl_lo + tl_s * tl_st;
+            if (v_n0 < tl_hi) {
+                if (((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                        const int tl_d = tl_i1 * 136 + tl_i0;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 0 + tl_s * 34816) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                        }
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                        const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                        __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 34816) + tl_i1 * 136 + tl_i0;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+                if (((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                    { /* affine: the thread's first chunk, then constant steps */
+                        const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                        const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                        const int tl_d = tl_i0 * 136 + tl_i1;
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            tl_cp16((__half *)(tl_smem + 69632 + tl_s * 34816) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                        }
+                    }
+                } else {
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                        const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                        __half *tl_d = (__half *)(tl_smem + 69632 + tl_s * 34816) + tl_i0 * 136 + tl_i1;
+                        const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                            tl_cp16(tl_d, tl_p, 16);
+                        } else if (!(tl_m0)) {
+                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                        } else {
+                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                            tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                            tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                            tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                            tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                            tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                            tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                        }
+                    }
+                }
+            }
+            tl_cp_commit();
+        }
+        int tl_it = 0;
+        // examples/attention.tile:61
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_cp_wait<0>();
+            __syncthreads();
+            {
+                const tl_ix tl_next = v_n0 + 1 * tl_st;
+                const int tl_ns = (tl_it + 1) % 2;
+                if (tl_next < tl_hi) {
+                    const tl_ix v_n0 = tl_next;
+                    if (((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((unsigned long long)((((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i1 = tl_tid * 8 / 128, tl_i0 = tl_tid * 8 % 128;
+                            const __half *tl_g = (((v_k + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 1 + tl_i1 * 128);
+                            const int tl_d = tl_i1 * 136 + tl_i0;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 0 + tl_ns * 34816) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                            }
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i1 = tl_l / 128, tl_i0 = tl_l % 128;
+                            const __half *tl_p = (((v_k + v_base) + ((v_n0 + ((long long)(tl_i1))) * ((long long)(v_D)))) + tl_i0);
+                            __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 34816) + tl_i1 * 136 + tl_i0;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((unsigned long long)((((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0)) & 15) == 0) {
+                        { /* affine: the thread's first chunk, then constant steps */
+                            const int tl_i0 = tl_tid * 8 / 128, tl_i1 = tl_tid * 8 % 128;
+                            const __half *tl_g = (((v_v + v_base) + ((v_n0 + ((long long)(0))) * ((long long)(v_D)))) + 0) + (tl_i0 * 128 + tl_i1 * 1);
+                            const int tl_d = tl_i0 * 136 + tl_i1;
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                                tl_cp16((__half *)(tl_smem + 69632 + tl_ns * 34816) + tl_d + tl_q * 2176, tl_g + tl_q * 2048LL, 16);
+                            }
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 256 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = (((v_v + v_base) + ((v_n0 + ((long long)(tl_i0))) * ((long long)(v_D)))) + tl_i1);
+                            __half *tl_d = (__half *)(tl_smem + 69632 + tl_ns * 34816) + tl_i0 * 136 + tl_i1;
+                            const bool tl_m0 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            const bool tl_m7 = ((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)));
+                            if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
+                                tl_cp16(tl_d, tl_p, 16);
+                            } else if (!(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, 0); /* zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = (((v_n0 + ((long long)(tl_i0))) < ((long long)(v_S)))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                }
+                tl_cp_commit();
+            }
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+                // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 34816)
+                // examples/attention.tile:64
+                float v_s_unscaled[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 128] @ [128, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 34816) + (((tl_warp % 1) * 128 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_s_unscaled + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:64
+                float v_s[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:65
+                // v_ok: true on this tile
+                // examples/attention.tile:66
+                float v_sm_unscaled[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:66
+                float v_sm[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:67
+                float tl_t0[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
+                }
+                // examples/attention.tile:68
+                float v_p[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:69
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:70
+                float tl_t1[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float tl_n2[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
+                // examples/attention.tile:71
+                // v_tv: in its cp.async ring at byte (69632 + tl_rs * 34816)
+                // examples/attention.tile:72
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 128] @ [128, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (69632 + tl_rs * 34816) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:73
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n3[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
+            } else {
+                // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (0 + tl_rs * 34816)
+                // examples/attention.tile:64
+                float tl_t4[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 128] @ [128, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&v_tq[tl_jq];
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_nt(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (0 + tl_rs * 34816) + (((tl_warp % 1) * 128 + tl_n * 8 + (tl_lane & 7) + ((tl_lane >> 4) & 1) * 8) * 136 + tl_k + ((tl_lane >> 3) & 1) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(tl_t4 + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                float v_s[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:65
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:66
+                float v_sm[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:67
+                float tl_t5[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
+                }
+                // examples/attention.tile:68
+                float v_p[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:69
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:70
+                float tl_t6[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float tl_n7[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
+                // examples/attention.tile:71
+                // v_tv: in its cp.async ring at byte (69632 + tl_rs * 34816)
+                // examples/attention.tile:72
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 128] @ [128, 128] */
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        unsigned tl_fa[1][4], tl_fb[16][2];
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fa[tl_m][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                        #pragma unroll
+                        for (int tl_n = 0; tl_n < 16; tl_n += 2)
+                            tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (69632 + tl_rs * 34816) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 1) * 128 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_n = 0; tl_n < 16; ++tl_n)
+                                tl_mma_f16(v_acc + (tl_m * 16 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
+                    }
+                }
+                // examples/attention.tile:73
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n8[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
+            }
+        }
+        tl_cp_wait<0>();
+    }
+    // examples/attention.tile:75
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifndef TL_WG_HELPERS
+#define TL_WG_HELPERS
+/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
+struct __align__(64) tl_tmap { unsigned long long v[16]; };
+static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
+{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
+{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
+{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
+static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
+{
+    unsigned ok = 0;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
+    } while (!ok);
+}
+static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
+}
+static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
+template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
+static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
+static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
+{
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
+           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
+}
+#endif
+#ifndef TL_WG_PIN
+#define TL_WG_PIN
+/* the accumulators a wgmma wrote, read only after its wait (the compiler moves no read above it) */
+static __device__ __forceinline__ void tl_wg_pin(float *d, int n)
+{
+#pragma unroll
+    for (int i = 0; i < n; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+#endif
+#ifndef TL_WGMMA_f16_N128_BK
+#define TL_WGMMA_f16_N128_BK
+static __device__ __forceinline__ void tl_wgmma_f16_n128_bk(float *d, unsigned long long da, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "n"(1) : "memory");
+}
+#endif
+#ifndef TL_WGRS_f16_N128
+#define TL_WGRS_f16_N128
+static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned *a, unsigned long long db)
+{
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %69, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1; }"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1) : "memory");
+}
+#endif
+/* attention_d128, variant 3: BM = 128, BN = 128, D = 128, warps = 8, stages = 2 */
+/* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v3_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 256, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid1 = tl_r / tl_gs;
+    }
+    constexpr int v_BM = 128;
+    constexpr int v_BN = 128;
+    constexpr int v_D = 128;
+    constexpr int v_warps = 8;
+    constexpr int v_stages = 2;
+    // examples/attention.tile:49
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:50
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:51
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:52
+    __half v_tq[64];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
+        }
+    }
+    // examples/attention.tile:53
+    float v_m_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:54
+    float v_l_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:55
+    float v_acc[64];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:56
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:57
+    long long v_hi = v_S;
+    // examples/attention.tile:58
+    if ((v_causal != 0)) {
+        // examples/attention.tile:59
+        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:61
+    { /* dots on wgmma, 2-stage ring by TMA (sm_90a) */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 163840, tl_empty = tl_full + 16;
+        if (tl_tid0 == 0) {
+            for (int tl_s = 0; tl_s < 2; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 1);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        if (tl_tid0 < 256) { /* v_tq into shared memory for wgmma: K-major, the 128-byte swizzle */
+            #pragma unroll
+            for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+                const int tl_j = tl_c;
+                const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                *(unsigned *)(tl_smem + tl_wro + (tl_i1 >> 6) * 16384 + tl_i0 * 128 + ((((tl_i1 >> 3) & 7) ^ (tl_i0 & 7)) << 4) + (tl_i1 & 7) * 2) = *(const unsigned *)&v_tq[tl_j];
+            }
+            tl_fence_async_smem();
+        }
+        __syncthreads();
+        if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<24>();
+            if (tl_tid0 == 256) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 2;
+                    if (tl_it >= 2)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 2) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 65536);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 32768 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 32768 + 16384, &tl_tm0, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 98304 + tl_s * 32768 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 98304 + tl_s * 32768 + 16384, &tl_tm1, (int)(0) + 64, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                }
+            }
+            return;
+        }
+        tl_setmaxnreg_inc<240>();
+        int tl_it = 0;
+        // examples/attention.tile:61
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+            tl_mbar_wait(tl_full + (tl_it % 2) * 8, (tl_it / 2) & 1);
+            const int tl_rs = tl_it % 2;
+            if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+                // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 32768)
+                // examples/attention.tile:64
+                float v_s_unscaled[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) v_s_unscaled[tl_j] = 0.0f;
+                { /* v_s_unscaled += dot: [128, 128] @ [128, 128] */
+                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
+                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
+                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 32768), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_wg_fence();
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q)
+                        tl_wgmma_f16_n128_bk(v_s_unscaled, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)));
+                    tl_wg_commit();
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_s_unscaled, 64);
+                }
+                // examples/attention.tile:64
+                float v_s[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (v_s_unscaled[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:65
+                // v_ok: true on this tile
+                // examples/attention.tile:66
+                float v_sm_unscaled[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm_unscaled[tl_j] = (true ? v_s_unscaled[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:66
+                float v_sm[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = (v_sm_unscaled[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:67
+                float tl_t0[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm_unscaled[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t0[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], (tl_t0[tl_j] * v_qk_scale));
+                }
+                // examples/attention.tile:68
+                float v_p[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2(((v_sm_unscaled[tl_j] * v_qk_scale) - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:69
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:70
+                float tl_t1[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t1[tl_j] = tl_r[tl_j];
+                }
+                float tl_n2[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n2[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t1[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n2[tl_j];
+                // examples/attention.tile:71
+                // v_tv: in its cp.async ring at byte (tl_wro + 98304 + tl_rs * 32768)
+                // examples/attention.tile:72
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 128] @ [128, 128] */
+                    /* A v_p from registers, B v_tv from its swizzled ring (MN-major, transposed) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 98304 + tl_rs * 32768), 16384, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_wg_fence();
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q)
+                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
+                    tl_wg_commit();
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_acc, 64);
+                }
+                // examples/attention.tile:73
+                float tl_n3[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n3[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n3[tl_j];
+            } else {
+                // examples/attention.tile:62
+                // v_rn: index tile computed where it is used
+                // examples/attention.tile:63
+                // v_tk: in its cp.async ring at byte (tl_wro + 32768 + tl_rs * 32768)
+                // examples/attention.tile:64
+                float tl_t4[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) tl_t4[tl_j] = 0.0f;
+                { /* tl_t4 += dot: [128, 128] @ [128, 128] */
+                    /* A v_tq from shared memory (loop-invariant, K-major), B v_tk from its swizzled ring (K-major) */
+                    const unsigned long long tl_ad = tl_wg_desc(tl_sa(tl_smem) + tl_wro + (tl_warp >> 2) * 8192, 16, 1024, 1);
+                    const unsigned tl_adlo = (unsigned)tl_ad, tl_adhi = (unsigned)(tl_ad >> 32);
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 32768 + tl_rs * 32768), 16, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_wg_fence();
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q)
+                        tl_wgmma_f16_n128_bk(tl_t4, (unsigned long long)tl_adhi << 32 | (tl_adlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)), (unsigned long long)tl_bdhi << 32 | (tl_bdlo + (((tl_q >> 2) * 16384 + (tl_q & 3) * 32) >> 4)));
+                    tl_wg_commit();
+                    tl_wg_wait<0>();
+                    tl_wg_pin(tl_t4, 64);
+                }
+                float v_s[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_s[tl_j] = (tl_t4[tl_j] * v_qk_scale);
+                }
+                // examples/attention.tile:65
+                // v_ok: index tile computed where it is used
+                // examples/attention.tile:66
+                float v_sm[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                }
+                // examples/attention.tile:67
+                float tl_t5[2];
+                { /* max along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = (-__int_as_float(0x7f800000));
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_max(tl_r[(((tl_j >> 1) & 1) << 0)], v_sm[tl_j]);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_max(tl_r[tl_j], tl_x);
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t5[tl_j] = tl_r[tl_j];
+                }
+                float v_m_new[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_m_new[tl_j] = tl_max(v_m_i[tl_j], tl_t5[tl_j]);
+                }
+                // examples/attention.tile:68
+                float v_p[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_p[tl_j] = tl_exp2((v_sm[tl_j] - v_m_new[(((tl_j >> 1) & 1) << 0)]));
+                }
+                // examples/attention.tile:69
+                float v_alpha[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    v_alpha[tl_j] = tl_exp2((v_m_i[tl_j] - v_m_new[tl_j]));
+                }
+                // examples/attention.tile:70
+                float tl_t6[2];
+                { /* sum along axis 1 in registers */
+                    float tl_r[2];
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_r[tl_j] = ((float)0);
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                        tl_r[(((tl_j >> 1) & 1) << 0)] = tl_r[(((tl_j >> 1) & 1) << 0)] + v_p[tl_j];
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 1);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                        const float tl_x = __shfl_xor_sync(0xffffffffu, tl_r[tl_j], 2);
+                        tl_r[tl_j] = tl_r[tl_j] + tl_x;
+                    }
+                    #pragma unroll
+                    for (int tl_j = 0; tl_j < 2; ++tl_j) tl_t6[tl_j] = tl_r[tl_j];
+                }
+                float tl_n7[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n7[tl_j] = ((v_l_i[tl_j] * v_alpha[tl_j]) + tl_t6[tl_j]);
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_l_i[tl_j] = tl_n7[tl_j];
+                // examples/attention.tile:71
+                // v_tv: in its cp.async ring at byte (tl_wro + 98304 + tl_rs * 32768)
+                // examples/attention.tile:72
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+                    const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+                    v_acc[tl_j] = (v_acc[tl_j] * v_alpha[(((tl_j >> 1) & 1) << 0)]);
+                }
+                { /* v_acc += dot: [128, 128] @ [128, 128] */
+                    /* A v_p from registers, B v_tv from its swizzled ring (MN-major, transposed) */
+                    unsigned tl_fw[8][4];
+                    #pragma unroll
+                    for (int tl_k = 0; tl_k < 128; tl_k += 16) {
+                        #pragma unroll
+                        for (int tl_m = 0; tl_m < 1; ++tl_m)
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_jq = (tl_m * 16 + (tl_k >> 3) + (tl_q >> 1)) * 4 + (tl_q & 1) * 2;
+                                const __half2 tl_h2 = __floats2half2_rn(v_p[tl_jq], v_p[tl_jq + 1]);
+                                tl_fw[tl_k >> 4][tl_q] = *(const unsigned *)&tl_h2;
+                            }
+                    }
+                    const unsigned long long tl_bd = tl_wg_desc(tl_sa(tl_smem) + (tl_wro + 98304 + tl_rs * 32768), 16384, 1024, 1);
+                    const unsigned tl_bdlo = (unsigned)tl_bd, tl_bdhi = (unsigned)(tl_bd >> 32);
+                    tl_wg_fence();
+                    #pragma unroll
+                    for (int tl_q = 0; tl_q < 8; ++tl_q)
+                        tl_wgrs_f16_n128(v_acc, tl_fw[tl_q], (unsigned long long)tl_bdhi << 32 | (tl_bdlo + ((tl_q * 2048) >> 4)));
+                    tl_wg_commit();
+                    tl_wg_wait<0>();
+                    tl_wg_pin(v_acc, 64);
+                }
+                // examples/attention.tile:73
+                float tl_n8[2];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) {
+                    const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+                    tl_n8[tl_j] = v_m_new[tl_j];
+                }
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 2; ++tl_j) v_m_i[tl_j] = tl_n8[tl_j];
+            }
+            if (tl_lane == 0) /* this warp's wgmma are done with the stage */
+                tl_mbar_arrive(tl_empty + (tl_it % 2) * 8);
+        }
+    }
+    // examples/attention.tile:75
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            unsigned int tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            *(unsigned int *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+        }
+    }
+}
+#endif
