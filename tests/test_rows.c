@@ -106,3 +106,20 @@ Test(rows, rmsnorm_bwd_prefetch_keeps_two_blocks, .timeout = 300)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
     expect_fits(tool, "examples/llm.tile", "rmsnorm_bwd__bf16", 0, 128, "past 128: one block of 256 threads, not two");
 }
+
+/* The loads first (lower/stmt.c, issue_loads): RoPE's four lets
+ * x1 = cast(load(q)), x2 = cast(load(q + 64)), cs, sn = cast(load(cos|sin))
+ * issue all four loads before x1's conversion; in source order each
+ * conversion stood between its load and the next (ptxas then had two of
+ * the six 16-byte loads a thread in flight, not six). */
+Test(rows, rope_issues_its_loads_before_their_arithmetic)
+{
+    char *src = lowered_source("examples/llm.tile", "rope__bf16", 0);
+    const char *x1 = strstr(src, "float v_x1[");
+    const char *q2 = strstr(src, "(long long)(tl_i1)))) + 64)"), *c = strstr(src, "(v_cos + "), *s = strstr(src, "(v_sin + ");
+    cr_assert(x1 && q2 && c && s, "%s", src);
+    cr_expect(q2 < x1, "x2's load not issued before x1's conversion:\n%s", src);
+    cr_expect(c < x1 && s < x1, "cos's and sin's loads not issued before x1's conversion:\n%s", src);
+    cr_expect(strstr(src, "// line 278's load, issued here with line 277's"), "no note of the load issued ahead:\n%s", src);
+    free(src);
+}
