@@ -12,30 +12,15 @@ kernel variant.
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
-import tilec  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def timed(call, flush, reps):
-    for _ in range(5):
-        call()
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for s, e in ev:
-        flush.zero_()
-        s.record()
-        call()
-        e.record()
-    torch.cuda.synchronize()
-    ms = sorted(s.elapsed_time(e) for s, e in ev)
-    return statistics.median(ms), ms[len(ms) // 5], ms[4 * len(ms) // 5]
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, HERE)
+import tilec  # noqa: E402
+from conv_variants import timed  # noqa: E402  (the harness's loop)
 
 
 def main():
