@@ -123,3 +123,28 @@ Test(rows, rope_issues_its_loads_before_their_arithmetic)
     cr_expect(strstr(src, "// line 278's load, issued here with line 277's"), "no note of the load issued ahead:\n%s", src);
     free(src);
 }
+
+/* ...and in the SASS (with cuobjdump at hand): every 16-byte load of
+ * variants 0 and 2 is issued before the first bf16 to f32 conversion
+ * (`IMAD.U32 .., 0x10000` or `PRMT .., 0x7632`); before, ptxas issued 2 of
+ * v0's 6 and 1 of v2's 4 and converted those first. */
+Test(rows, rope_sass_issues_every_vector_load_first, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    for (int v = 0; v <= 2; v += 2) {
+        char *out = disassemble_file(tool, "-sass", "examples/llm.tile", "rope__bf16", v, "sm_90");
+        const char *a = strstr(out, "0x10000, RZ"), *b = strstr(out, "0x7632");
+        const char *cv = a && (!b || a < b) ? a : b;
+        cr_assert(cv, "no bf16 conversion in v%d's SASS:\n%s", v, out);
+        int before = 0, all = 0;
+        for (const char *p = strstr(out, "LDG.E.128"); p; p = strstr(p + 1, "LDG.E.128")) {
+            all++;
+            before += p < cv;
+        }
+        cr_expect(all >= 4 && before == all, "rope v%d: %d of its %d 16-byte loads before the first conversion", v,
+                  before, all);
+        free(out);
+    }
+}
