@@ -18,6 +18,9 @@ matnode *lower_find_mat(lw *L, const tilec_expr *e)
     for (int i = 0; i < L->nmats; i++)
         if (L->mats[i].e == e)
             return &L->mats[i];
+    for (int i = 0; i < L->npre; i++) /* issued ahead with an earlier let's loads (stmt.c, issue_loads) */
+        if (L->pre[i].e == e)
+            return &L->pre[i];
     for (int i = 0; i < L->tw.nearly; i++) /* loaded before the twin's loop (wgmma.c, early_issue) */
         if (L->tw.early[i].e == e)
             return &L->tw.early[i];

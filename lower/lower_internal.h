@@ -190,6 +190,7 @@ typedef struct matnode {
     val *v;
 } matnode;
 
+enum { LOWER_MAX_PRE = 8 }; /* the loads issued ahead in one run of lets, at most (stmt.c) */
 enum { WG_MAX_EARLY = 4 }; /* the epilogue's loads issued before a twin's loop, at most */
 
 enum { LP_MAX = 16 };       /* shapes the layout plan remembers */
@@ -264,6 +265,11 @@ typedef struct lw {
     int nbinds, capbinds, depth;
     matnode *mats; /* materialized subexpressions of the current statement */
     int nmats, capmats;
+    /* loads of the lets after the current one, issued with its own before
+     * any of the run's arithmetic (stmt.c, issue_loads): lower_find_mat
+     * finds them until the run of lets ends */
+    matnode pre[LOWER_MAX_PRE];
+    int npre;
     const val **spilled; /* values spilled for the current statement */
     int nspilled, capspilled;
     int failed;

@@ -349,13 +349,20 @@ static void stmt_if(lw *L, const tilec_stmt *s)
     lower_line(L, "}");
 }
 
-static void emit_stmt(lw *L, const tilec_stmt *s)
+static void issue_loads(lw *L, const tilec_block *b, uint32_t i);
+
+static void emit_stmt(lw *L, const tilec_block *b, uint32_t i)
 {
+    const tilec_stmt *s = b->stmts[i];
     L->nmats = 0;
     L->nspilled = 0;
     L->line = s->loc.line;
     if (s->kind != TILEC_ST_DOC)
         lower_comment_loc(L, &s->loc);
+    if (s->kind == TILEC_ST_LET)
+        issue_loads(L, b, i);
+    else if (s->kind != TILEC_ST_DOC)
+        L->npre = 0;
     switch (s->kind) {
     case TILEC_ST_DOC: stmt_doc(L, s); return;
     case TILEC_ST_LET: stmt_let(L, s); return;
@@ -369,10 +376,142 @@ static void emit_stmt(lw *L, const tilec_stmt *s)
     }
 }
 
+/* The loads first in a run of lets (issue_loads): what a let's value may
+ * hold for its loads to be issued ahead or across it: elementwise work on
+ * loads and index tiles, nothing that writes, stages or reduces. */
+static int ahead_ok(const tilec_expr *e)
+{
+    static const tilec_builtin ok[] = {BI_LOAD, BI_CAST, BI_RANGE, BI_PID, BI_NUM_PROGRAMS, BI_CDIV, BI_MIN, BI_MAX,
+                                       BI_MAXIMUM, BI_MINIMUM, BI_WHERE, BI_FULL, BI_ZEROS};
+    switch (e->kind) {
+    case TILEC_EX_INT: case TILEC_EX_FLOAT: case TILEC_EX_BOOL: case TILEC_EX_INF: case TILEC_EX_NAME:
+    case TILEC_EX_DTYPE: case TILEC_EX_NONE: case TILEC_EX_SLICE: case TILEC_EX_UNARY: case TILEC_EX_BINARY:
+    case TILEC_EX_INDEX:
+        break;
+    case TILEC_EX_CALL: {
+        size_t i = 0;
+        while (i < sizeof ok / sizeof ok[0] && (int)ok[i] != e->builtin)
+            i++;
+        if (i == sizeof ok / sizeof ok[0])
+            return 0;
+        break;
+    }
+    default:
+        return 0;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (e->args[i] && !ahead_ok(e->args[i]))
+            return 0;
+    return 1;
+}
+
+/* A tile load whose pointer and mask read only what is bound now (no
+ * load inside them, no cp.async ring), none of the names in `after` (the
+ * lets it is issued ahead of). */
+static int load_ready(lw *L, const tilec_expr *e, const char *const *after, int nafter)
+{
+    if (e->kind == TILEC_EX_NAME) {
+        int64_t h;
+        val *v = lower_lookup(L, e->name);
+        if (lower_in_list((const char **)after, nafter, e->name))
+            return 0;
+        return v ? v->kind != VK_RING : lower_hint_value(L, e->name, &h);
+    }
+    if (tilec_is_builtin(e, BI_LOAD) || lower_is_materializing(e))
+        return 0;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (e->args[i] && !load_ready(L, e->args[i], after, nafter))
+            return 0;
+    return 1;
+}
+
+/* The tile loads of e (not inside another load), at most n. */
+static int loads_of(lw *L, const tilec_expr *e, const tilec_expr **out, int k, int n)
+{
+    if (tilec_is_builtin(e, BI_LOAD)) {
+        if (k < n && lower_ty(L, e)->rank > 0)
+            out[k++] = e;
+        return k;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (e->args[i])
+            k = loads_of(L, e->args[i], out, k, n);
+    return k;
+}
+
+/* A let whose value loads and computes on what it loaded (not a bare
+ * load: that one is its own registers, in its let's layout), in registers
+ * of the usual layout (no accumulator, no dot operand, no widening). */
+static int ahead_let(lw *L, const tilec_stmt *s)
+{
+    lay y;
+    const val *r;
+    return s->kind == TILEC_ST_LET && s->nnames == 1 && !tilec_is_builtin(s->value, BI_LOAD) &&
+           lower_ty(L, s->value)->rank > 0 && ahead_ok(s->value) &&
+           !lower_in_list(L->assigned, L->nassigned, s->names[0]) && !lower_in_list(L->dotacc, L->ndotacc, s->names[0]) &&
+           !lower_ix_wide_name(L, s->names[0]) && !lower_pick_let(L, s->names[0], s->value, &y) &&
+           !((r = lower_lookup(L, s->names[0])) && r->rlet == s);
+}
+
+/* The loads first: in a run of lets each computing on its own loads
+ * (x1 = cast(load(..)), x2 = cast(load(..)), ...), the first one's
+ * statement issues the loads of the lets after it too, before its own
+ * arithmetic: emitted in source order, each let's conversion stood
+ * between its load and the next one's, and the compiler issued the later
+ * loads only after the earlier ones had arrived (their alignment branches
+ * keep it from moving them up). Each load is materialized as its let
+ * would (its own layout, lower_pick_for) and found by lower_find_mat when
+ * that let comes. A load is issued ahead only where its pointer and mask
+ * read names bound before the run and no let between writes, stages or
+ * reduces; the run ends at the first other statement (a store, a loop). */
+static void issue_loads(lw *L, const tilec_block *b, uint32_t i)
+{
+    const tilec_expr *ld[LOWER_MAX_PRE];
+    if (L->npre || L->tw.on || L->hoist || L->stepdiv || !ahead_let(L, b->stmts[i]) ||
+        !loads_of(L, b->stmts[i]->value, ld, 0, LOWER_MAX_PRE))
+        return;
+    const tilec_stmt *of[LOWER_MAX_PRE];
+    const char *after[64];
+    int n = 0, nafter = 0, later = 0;
+    for (uint32_t k = i; k < b->nstmts && n < LOWER_MAX_PRE && nafter < 64; k++) {
+        const tilec_stmt *s = b->stmts[k];
+        if (s->kind != TILEC_ST_LET || s->nnames != 1 || !ahead_ok(s->value))
+            break;
+        if (k > i && lower_lookup(L, s->names[0])) /* a name bound again: left in its order */
+            break;
+        if (ahead_let(L, s)) {
+            const tilec_expr *e[LOWER_MAX_PRE];
+            int m = loads_of(L, s->value, e, 0, LOWER_MAX_PRE);
+            for (int j = 0; j < m && n < LOWER_MAX_PRE; j++)
+                if (load_ready(L, e[j]->args[0], after, nafter) &&
+                    (e[j]->nargs < 2 || load_ready(L, e[j]->args[1], after, nafter)) &&
+                    (e[j]->nargs < 3 || load_ready(L, e[j]->args[2], after, nafter))) {
+                    of[n] = s;
+                    ld[n++] = e[j];
+                    later |= k > i;
+                }
+        }
+        after[nafter++] = s->names[0];
+    }
+    if (!later)
+        return;
+    unsigned line = L->line;
+    for (int j = 0; j < n && !L->failed; j++) {
+        L->line = of[j]->loc.line;
+        if (of[j] != b->stmts[i])
+            lower_line(L, "// line %u's load, issued here with line %u's (the loads before their arithmetic)",
+                       of[j]->loc.line, line);
+        L->pre[L->npre++] = (matnode){ld[j], lower_materialize(L, ld[j], NULL, NULL)};
+    }
+    L->line = line;
+}
+
 void lower_emit_block(lw *L, const tilec_block *b)
 {
+    L->npre = 0;
     for (uint32_t i = 0; i < b->nstmts && !L->failed; i++)
-        emit_stmt(L, b->stmts[i]);
+        emit_stmt(L, b, i);
+    L->npre = 0;
 }
 
 int lower_mentions(const tilec_expr *e, const char *name)

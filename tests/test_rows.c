@@ -106,3 +106,45 @@ Test(rows, rmsnorm_bwd_prefetch_keeps_two_blocks, .timeout = 300)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
     expect_fits(tool, "examples/llm.tile", "rmsnorm_bwd__bf16", 0, 128, "past 128: one block of 256 threads, not two");
 }
+
+/* The loads first (lower/stmt.c, issue_loads): RoPE's four lets
+ * x1 = cast(load(q)), x2 = cast(load(q + 64)), cs, sn = cast(load(cos|sin))
+ * issue all four loads before x1's conversion; in source order each
+ * conversion stood between its load and the next (ptxas then had two of
+ * the six 16-byte loads a thread in flight, not six). */
+Test(rows, rope_issues_its_loads_before_their_arithmetic)
+{
+    char *src = lowered_source("examples/llm.tile", "rope__bf16", 0);
+    const char *x1 = strstr(src, "float v_x1[");
+    const char *q2 = strstr(src, "(long long)(tl_i1)))) + 64)"), *c = strstr(src, "(v_cos + "), *s = strstr(src, "(v_sin + ");
+    cr_assert(x1 && q2 && c && s, "%s", src);
+    cr_expect(q2 < x1, "x2's load not issued before x1's conversion:\n%s", src);
+    cr_expect(c < x1 && s < x1, "cos's and sin's loads not issued before x1's conversion:\n%s", src);
+    cr_expect(strstr(src, "// line 278's load, issued here with line 277's"), "no note of the load issued ahead:\n%s", src);
+    free(src);
+}
+
+/* ...and in the SASS (with cuobjdump at hand): every 16-byte load of
+ * variants 0 and 2 is issued before the first bf16 to f32 conversion
+ * (`IMAD.U32 .., 0x10000` or `PRMT .., 0x7632`); before, ptxas issued 2 of
+ * v0's 6 and 1 of v2's 4 and converted those first. */
+Test(rows, rope_sass_issues_every_vector_load_first, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    for (int v = 0; v <= 2; v += 2) {
+        char *out = disassemble_file(tool, "-sass", "examples/llm.tile", "rope__bf16", v, "sm_90");
+        const char *a = strstr(out, "0x10000, RZ"), *b = strstr(out, "0x7632");
+        const char *cv = a && (!b || a < b) ? a : b;
+        cr_assert(cv, "no bf16 conversion in v%d's SASS:\n%s", v, out);
+        int before = 0, all = 0;
+        for (const char *p = strstr(out, "LDG.E.128"); p; p = strstr(p + 1, "LDG.E.128")) {
+            all++;
+            before += p < cv;
+        }
+        cr_expect(all >= 4 && before == all, "rope v%d: %d of its %d 16-byte loads before the first conversion", v,
+                  before, all);
+        free(out);
+    }
+}

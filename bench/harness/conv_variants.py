@@ -20,6 +20,23 @@ import tilec  # noqa: E402
 LAYERS = ((32, 56, 64, 64, 3, 1), (32, 14, 256, 256, 3, 1), (32, 56, 64, 256, 1, 1), (32, 28, 128, 128, 3, 1))
 
 
+def timed(call, flush, reps):
+    """The harness's loop over call: five warm-up calls, then reps calls each
+    after a clear of flush, timed by CUDA events: (median, p20, p80) in ms."""
+    for _ in range(5):
+        call()
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for s, e in ev:
+        flush.zero_()
+        s.record()
+        call()
+        e.record()
+    torch.cuda.synchronize()
+    ms = sorted(s.elapsed_time(e) for s, e in ev)
+    return statistics.median(ms), ms[len(ms) // 5], ms[4 * len(ms) // 5]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tag", default="run")
@@ -38,17 +55,7 @@ def main():
 
             def call():
                 kern(xs, ws, y, n, h, h, c, k, r, r, oh, oh, st, pad)
-            for _ in range(5):
-                call()
-            torch.cuda.synchronize()
-            ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(a.reps)]
-            for s, e in ev:
-                flush.zero_()
-                s.record()
-                call()
-                e.record()
-            torch.cuda.synchronize()
-            ms = statistics.median(s.elapsed_time(e) for s, e in ev)
+            ms = timed(call, flush, a.reps)[0]
             print(json.dumps({"tag": a.tag, "layer": f"{r}x{r} {h}x{h} C{c} K{k} N{n} s{st}", "variant": v,
                               "median_us": round(ms * 1e3, 2)}), flush=True)
 

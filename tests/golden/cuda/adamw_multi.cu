@@ -158,14 +158,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                     tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : (float)0;
                 }
             }
-            float v_p[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_p[tl_j] = tl_t0[tl_j];
-            }
-            // examples/adamw_multi.tile:34
+            // line 34's load, issued here with line 33's (the loads before their arithmetic)
             float tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -186,14 +179,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                     tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : (float)0;
                 }
             }
-            float v_gr[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_gr[tl_j] = tl_t1[tl_j];
-            }
-            // examples/adamw_multi.tile:35
+            // line 35's load, issued here with line 33's (the loads before their arithmetic)
             float tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -214,14 +200,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                     tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : (float)0;
                 }
             }
-            float v_m[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_m[tl_j] = tl_t2[tl_j];
-            }
-            // examples/adamw_multi.tile:36
+            // line 36's load, issued here with line 33's (the loads before their arithmetic)
             float tl_t3[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -242,6 +221,30 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f32_v0(const tl_list<fl
                     tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : (float)0;
                 }
             }
+            float v_p[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_p[tl_j] = tl_t0[tl_j];
+            }
+            // examples/adamw_multi.tile:34
+            float v_gr[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_gr[tl_j] = tl_t1[tl_j];
+            }
+            // examples/adamw_multi.tile:35
+            float v_m[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_m[tl_j] = tl_t2[tl_j];
+            }
+            // examples/adamw_multi.tile:36
             float v_v[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -449,14 +452,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                     tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                 }
             }
-            float v_p[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_p[tl_j] = __bfloat162float(tl_t0[tl_j]);
-            }
-            // examples/adamw_multi.tile:34
+            // line 34's load, issued here with line 33's (the loads before their arithmetic)
             __nv_bfloat16 tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -485,14 +481,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                     tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                 }
             }
-            float v_gr[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_gr[tl_j] = __bfloat162float(tl_t1[tl_j]);
-            }
-            // examples/adamw_multi.tile:35
+            // line 35's load, issued here with line 33's (the loads before their arithmetic)
             __nv_bfloat16 tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -521,14 +510,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                     tl_t2[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                 }
             }
-            float v_m[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_m[tl_j] = __bfloat162float(tl_t2[tl_j]);
-            }
-            // examples/adamw_multi.tile:36
+            // line 36's load, issued here with line 33's (the loads before their arithmetic)
             __nv_bfloat16 tl_t3[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -557,6 +539,30 @@ extern "C" __global__ void __launch_bounds__(128) adamw__bf16_v0(const tl_list<_
                     tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : (__nv_bfloat16)__float2bfloat16_rn(0.0f);
                 }
             }
+            float v_p[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_p[tl_j] = __bfloat162float(tl_t0[tl_j]);
+            }
+            // examples/adamw_multi.tile:34
+            float v_gr[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_gr[tl_j] = __bfloat162float(tl_t1[tl_j]);
+            }
+            // examples/adamw_multi.tile:35
+            float v_m[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_m[tl_j] = __bfloat162float(tl_t2[tl_j]);
+            }
+            // examples/adamw_multi.tile:36
             float v_v[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -812,14 +818,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                     tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
                 }
             }
-            float v_p[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_p[tl_j] = __half2float(tl_t0[tl_j]);
-            }
-            // examples/adamw_multi.tile:34
+            // line 34's load, issued here with line 33's (the loads before their arithmetic)
             __half tl_t1[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -848,14 +847,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                     tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
                 }
             }
-            float v_gr[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_gr[tl_j] = __half2float(tl_t1[tl_j]);
-            }
-            // examples/adamw_multi.tile:35
+            // line 35's load, issued here with line 33's (the loads before their arithmetic)
             __half tl_t2[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -884,14 +876,7 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                     tl_t2[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
                 }
             }
-            float v_m[8];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 1023;
-                v_m[tl_j] = __half2float(tl_t2[tl_j]);
-            }
-            // examples/adamw_multi.tile:36
+            // line 36's load, issued here with line 33's (the loads before their arithmetic)
             __half tl_t3[8];
             #pragma unroll
             for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -920,6 +905,30 @@ extern "C" __global__ void __launch_bounds__(128) adamw__f16_v0(const tl_list<__
                     tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : (__half)__float2half_rn(0.0f);
                 }
             }
+            float v_p[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_p[tl_j] = __half2float(tl_t0[tl_j]);
+            }
+            // examples/adamw_multi.tile:34
+            float v_gr[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_gr[tl_j] = __half2float(tl_t1[tl_j]);
+            }
+            // examples/adamw_multi.tile:35
+            float v_m[8];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 1023;
+                v_m[tl_j] = __half2float(tl_t2[tl_j]);
+            }
+            // examples/adamw_multi.tile:36
             float v_v[8];
             #pragma unroll
             for (int tl_j = 0; tl_j < 8; ++tl_j) {

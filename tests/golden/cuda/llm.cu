@@ -147,14 +147,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __half tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -183,6 +176,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -549,14 +550,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
-        float v_wc[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __half tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -585,6 +579,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
+        float v_wc[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -951,14 +953,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
-        float v_wc[8];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __half tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -987,6 +982,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
+        float v_wc[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -1353,14 +1356,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
-        float v_wc[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __half tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -1389,6 +1385,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
+        float v_wc[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -1755,14 +1759,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
-        float v_wc[64];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __half tl_t1[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -1791,6 +1788,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
+        float v_wc[64];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -2157,14 +2162,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __half tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2193,6 +2191,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = __half2float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2559,14 +2565,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __nv_bfloat16 tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -2595,6 +2594,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -2961,14 +2968,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
-        float v_wc[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __nv_bfloat16 tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -2997,6 +2997,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
+        float v_wc[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -3363,14 +3371,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
-        float v_wc[8];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __nv_bfloat16 tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -3399,6 +3400,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
+        float v_wc[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -3765,14 +3774,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
-        float v_wc[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __nv_bfloat16 tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -3801,6 +3803,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
+        float v_wc[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -4167,14 +4177,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
-        float v_wc[64];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __nv_bfloat16 tl_t1[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -4203,6 +4206,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
+        float v_wc[64];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -4569,14 +4580,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         __nv_bfloat16 tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -4605,6 +4609,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
                 tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = __bfloat162float(tl_t0[tl_j]);
+        }
+        // examples/llm.tile:32
         float v_v[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -4963,14 +4975,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = tl_t0[tl_j];
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         float tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -4991,6 +4996,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
                 tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = tl_t0[tl_j];
+        }
+        // examples/llm.tile:32
         float v_v[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -5293,14 +5306,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
-        float v_wc[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = tl_t0[tl_j];
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         float tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5321,6 +5327,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
                 tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
+        float v_wc[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = tl_t0[tl_j];
+        }
+        // examples/llm.tile:32
         float v_v[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -5623,14 +5637,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
-        float v_wc[8];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 8; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = tl_t0[tl_j];
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         float tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -5651,6 +5658,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
                 tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
+        float v_wc[8];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 8; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = tl_t0[tl_j];
+        }
+        // examples/llm.tile:32
         float v_v[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -5953,14 +5968,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
-        float v_wc[32];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = tl_t0[tl_j];
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         float tl_t1[32];
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -5981,6 +5989,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
                 tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
+        float v_wc[32];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 32; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = tl_t0[tl_j];
+        }
+        // examples/llm.tile:32
         float v_v[32];
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -6283,14 +6299,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
-        float v_wc[64];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = tl_t0[tl_j];
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         float tl_t1[64];
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -6311,6 +6320,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
                 tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
+        float v_wc[64];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 64; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = tl_t0[tl_j];
+        }
+        // examples/llm.tile:32
         float v_v[64];
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -6613,14 +6630,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = tl_t0[tl_j];
-        }
-        // examples/llm.tile:32
+        // line 32's load, issued here with line 31's (the loads before their arithmetic)
         float tl_t1[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -6641,6 +6651,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
                 tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = tl_t0[tl_j];
+        }
+        // examples/llm.tile:32
         float v_v[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -7484,14 +7502,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __half tl_t15[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -7520,6 +7531,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -8235,14 +8254,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
-                float v_xh[32];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __half tl_t15[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -8271,6 +8283,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
+                float v_xh[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -8986,14 +9006,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
-                float v_xh[8];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __half tl_t15[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -9022,6 +9035,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
+                float v_xh[8];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[8];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -9737,14 +9758,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
-                float v_xh[32];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __half tl_t15[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -9773,6 +9787,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
+                float v_xh[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -10488,14 +10510,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
-                float v_xh[64];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 64; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __half tl_t15[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -10524,6 +10539,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
+                float v_xh[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -11239,14 +11262,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __half tl_t15[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -11275,6 +11291,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (__half2float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -11990,14 +12014,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __nv_bfloat16 tl_t15[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -12026,6 +12043,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -12741,14 +12766,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
-                float v_xh[32];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __nv_bfloat16 tl_t15[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -12777,6 +12795,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
+                float v_xh[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -13492,14 +13518,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
-                float v_xh[8];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __nv_bfloat16 tl_t15[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -13528,6 +13547,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
+                float v_xh[8];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[8];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -14243,14 +14270,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
-                float v_xh[32];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __nv_bfloat16 tl_t15[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -14279,6 +14299,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
+                float v_xh[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -14994,14 +15022,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
-                float v_xh[64];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 64; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __nv_bfloat16 tl_t15[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -15030,6 +15051,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
+                float v_xh[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -15745,14 +15774,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                         tl_t14[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 __nv_bfloat16 tl_t15[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -15781,6 +15803,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                         tl_t15[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (__bfloat162float(tl_t14[tl_j]) * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -16408,14 +16438,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                         tl_t14[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 float tl_t15[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -16436,6 +16459,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                         tl_t15[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -17039,14 +17070,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                         tl_t14[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
-                float v_xh[32];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 float tl_t15[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -17067,6 +17091,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                         tl_t15[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
+                float v_xh[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -17670,14 +17702,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                         tl_t14[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
-                float v_xh[8];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 8; ++tl_j) {
-                    const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 float tl_t15[8];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -17698,6 +17723,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                         tl_t15[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
+                float v_xh[8];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 8; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[8];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -18301,14 +18334,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                         tl_t14[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
-                float v_xh[32];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 32; ++tl_j) {
-                    const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 float tl_t15[32];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -18329,6 +18355,14 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                         tl_t15[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
+                float v_xh[32];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 32; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[32];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -18932,14 +18966,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                         tl_t14[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
-                float v_xh[64];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 64; ++tl_j) {
-                    const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 float tl_t15[64];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -18960,6 +18987,14 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                         tl_t15[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
+                float v_xh[64];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 64; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[64];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -19563,14 +19598,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                         tl_t14[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
-                }
-                // examples/llm.tile:118
+                // line 118's load, issued here with line 117's (the loads before their arithmetic)
                 float tl_t15[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -19591,6 +19619,14 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                         tl_t15[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (tl_t14[tl_j] * v_rs);
+                }
+                // examples/llm.tile:118
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -19872,14 +19908,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 tl_t4[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = __half2float(tl_t4[tl_j]);
-        }
-        // examples/llm.tile:147
+        // line 147's load, issued here with line 146's (the loads before their arithmetic)
         __half tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -19908,6 +19937,14 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
                 tl_t5[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = __half2float(tl_t4[tl_j]);
+        }
+        // examples/llm.tile:147
         float v_bc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -20461,14 +20498,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 tl_t4[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = __half2float(tl_t4[tl_j]);
-        }
-        // examples/llm.tile:147
+        // line 147's load, issued here with line 146's (the loads before their arithmetic)
         __half tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -20497,6 +20527,14 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
                 tl_t5[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = __half2float(tl_t4[tl_j]);
+        }
+        // examples/llm.tile:147
         float v_bc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21050,14 +21088,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 tl_t4[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = __bfloat162float(tl_t4[tl_j]);
-        }
-        // examples/llm.tile:147
+        // line 147's load, issued here with line 146's (the loads before their arithmetic)
         __nv_bfloat16 tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -21086,6 +21117,14 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
                 tl_t5[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = __bfloat162float(tl_t4[tl_j]);
+        }
+        // examples/llm.tile:147
         float v_bc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -21639,14 +21678,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 tl_t4[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = __bfloat162float(tl_t4[tl_j]);
-        }
-        // examples/llm.tile:147
+        // line 147's load, issued here with line 146's (the loads before their arithmetic)
         __nv_bfloat16 tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -21675,6 +21707,14 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
                 tl_t5[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = __bfloat162float(tl_t4[tl_j]);
+        }
+        // examples/llm.tile:147
         float v_bc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22212,14 +22252,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 tl_t4[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 0) & 4095;
-            v_wc[tl_j] = tl_t4[tl_j];
-        }
-        // examples/llm.tile:147
+        // line 147's load, issued here with line 146's (the loads before their arithmetic)
         float tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -22240,6 +22273,14 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
                 tl_t5[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 4095;
+            v_wc[tl_j] = tl_t4[tl_j];
+        }
+        // examples/llm.tile:147
         float v_bc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -22705,14 +22746,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 tl_t4[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
-        float v_wc[16];
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 16; ++tl_j) {
-            const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
-            const int tl_i0 = (tl_l >> 0) & 8191;
-            v_wc[tl_j] = tl_t4[tl_j];
-        }
-        // examples/llm.tile:147
+        // line 147's load, issued here with line 146's (the loads before their arithmetic)
         float tl_t5[16];
         #pragma unroll
         for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -22733,6 +22767,14 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
                 tl_t5[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
             }
         }
+        float v_wc[16];
+        #pragma unroll
+        for (int tl_j = 0; tl_j < 16; ++tl_j) {
+            const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
+            const int tl_i0 = (tl_l >> 0) & 8191;
+            v_wc[tl_j] = tl_t4[tl_j];
+        }
+        // examples/llm.tile:147
         float v_bc[16];
         #pragma unroll
         for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -23153,16 +23195,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                     tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                 }
             }
-            float tl_t2 = *((v_mean + v_r));
-            float v_xh[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 4095;
-                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__half2float(tl_t1[tl_j]) - tl_t2) * v_rs) : 0.0f);
-            }
-            // examples/llm.tile:199
-            __half tl_t3[16];
+            // line 199's load, issued here with line 198's (the loads before their arithmetic)
+            __half tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -23178,24 +23212,33 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
-                    tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                 }
             }
+            float tl_t3 = *((v_mean + v_r));
+            float v_xh[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 4095;
+                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__half2float(tl_t1[tl_j]) - tl_t3) * v_rs) : 0.0f);
+            }
+            // examples/llm.tile:199
             float v_g[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                v_g[tl_j] = __half2float(tl_t3[tl_j]);
+                v_g[tl_j] = __half2float(tl_t2[tl_j]);
             }
             // examples/llm.tile:200
             float tl_n4[16];
@@ -23694,14 +23737,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         tl_t16[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__half2float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
-                }
-                // examples/llm.tile:234
+                // line 234's load, issued here with line 233's (the loads before their arithmetic)
                 __half tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -23730,6 +23766,14 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                         tl_t17[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__half2float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
+                }
+                // examples/llm.tile:234
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24023,16 +24067,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                     tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                 }
             }
-            float tl_t2 = *((v_mean + v_r));
-            float v_xh[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 8191;
-                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__half2float(tl_t1[tl_j]) - tl_t2) * v_rs) : 0.0f);
-            }
-            // examples/llm.tile:199
-            __half tl_t3[16];
+            // line 199's load, issued here with line 198's (the loads before their arithmetic)
+            __half tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -24048,24 +24084,33 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
-                    tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
-                    tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
+                    tl_t2[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                 }
             }
+            float tl_t3 = *((v_mean + v_r));
+            float v_xh[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 8191;
+                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__half2float(tl_t1[tl_j]) - tl_t3) * v_rs) : 0.0f);
+            }
+            // examples/llm.tile:199
             float v_g[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 8191;
-                v_g[tl_j] = __half2float(tl_t3[tl_j]);
+                v_g[tl_j] = __half2float(tl_t2[tl_j]);
             }
             // examples/llm.tile:200
             float tl_n4[16];
@@ -24564,14 +24609,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         tl_t16[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__half2float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
-                }
-                // examples/llm.tile:234
+                // line 234's load, issued here with line 233's (the loads before their arithmetic)
                 __half tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -24600,6 +24638,14 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                         tl_t17[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__half2float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
+                }
+                // examples/llm.tile:234
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -24893,16 +24939,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                     tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                 }
             }
-            float tl_t2 = *((v_mean + v_r));
-            float v_xh[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 4095;
-                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__bfloat162float(tl_t1[tl_j]) - tl_t2) * v_rs) : 0.0f);
-            }
-            // examples/llm.tile:199
-            __nv_bfloat16 tl_t3[16];
+            // line 199's load, issued here with line 198's (the loads before their arithmetic)
+            __nv_bfloat16 tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -24918,24 +24956,33 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
-                    tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                 }
             }
+            float tl_t3 = *((v_mean + v_r));
+            float v_xh[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 4095;
+                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__bfloat162float(tl_t1[tl_j]) - tl_t3) * v_rs) : 0.0f);
+            }
+            // examples/llm.tile:199
             float v_g[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                v_g[tl_j] = __bfloat162float(tl_t3[tl_j]);
+                v_g[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
             // examples/llm.tile:200
             float tl_n4[16];
@@ -25434,14 +25481,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         tl_t16[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__bfloat162float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
-                }
-                // examples/llm.tile:234
+                // line 234's load, issued here with line 233's (the loads before their arithmetic)
                 __nv_bfloat16 tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -25470,6 +25510,14 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                         tl_t17[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__bfloat162float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
+                }
+                // examples/llm.tile:234
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -25763,16 +25811,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                     tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                 }
             }
-            float tl_t2 = *((v_mean + v_r));
-            float v_xh[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-                const int tl_i0 = (tl_l >> 0) & 8191;
-                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__bfloat162float(tl_t1[tl_j]) - tl_t2) * v_rs) : 0.0f);
-            }
-            // examples/llm.tile:199
-            __nv_bfloat16 tl_t3[16];
+            // line 199's load, issued here with line 198's (the loads before their arithmetic)
+            __nv_bfloat16 tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 8) {
                 const int tl_j = tl_c;
@@ -25788,24 +25828,33 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 const bool tl_m6 = (tl_i0 < (v_cols >= -2147483642 ? v_cols - 6 : -2147483647 - 1));
                 const bool tl_m7 = (tl_i0 < (v_cols >= -2147483641 ? v_cols - 7 : -2147483647 - 1));
                 if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
-                    tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
-                    tl_t3[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
+                    tl_t2[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                 }
             }
+            float tl_t3 = *((v_mean + v_r));
+            float v_xh[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+                const int tl_i0 = (tl_l >> 0) & 8191;
+                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((__bfloat162float(tl_t1[tl_j]) - tl_t3) * v_rs) : 0.0f);
+            }
+            // examples/llm.tile:199
             float v_g[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
                 const int tl_i0 = (tl_l >> 0) & 8191;
-                v_g[tl_j] = __bfloat162float(tl_t3[tl_j]);
+                v_g[tl_j] = __bfloat162float(tl_t2[tl_j]);
             }
             // examples/llm.tile:200
             float tl_n4[16];
@@ -26304,14 +26353,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         tl_t16[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__bfloat162float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
-                }
-                // examples/llm.tile:234
+                // line 234's load, issued here with line 233's (the loads before their arithmetic)
                 __nv_bfloat16 tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -26340,6 +26382,14 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                         tl_t17[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 8) * 512 + tl_tid) * 8 + (tl_j % 8);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((__bfloat162float(tl_t16[tl_j]) - v_mu) * v_rs) : 0.0f);
+                }
+                // examples/llm.tile:234
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -26617,16 +26667,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                     tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                 }
             }
-            float tl_t2 = *((v_mean + v_r));
-            float v_xh[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 0) & 4095;
-                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((tl_t1[tl_j] - tl_t2) * v_rs) : 0.0f);
-            }
-            // examples/llm.tile:199
-            float tl_t3[16];
+            // line 199's load, issued here with line 198's (the loads before their arithmetic)
+            float tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -26638,20 +26680,29 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
-                    tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
-                    tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
-                    tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
-                    tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
+                    tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
+                    tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
+                    tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
+                    tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                 }
             }
+            float tl_t3 = *((v_mean + v_r));
+            float v_xh[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 0) & 4095;
+                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((tl_t1[tl_j] - tl_t3) * v_rs) : 0.0f);
+            }
+            // examples/llm.tile:199
             float v_g[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 4095;
-                v_g[tl_j] = tl_t3[tl_j];
+                v_g[tl_j] = tl_t2[tl_j];
             }
             // examples/llm.tile:200
             float tl_n4[16];
@@ -27102,14 +27153,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         tl_t16[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-                    const int tl_i0 = (tl_l >> 0) & 4095;
-                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((tl_t16[tl_j] - v_mu) * v_rs) : 0.0f);
-                }
-                // examples/llm.tile:234
+                // line 234's load, issued here with line 233's (the loads before their arithmetic)
                 float tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -27130,6 +27174,14 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                         tl_t17[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 0) & 4095;
+                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((tl_t16[tl_j] - v_mu) * v_rs) : 0.0f);
+                }
+                // examples/llm.tile:234
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -27383,16 +27435,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                     tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                 }
             }
-            float tl_t2 = *((v_mean + v_r));
-            float v_xh[16];
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
-                const int tl_i0 = (tl_l >> 0) & 8191;
-                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((tl_t1[tl_j] - tl_t2) * v_rs) : 0.0f);
-            }
-            // examples/llm.tile:199
-            float tl_t3[16];
+            // line 199's load, issued here with line 198's (the loads before their arithmetic)
+            float tl_t2[16];
             #pragma unroll
             for (int tl_c = 0; tl_c < 16; tl_c += 4) {
                 const int tl_j = tl_c;
@@ -27404,20 +27448,29 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 const bool tl_m2 = (tl_i0 < (v_cols >= -2147483646 ? v_cols - 2 : -2147483647 - 1));
                 const bool tl_m3 = (tl_i0 < (v_cols >= -2147483645 ? v_cols - 3 : -2147483647 - 1));
                 if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                    *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+                    *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
                 } else {
-                    tl_t3[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
-                    tl_t3[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
-                    tl_t3[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
-                    tl_t3[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
+                    tl_t2[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
+                    tl_t2[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
+                    tl_t2[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
+                    tl_t2[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                 }
             }
+            float tl_t3 = *((v_mean + v_r));
+            float v_xh[16];
+            #pragma unroll
+            for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
+                const int tl_i0 = (tl_l >> 0) & 8191;
+                v_xh[tl_j] = ((tl_i0 < v_cols) ? ((tl_t1[tl_j] - tl_t3) * v_rs) : 0.0f);
+            }
+            // examples/llm.tile:199
             float v_g[16];
             #pragma unroll
             for (int tl_j = 0; tl_j < 16; ++tl_j) {
                 const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
                 const int tl_i0 = (tl_l >> 0) & 8191;
-                v_g[tl_j] = tl_t3[tl_j];
+                v_g[tl_j] = tl_t2[tl_j];
             }
             // examples/llm.tile:200
             float tl_n4[16];
@@ -27868,14 +27921,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         tl_t16[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
-                float v_xh[16];
-                #pragma unroll
-                for (int tl_j = 0; tl_j < 16; ++tl_j) {
-                    const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
-                    const int tl_i0 = (tl_l >> 0) & 8191;
-                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((tl_t16[tl_j] - v_mu) * v_rs) : 0.0f);
-                }
-                // examples/llm.tile:234
+                // line 234's load, issued here with line 233's (the loads before their arithmetic)
                 float tl_t17[16];
                 #pragma unroll
                 for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -27896,6 +27942,14 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                         tl_t17[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
                     }
                 }
+                float v_xh[16];
+                #pragma unroll
+                for (int tl_j = 0; tl_j < 16; ++tl_j) {
+                    const int tl_l = ((tl_j / 4) * 512 + tl_tid) * 4 + (tl_j % 4);
+                    const int tl_i0 = (tl_l >> 0) & 8191;
+                    v_xh[tl_j] = (((v_c0 + tl_i0) < v_cols) ? ((tl_t16[tl_j] - v_mu) * v_rs) : 0.0f);
+                }
+                // examples/llm.tile:234
                 float v_g[16];
                 #pragma unroll
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -29577,14 +29631,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_x1[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -29613,14 +29660,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_x2[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29640,14 +29680,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29667,6 +29700,30 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             tl_t3[tl_j + 7] = tl_p[7];
         }
     }
+    float v_x1[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:278
+    float v_x2[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
+    }
+    // examples/llm.tile:279
+    float v_cs[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:280
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -29812,14 +29869,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_x1[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -29848,14 +29898,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_x2[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29875,14 +29918,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -29902,6 +29938,30 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             tl_t3[tl_j + 7] = tl_p[7];
         }
     }
+    float v_x1[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:278
+    float v_x2[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
+    }
+    // examples/llm.tile:279
+    float v_cs[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:280
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30047,14 +30107,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_x1[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30083,14 +30136,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_x2[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30110,14 +30156,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30137,6 +30176,30 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             tl_t3[tl_j + 7] = tl_p[7];
         }
     }
+    float v_x1[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:278
+    float v_x2[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
+    }
+    // examples/llm.tile:279
+    float v_cs[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:280
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30282,14 +30345,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_x1[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -30318,14 +30374,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_x2[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30345,14 +30394,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30372,6 +30414,30 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             tl_t3[tl_j + 7] = tl_p[7];
         }
     }
+    float v_x1[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:278
+    float v_x2[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
+    }
+    // examples/llm.tile:279
+    float v_cs[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:280
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30517,14 +30583,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_x1[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -30553,14 +30612,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_x2[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30580,14 +30632,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30607,6 +30652,30 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             tl_t3[tl_j + 7] = tl_p[7];
         }
     }
+    float v_x1[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:278
+    float v_x2[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
+    }
+    // examples/llm.tile:279
+    float v_cs[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:280
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30752,14 +30821,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_x1[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30788,14 +30850,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_x2[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30815,14 +30870,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    float v_cs[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -30842,6 +30890,30 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             tl_t3[tl_j + 7] = tl_p[7];
         }
     }
+    float v_x1[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:278
+    float v_x2[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
+    }
+    // examples/llm.tile:279
+    float v_cs[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:280
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30979,14 +31051,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_x1[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -31007,14 +31072,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_x2[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = tl_t1[tl_j];
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31030,14 +31088,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             tl_t2[tl_j + 3] = tl_p[3];
         }
     }
-    float v_cs[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31053,6 +31104,30 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             tl_t3[tl_j + 3] = tl_p[3];
         }
     }
+    float v_x1[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:278
+    float v_x2[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = tl_t1[tl_j];
+    }
+    // examples/llm.tile:279
+    float v_cs[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
+    }
+    // examples/llm.tile:280
     float v_sn[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31158,14 +31233,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_x1[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
@@ -31186,14 +31254,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_x2[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = tl_t1[tl_j];
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31209,14 +31270,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             tl_t2[tl_j + 3] = tl_p[3];
         }
     }
-    float v_cs[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31232,6 +31286,30 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             tl_t3[tl_j + 3] = tl_p[3];
         }
     }
+    float v_x1[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:278
+    float v_x2[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = tl_t1[tl_j];
+    }
+    // examples/llm.tile:279
+    float v_cs[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
+    }
+    // examples/llm.tile:280
     float v_sn[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31337,14 +31415,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_x1[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x1[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:278
+    // line 278's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -31365,14 +31436,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_x2[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        v_x2[tl_j] = tl_t1[tl_j];
-    }
-    // examples/llm.tile:279
+    // line 279's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31388,14 +31452,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             tl_t2[tl_j + 3] = tl_p[3];
         }
     }
-    float v_cs[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_i0 = 0;
-        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
-    }
-    // examples/llm.tile:280
+    // line 280's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31411,6 +31468,30 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             tl_t3[tl_j + 3] = tl_p[3];
         }
     }
+    float v_x1[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:278
+    float v_x2[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = tl_t1[tl_j];
+    }
+    // examples/llm.tile:279
+    float v_cs[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
+    }
+    // examples/llm.tile:280
     float v_sn[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31518,14 +31599,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_g[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -31554,6 +31628,14 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
+    float v_g[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:294
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -31648,14 +31730,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31684,6 +31759,14 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:294
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -31778,14 +31861,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31814,6 +31890,14 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:294
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -31900,14 +31984,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
         }
     }
-    float v_g[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     __half tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31928,6 +32005,14 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
         }
     }
+    float v_g[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:294
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -32006,14 +32091,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_g[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -32042,6 +32120,14 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
+    float v_g[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:294
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -32136,14 +32222,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32172,6 +32251,14 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:294
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32266,14 +32353,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32302,6 +32382,14 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:294
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32388,14 +32476,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_g[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32416,6 +32497,14 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
         }
     }
+    float v_g[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:294
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -32486,14 +32575,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_g[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -32514,6 +32596,14 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
+    float v_g[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:294
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -32584,14 +32674,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32612,6 +32695,14 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:294
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32682,14 +32773,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32710,6 +32794,14 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:294
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32780,14 +32872,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_g[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:294
+    // line 294's load, issued here with line 293's (the loads before their arithmetic)
     float tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32808,6 +32893,14 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
+    float v_g[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:294
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -32886,14 +32979,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_g[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -32922,6 +33008,14 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
+    float v_g[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:306
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -33016,14 +33110,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33052,6 +33139,14 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:306
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33146,14 +33241,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33182,6 +33270,14 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:306
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33268,14 +33364,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
         }
     }
-    float v_g[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     __half tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -33296,6 +33385,14 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
         }
     }
+    float v_g[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:306
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -33374,14 +33471,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_g[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -33410,6 +33500,14 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
+    float v_g[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:306
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -33504,14 +33602,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33540,6 +33631,14 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:306
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33634,14 +33733,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33670,6 +33762,14 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:306
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33756,14 +33856,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    float v_g[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -33784,6 +33877,14 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
         }
     }
+    float v_g[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:306
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -33854,14 +33955,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_g[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -33882,6 +33976,14 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
+    float v_g[16];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 16; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:306
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -33952,14 +34054,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 2047;
-        v_g[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -33980,6 +34075,14 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 2047;
+        v_g[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:306
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34050,14 +34153,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_g[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -34078,6 +34174,14 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
+    float v_g[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:306
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34148,14 +34252,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    float v_g[4];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 4; ++tl_j) {
-        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
-        const int tl_i0 = (tl_l >> 0) & 1023;
-        v_g[tl_j] = tl_t0[tl_j];
-    }
-    // examples/llm.tile:306
+    // line 306's load, issued here with line 305's (the loads before their arithmetic)
     float tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34176,6 +34273,14 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
+    float v_g[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 0) & 1023;
+        v_g[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:306
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
