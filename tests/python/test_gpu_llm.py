@@ -144,11 +144,19 @@ class LlmKernels(unittest.TestCase):
                     torch.cuda.synchronize()
                     # gelu's 1 + erf(g / sqrt 2) cancels for a negative gate in f32, torch's own CUDA
                     # formula as much as the kernel's: below g = -5.5 both give 0 where gelu(g) is about
-                    # 1e-7 (a relative error of 1 for n = 1, one draw in 30 of randn * 3). GeGLU is checked
+                    # 1e-7, and between -4 and -5.5 each keeps 1 + erf to a few percent, rounded its
+                    # own way (session 46's H200 run: 1.2e-2 for f16, n = 1). That error is absolute,
+                    # at most about 3e-8 |g u| (half erf's f32 spacing near -1), as is f16's below its smallest
+                    # normal (spacing 6e-8): so GeGLU's error is taken over |want| + 1e-3 |u| (the floor
+                    # weighs nothing at n = 2048, where |want| is about |u|). GeGLU is checked
                     # against torch's gelu in f32 (what a user compares with), SwiGLU against f64.
-                    want = act(g.float()).double() if kind == "geglu" else act(g.double())
-                    self.close(out, want * u.double(), max(tol, 2e-3) if kind == "geglu" else tol,
-                               f"{kind} {name} n={n}")
+                    want = (act(g.float()).double() if kind == "geglu" else act(g.double())) * u.double()
+                    if kind == "geglu":
+                        e = (out.double() - want).norm().item() / (want.norm().item() + 1e-3 * u.double().norm().item())
+                        print(f"{kind} {name} n={n}: L2 error over |want| + 1e-3 |u| {e:.2e}")
+                        self.assertLess(e, max(tol, 2e-3), f"{kind} {name} n={n}")
+                    else:
+                        self.close(out, want, tol, f"{kind} {name} n={n}")
 
     def each_variant(self, kernel, count):
         """Kernel instance `kernel` pinned to each of its `count` variants
