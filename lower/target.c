@@ -155,6 +155,10 @@ static void twin_remark(lw *R, const twin_ran *t)
     else if (t->other)
         h = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %d stages", h,
                       (long long)t->other, t->S);
+    else if (t->persist && R->tw.plan.gather) /* the GEMM twins' plain persistent grid is the default, unsaid */
+        h = lower_fmt(R, "%s; on a persistent grid, %d stages: the producer copies the block's next tile while the "
+                         "consumers store this one",
+                      h, t->S);
     if (t->persist_why[0])
         h = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s", h, t->persist_why);
     if (t->early_line)
@@ -321,6 +325,8 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         }
         if (r <= 0)
             t.mpair_why[0] = '\0'; /* one tile a block runs: the persistent grid's refusal says why */
+        if (!r && plan->persist_no && !t.persist_why[0]) /* a gather twin not planned on one (wgmma.c) */
+            snprintf(t.persist_why, sizeof t.persist_why, "%s", plan->persist_no);
         if (r > 0 && w.pair)       /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
             r = single_twin(R, tname, tu, meta);
     }

@@ -393,12 +393,20 @@ static int64_t loop_trips(const pkernel *pk, const tilec_tma_meta *m, const tile
 /* Whether a persistent twin walks its `units` on min(units, sms) blocks
  * (1) or takes a block a unit (0): it walks up to TMA_PERSIST_WAVES units
  * a multiprocessor, and past that where each tile's dot loop runs at most
- * TMA_PERSIST_KSTEPS trips. */
+ * TMA_PERSIST_KSTEPS trips, or where the metadata names no trips and A is
+ * read by TMA's im2col mode (a convolution's rows kernel: lower/wgim2col.c):
+ * its trips, filter taps times channel steps, are no parameter the
+ * metadata can name, and the layers with more than TMA_PERSIST_WAVES tiles
+ * a multiprocessor are the large images of few channels, a few trips a
+ * tile (ResNet-50's 1x1 56x56 C64: one), whose epilogue walking hides
+ * (docs/lowering.md). */
 static int persist_walks(const pkernel *pk, const tilec_rt_arg *args, uint64_t units, uint32_t sms)
 {
     if (units <= (uint64_t)TMA_PERSIST_WAVES * sms)
         return 1;
     int64_t trips = loop_trips(pk, &pk->tma->meta, args);
+    if (trips < 0 && pk->tma->meta.nmaps && pk->tma->meta.maps[0].im2col)
+        return 1; /* A by TMA's im2col mode: a convolution's rows (above) */
     return trips >= 0 && trips <= TMA_PERSIST_KSTEPS;
 }
 
