@@ -859,6 +859,36 @@ Test(tma, an_im2col_twin_walks_its_tiles, .timeout = 60)
     cr_expect_eq(cvp_blocks(&m, 784), 1568, "1568 tiles of 64 trips: a block a tile");
 }
 
+/* A persistent gather twin with its one-tile twin beside it
+ * (tilec_tma_meta.persistent 5, lower/target.c): at most 2 tiles a
+ * multiprocessor (264 on the fake's 132) run the one-tile twin cv_v0_tma_1
+ * on the program's grid, more walk on the persistent one;
+ * TILEC_TMA_PERSIST=1 always walks, 0 always takes the one-tile twin. */
+Test(tma, a_gather_twin_takes_its_one_tile_twin_for_few_tiles, .timeout = 60)
+{
+    tilec_tma_meta m = cv_meta;
+    m.maps[0].im2col = TILEC_TMA_IM2COL_OUT;
+    m.maps[0].fr = m.maps[0].fs = TILEC_TMA_CONST | 8u;
+    m.persistent = 5;
+    static const struct {
+        const char *mode;
+        int n;
+        unsigned blocks, y;
+        int one;
+    } cases[] = {{NULL, 132, 132, 2, 1}, {NULL, 133, 132, 1, 0}, {NULL, 49, 49, 2, 1}, {NULL, 784, 132, 1, 0},
+                 {"1", 49, 98, 1, 0},    {"0", 784, 784, 2, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].mode)
+            setenv("TILEC_TMA_PERSIST", cases[i].mode, 1);
+        int one = fake->tma_one_launches;
+        cr_expect_eq(cvp_blocks(&m, cases[i].n), cases[i].blocks, "%s n %d", cases[i].mode ? cases[i].mode : "-",
+                     cases[i].n);
+        cr_expect(fake->grid[1] == cases[i].y && fake->tma_one_launches - one == cases[i].one,
+                  "n %d: grid y %u, one-tile launches %d", cases[i].n, fake->grid[1], fake->tma_one_launches - one);
+        unsetenv("TILEC_TMA_PERSIST");
+    }
+}
+
 /* An image the im2col mode cannot read launches the variant's own kernel
  * and makes no map: a base off 16 bytes, a pixel of 72 bytes (36
  * halves), a padding of 128 (a 4-D map's corners are 8-bit), a stride of

@@ -493,8 +493,18 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
                   a->fs, a->pad, a->cstride, a->box_rows, a->box_cols);
         cr_expect(!b->im2col && b->ptr == 1 && b->rows == TILEC_TMA_NONE && b->cols == 7 + o && b->stride == 7 + o,
                   "%s variant %u: B's tiled map after A's", kernels[kf], v);
-        const char *twin = strstr(code.source, code.tma.name);
+        /* the persistent twin, then its one-tile twin NAME_1 (lower/target.c, gather_single), main's twin */
+        char one_name[128];
+        snprintf(one_name, sizeof one_name, "%s_1(", code.tma.name);
+        char *src = strdup(code.source), *one = strstr(src, one_name);
+        cr_assert(one, "%s variant %u: the one-tile twin beside the persistent one", kernels[kf], v);
+        one[0] = '\0';
+        const char *twin = strstr(src, code.tma.name);
         cr_assert_not_null(twin);
+        one = strstr(code.source, one_name);
+        cr_expect(strstr(one, "tl_mbar_init(tl_full + tl_s * 8, 257);") && strstr(one, "the producer, 128 threads") &&
+                      strstr(one, "tl_pid0 = tl_first + tl_r % tl_gs;") && !strstr(one, "tl_grid0"),
+                  "%s variant %u: the one-tile twin's producer warp group and grouped order", kernels[kf], v);
         const char *cp = strstr(twin, "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes");
         cr_expect(cp && !strstr(cp + 60, ".im2col.") && strstr(twin, "\"l\"((unsigned long long)&tl_tm0), \"r\"(tl_ac + 0), "
                                                                   "\"r\"(tl_aw), \"r\"(tl_ah), \"r\"(tl_an)"),
@@ -512,15 +522,17 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
         snprintf(want, sizeof want, "if (tl_tid >= %u) {\n        {\n        int tl_it = 0;\n        for (int tl_u = ",
                  bm[v] * 2);
         const char *walk = strstr(twin, want), *wait = walk ? strstr(walk, "cp.async.wait_all;") : NULL;
-        cr_expect(code.tma.persistent == 1 && strstr(twin, "int tl_grid0, int tl_grid1, int tl_grid2)") && walk &&
+        cr_expect(code.tma.persistent == 5 && strstr(twin, "int tl_grid0, int tl_grid1, int tl_grid2)") && walk &&
                       wait && strstr(wait, "} else {\n        int tl_it = 0;\n        for (int tl_u = ") &&
                       !strstr(twin, "return;") && strstr(twin, "const int tl_it0 = tl_it;"),
                   "%s variant %u: a persistent grid (persistent %u)", kernels[kf], v, code.tma.persistent);
         snprintf(want, sizeof want, "A by TMA's im2col mode (one box of %u output pixels x %u channels a step", bm[v], bk[v]);
         cr_expect(strstr(code.layouts, want) && strstr(code.layouts, "on a persistent grid, ") &&
                       strstr(code.layouts, " stages: the producer copies the block's next tile while the consumers "
-                                           "store this one"),
+                                           "store this one (beside it, one tile a block where the tiles are few a "
+                                           "multiprocessor)"),
                   "%s variant %u: the remark:\n%s", kernels[kf], v, code.layouts);
+        free(src);
         tilec_kernel_code_free(&code);
     }
     }
