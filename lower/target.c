@@ -159,7 +159,8 @@ static void twin_remark(lw *R, const twin_ran *t)
     else if (t->persist && R->tw.plan.gather) /* the GEMM twins' plain persistent grid is the default, unsaid */
         h = lower_fmt(R, "%s; on a persistent grid, %d stages: the producer copies the block's next tile while the "
                          "consumers store this one%s",
-                      h, t->S, t->single ? " (beside it, one tile a block where the tiles are few a multiprocessor)" : "");
+                      h, t->S,
+                      t->single ? " (beside it, one tile a block where the tiles are few a multiprocessor)" : "");
     if (t->persist_why[0])
         h = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s", h, t->persist_why);
     if (t->early_line)

@@ -255,7 +255,9 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     /* a persistent twin (wgmma.c, persist_body): this tile's steps inside the producer's walk over the
      * block's tiles, which splits the roles, sets the registers and counts tl_it on */
     if (!w->persist) {
-        lower_line(L, "if (tl_tid >= %d) { /* the producer, %d threads: A and B by cp.async, each chunk where TMA would put it */",
+        lower_line(L,
+                   "if (tl_tid >= %d) { /* the producer, %d threads: A and B by cp.async, each chunk where TMA would "
+                   "put it */",
                    nt, w->producers);
         L->ind++;
         if (w->preg)

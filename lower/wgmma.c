@@ -1390,7 +1390,8 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
         if (w->preg)
             sb_printf(tu, "        tl_setmaxnreg_dec<%d>();\n", w->preg);
     } else {
-        sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", nt, nt);
+        sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", nt,
+                  nt);
     }
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w));
