@@ -133,6 +133,7 @@ typedef struct wg_plan {
     const tilec_stmt *store;      /* the final store the TMA writes (wgstore.c) */
     uint32_t ring_base;           /* the ring's shared-memory offset (before alignment) */
     int persist_ok;               /* the persistent schedule may apply (wgmma.c, lower_wg_persist) */
+    const char *persist_no;       /* a gather twin's: why it may not (the remark), or NULL */
     int persist;                  /* this twin walks the tiles in a persistent grid */
     int64_t epi_off;              /* the store's staging, from the aligned ring: 0 (the ring), or past it */
     int epi_parts;                /* a persistent twin stages its tile in this many parts (wgstore.c) */

@@ -134,6 +134,7 @@ typedef struct twin_ran {
     char mpair_why[200];   /* why one M tile a block runs where the plan named two; "" */
     char persist_why[200]; /* why one tile a block runs where the plan named a persistent grid; "" */
     unsigned early_line;   /* its consumers load the epilogue's tile of this .tile line before the loop; 0 */
+    int single;            /* a persistent gather twin's one-tile twin beside it (gather_single) */
 } twin_ran;
 
 /* R's remark (rendered after the twin) says what runs: t appended to the plan's words. */
@@ -155,6 +156,11 @@ static void twin_remark(lw *R, const twin_ran *t)
     else if (t->other)
         h = lower_fmt(R, "%s; the statements after the loop take %lld bytes of shared memory, so %d stages", h,
                       (long long)t->other, t->S);
+    else if (t->persist && R->tw.plan.gather) /* the GEMM twins' plain persistent grid is the default, unsaid */
+        h = lower_fmt(R, "%s; on a persistent grid, %d stages: the producer copies the block's next tile while the "
+                         "consumers store this one%s",
+                      h, t->S,
+                      t->single ? " (beside it, one tile a block where the tiles are few a multiprocessor)" : "");
     if (t->persist_why[0])
         h = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s", h, t->persist_why);
     if (t->early_line)
@@ -270,6 +276,36 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
     return r < 0 ? -1 : 1;
 }
 
+/* Beside a persistent gather twin `tname` (A by TMA's im2col mode:
+ * lower/wgmma.c, wggather.c), its one-tile twin `tname`_1, with the same
+ * parameters and tensor maps, which the runtime launches on the program's
+ * grid where the tiles are too few a multiprocessor for walking them to pay
+ * (tilec_tma_meta.persistent 5); meta's shared memory the larger of the
+ * two. 1, -1 out of memory, 0 when it did not come out (the persistent
+ * twin runs alone). */
+static int gather_single(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
+{
+    char *name = suffixed(tname, "_1");
+    if (!name)
+        return -1;
+    tilec_tma_meta one;
+    twin_ran t = {0};
+    size_t at = tu->n;
+    int r = one_tile_twin(R, name, tu, &one, &t);
+    free(name);
+    if (r > 0) {
+        if (one.smem_bytes > meta->smem_bytes)
+            meta->smem_bytes = one.smem_bytes;
+        meta->persistent = 5;
+        free(one.name);
+    } else if (!r) { /* nothing of it stays */
+        tu->n = at;
+        if (tu->s)
+            tu->s[at] = 0;
+    }
+    return r;
+}
+
 /* The fewest stages of two tiles a block (wgpair.c's lower_wg_pair_deep). */
 static int pair_min_stages(const wg_plan *w)
 {
@@ -321,8 +357,12 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         }
         if (r <= 0)
             t.mpair_why[0] = '\0'; /* one tile a block runs: the persistent grid's refusal says why */
+        if (!r && plan->persist_no && !t.persist_why[0]) /* a gather twin not planned on one (wgmma.c) */
+            snprintf(t.persist_why, sizeof t.persist_why, "%s", plan->persist_no);
         if (r > 0 && w.pair)       /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
             r = single_twin(R, tname, tu, meta);
+        else if (r > 0 && w.gather) /* and beside a gather twin */
+            r = (t.single = gather_single(R, tname, tu, meta)) < 0 ? -1 : r;
     }
     if (!r)
         r = one_tile_twin(R, tname, tu, meta, &t);

@@ -252,11 +252,17 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
 {
     int S = w->S, nt = L->nt;
     int64_t es = w->maps[0].elem_bytes, aslot = w->M * w->K * es, bslot = w->N * w->K * es;
-    lower_line(L, "if (tl_tid >= %d) { /* the producer, %d threads: A and B by cp.async, each chunk where TMA would put it */",
-               nt, w->producers);
-    L->ind++;
-    if (w->preg)
-        lower_line(L, "tl_setmaxnreg_dec<%d>();", w->preg);
+    /* a persistent twin (wgmma.c, persist_body): this tile's steps inside the producer's walk over the
+     * block's tiles, which splits the roles, sets the registers and counts tl_it on */
+    if (!w->persist) {
+        lower_line(L,
+                   "if (tl_tid >= %d) { /* the producer, %d threads: A and B by cp.async, each chunk where TMA would "
+                   "put it */",
+                   nt, w->producers);
+        L->ind++;
+        if (w->preg)
+            lower_line(L, "tl_setmaxnreg_dec<%d>();", w->preg);
+    }
     lower_line(L, "const int tl_ptid = tl_tid - %d;", nt);
     lower_line(L, "unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */");
     lower_line(L, "{");
@@ -277,7 +283,8 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     lower_hoist_begin(L, &h, loop->names[0], w->ld, rows, 2);
     if (w->atma)
         lower_wg_im2col_pre(L, w);
-    lower_line(L, "int tl_it = 0;");
+    if (!w->persist)
+        lower_line(L, "int tl_it = 0;");
     /* with values of the tap kept (hoist.c): an outer loop over taps that
      * sets them, an inner one over the steps of one tap */
     int taps = L->hoist && L->hoist->ntaps;
@@ -373,6 +380,8 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     L->nt = nt;
     L->ind--;
     lower_line(L, "}");
+    if (w->persist)
+        return; /* the walk's end waits for the copies (persist_body) */
     lower_line(L, "asm volatile(\"cp.async.wait_all;\" ::: \"memory\"); /* no copy outlives its thread */");
     lower_line(L, "return;");
     L->ind--;

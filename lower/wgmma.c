@@ -830,7 +830,13 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     if (w->S < 2)
         return (void)lower_miss(L, 0, "fewer than two TMA stages fit");
     w->nmaps = w->gather ? w->atma + w->btma : 2; /* a gather twin: A's im2col map, B's map, both, or none */
-    w->persist_ok = !w->gather && after_loop_ok(L, loop);
+    /* a gather twin walks tiles where one producer thread issues A's im2col box (wggather.c): its
+     * consumers' epilogue under the next tile's copies */
+    w->persist_ok = after_loop_ok(L, loop) && (!w->gather || (w->atma && w->blocks == 1));
+    if (w->gather && !w->persist_ok)
+        w->persist_no = !w->atma ? "A is gathered by cp.async (the persistent gather twin takes A by TMA's im2col mode)"
+                        : w->blocks > 1 ? "two blocks an SM share it"
+                                        : "a statement after the loop can return";
     if (!w->gather) {
         size_t h0 = strlen(w->how);
         lower_wg_pair_note(L, loop, pp->update->names[0], w); /* two N tiles a block (wgpair.c) */
@@ -1370,22 +1376,34 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
               8 * w->S);
     sb_printf(tu, "    if (tl_tid == 0) {\n"
                   "        for (int tl_s = 0; tl_s < %d; ++tl_s) {\n"
-                  "            tl_mbar_init(tl_full0 + tl_s * 8, 1);\n"
+                  "            tl_mbar_init(tl_full0 + tl_s * 8, %d);\n"
                   "            tl_mbar_init(tl_empty0 + tl_s * 8, %d);\n"
                   "        }\n"
                   "        tl_mbar_fence_init();\n"
                   "    }\n"
                   "    __syncthreads();\n",
-              w->S, C->nwarps * (w->mpair ? 2 : 1));
+              w->S, w->gather ? 2 * w->producers + (w->btma || w->atma) : 1, C->nwarps * (w->mpair ? 2 : 1));
     sb_printf(tu, "    const int tl_units = %s * %s * %s;\n", w->mpair ? "((tl_grid0 + 1) / 2)" : "tl_grid0",
               w->pair && w->pax == 1 ? "((tl_grid1 + 1) / 2)" : "tl_grid1",
               w->pair && w->pax == 2 ? "((tl_grid2 + 1) / 2)" : "tl_grid2");
     int nt = lower_wg_consumers(C); /* the consumer threads (two M tiles a block: two warp groups of C's) */
-    sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", nt, nt);
+    if (w->gather) { /* a gather twin's producer warp group, all its threads (wggather.c): registers as planned */
+        sb_printf(tu, "    if (tl_tid >= %d) {\n        {\n", nt);
+        if (w->preg)
+            sb_printf(tu, "        tl_setmaxnreg_dec<%d>();\n", w->preg);
+    } else {
+        sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", nt,
+                  nt);
+    }
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w));
     sb_add(tu, pb + P->tw.body, P->tw.epi - P->tw.body);
-    sb_puts(tu, "        }\n        }\n    } else {\n        tl_setmaxnreg_inc<232>();\n");
+    sb_puts(tu, "        }\n");
+    if (w->gather)
+        sb_puts(tu, "        asm volatile(\"cp.async.wait_all;\" ::: \"memory\"); /* no copy outlives its thread */\n");
+    sb_puts(tu, "        }\n    } else {\n");
+    if (!w->gather || w->creg)
+        sb_printf(tu, "        tl_setmaxnreg_inc<%d>();\n", w->gather ? w->creg : 232);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w));
     if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
@@ -1451,6 +1469,8 @@ const char *lower_wg_params(lw *L)
         return "";
     if (L->tw.plan.nmaps == 1) /* a gather twin's B, or its A (im2col: wgim2col.c) */
         return ", const __grid_constant__ tl_tmap tl_tm0";
+    if (L->tw.plan.nmaps == 1 && L->tw.plan.persist) /* a persistent gather twin: the program's grid too */
+        return ", const __grid_constant__ tl_tmap tl_tm0, int tl_grid0, int tl_grid1, int tl_grid2";
     const char *maps = L->tw.plan.nmaps == 3
                            ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
                              "const __grid_constant__ tl_tmap tl_tm2"

@@ -57,6 +57,15 @@ enum { TMA_PERSIST_KSTEPS = 32 };
  * its rounds of tiles cost less, as when pairs would leave
  * multiprocessors idle (1024^3: 32 pairs of 128 x 128). */
 enum { TMA_PAIR_COST = 182 };
+/* A persistent gather twin (tilec_tma_meta.persistent 5: A by TMA's im2col
+ * mode, lower/wgmma.c) walks its tiles where they are more than this many
+ * a multiprocessor, else its one-tile twin NAME_1 runs on the program's
+ * grid. Measured on the H200 (bench/results/conv_s46.md): with at most
+ * 1.5 tiles a multiprocessor (3x3 14x14 C256 and 28x28 C128, 1x1 14x14
+ * C1024, ResNet-50 at N 32) the persistent twin, whose blocks then take
+ * one tile each, ran 4-13% slower than the one-tile twin; at 5.9 and 11.9
+ * it ran 1.07-1.27x faster. Between 1.5 and 5.9 not measured. */
+enum { TMA_GATHER_WALK = 2 };
 
 typedef struct tma_entry {
     int valid;
@@ -67,7 +76,8 @@ typedef struct tma_entry {
 struct rt_tma {
     tilec_tma_meta meta;
     CUfunction fn;
-    CUfunction fn1;     /* persistent 2: the one-tile twin NAME_1 beside the paired one, or NULL */
+    CUfunction fn1;     /* persistent 2, 4: the one-tile twin NAME_1 beside the paired one; 5: the one-tile
+                         * (not persistent) twin beside a gather twin; or NULL */
     int pair_mode;      /* TILEC_TMA_PAIR: 1 always the pairs, 0 always the one-tile twin, -1 the cost */
     int persist_mode;   /* TILEC_TMA_PERSIST: 1 always min(units, SMs) blocks, 0 always a block a unit, -1 the rule */
     PFN_cuTensorMapEncodeTiled_v12000 encode;
@@ -178,8 +188,9 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
     t->persist_mode = pp && !strcmp(pp, "1") ? 1 : pp && !strcmp(pp, "0") ? 0 : -1;
     if (log && pp && t->persist_mode < 0)
         fprintf(stderr, "tilec tma: TILEC_TMA_PERSIST=%.32s is neither 0 nor 1: the launch chooses\n", pp);
-    /* pairs (2 along y, 4 along z): its one-tile twin, when the module has it (lower.c, single_twin) */
-    if (t->meta.persistent == 2 || t->meta.persistent == 4) {
+    /* pairs (2 along y, 4 along z): its one-tile twin, when the module has it (lower/target.c, single_twin);
+     * a gather twin (5): its twin of one tile a block (gather_single) */
+    if (t->meta.persistent == 2 || t->meta.persistent == 4 || t->meta.persistent == 5) {
         size_t n = strlen(t->meta.name);
         char one[256];
         CUfunction f1 = NULL;
@@ -393,12 +404,20 @@ static int64_t loop_trips(const pkernel *pk, const tilec_tma_meta *m, const tile
 /* Whether a persistent twin walks its `units` on min(units, sms) blocks
  * (1) or takes a block a unit (0): it walks up to TMA_PERSIST_WAVES units
  * a multiprocessor, and past that where each tile's dot loop runs at most
- * TMA_PERSIST_KSTEPS trips. */
+ * TMA_PERSIST_KSTEPS trips, or where the metadata names no trips and A is
+ * read by TMA's im2col mode (a convolution's rows kernel: lower/wgim2col.c):
+ * its trips, filter taps times channel steps, are no parameter the
+ * metadata can name, and the layers with more than TMA_PERSIST_WAVES tiles
+ * a multiprocessor are the large images of few channels, a few trips a
+ * tile (ResNet-50's 1x1 56x56 C64: one), whose epilogue walking hides
+ * (docs/lowering.md). */
 static int persist_walks(const pkernel *pk, const tilec_rt_arg *args, uint64_t units, uint32_t sms)
 {
     if (units <= (uint64_t)TMA_PERSIST_WAVES * sms)
         return 1;
     int64_t trips = loop_trips(pk, &pk->tma->meta, args);
+    if (trips < 0 && pk->tma->meta.nmaps && pk->tma->meta.maps[0].im2col)
+        return 1; /* A by TMA's im2col mode: a convolution's rows (above) */
     return trips >= 0 && trips <= TMA_PERSIST_KSTEPS;
 }
 
@@ -452,6 +471,12 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
         int walk = t->persist_mode < 0 ? persist_walks(pk, args, units, t->sms) : t->persist_mode;
         blocks[0] = walk && units > t->sms ? t->sms : (uint32_t)units;
         blocks[1] = blocks[2] = 1;
+        if (t->meta.persistent == 5 && t->fn1 &&
+            (t->persist_mode == 0 || (t->persist_mode < 0 && tiles <= (uint64_t)TMA_GATHER_WALK * t->sms))) {
+            fn = t->fn1; /* a block a tile on the program's grid; the kernel reads no grid parameters */
+            for (int i = 0; i < 3; i++)
+                blocks[i] = grid[i];
+        }
     }
     CUresult r = t->launch(fn, blocks[0], blocks[1], blocks[2], t->meta.threads, 1, 1, t->meta.smem_bytes,
                            (CUstream)stream, params, NULL);

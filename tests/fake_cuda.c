@@ -508,6 +508,7 @@ static const fake_kernel kernels[] = {
     /* a convolution (x, w, y, N, H, W, C, K, stride, pad) and its twin, x's im2col map after them */
     {"cv_v0", 10, {8, 8, 8, 4, 4, 4, 4, 4, 4, 4}, 1024, 0},
     {"cv_v0_tma", 11, {8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 128}, 1024, 0},
+    {"cv_v0_tma_1", 11, {8, 8, 8, 4, 4, 4, 4, 4, 4, 4, 128}, 1024, 0}, /* its one-tile twin (lower/target.c) */
     {"tilec_fill_u64", 3, {8, 8, 8}, 1024, 0}, /* the runtime's fill kernel (runtime/fill.c) */
     {"sk_v0", 4, {8, 4, 8, 8}, 1024, 0},        /* split-K: x, n, and the hidden part, cnt */
     /* test_fake.py's skmm(a, b, c, M, N, K): variant 0 split-K (two hidden pointers), variant 1 not */
@@ -820,8 +821,9 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
     } else if (strcmp(k->name, "gw_v0_tma") == 0) {
         state.tma_launches++;
         memcpy(&state.tma_args[0], params[6], 8);
-    } else if (strcmp(k->name, "cv_v0_tma") == 0) {
+    } else if (strncmp(k->name, "cv_v0_tma", 9) == 0) {
         state.tma_launches++;
+        state.tma_one_launches += strcmp(k->name, "cv_v0_tma_1") == 0;
         memcpy(&state.tma_args[0], params[10], 8);
     } else if (strcmp(k->name, "at_v0_tma") == 0) {
         state.tma_launches++;

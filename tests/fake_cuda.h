@@ -57,7 +57,8 @@
  *     them in tma_encodes.
  *   cv_v0(ptr x, ptr w, ptr y, i32 N, H, W, C, K, stride, pad) and its
  *     twin cv_v0_tma (the same, x's im2col map): nothing computed; a launch
- *     of the twin counts in tma_launches, its map's first word in
+ *     of the twin (or of its one-tile twin cv_v0_tma_1, lower/target.c,
+ *     in tma_one_launches too) counts in tma_launches, its map's first word in
  *     tma_args[0]. cuTensorMapEncodeIm2col records its last map's
  *     arguments in im2col and counts them in im2col_encodes. */
 

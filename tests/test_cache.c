@@ -570,7 +570,8 @@ Test(bundle, forged_fields)
     FORGE(buf[twin2] = '-', "twin's name is not a C identifier", "a dash in the twin's name");
     FORGE(bundle_put32(buf + twin2 + tn2, 0), "twin with a block size", "a twin of 0 threads");
     FORGE(bundle_put32(buf + twin2 + tn2 + 8, 4), "tensor maps", "4 maps");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 12, 5), "persistence", "persistent 5"); /* 4: pairs along z */
+    /* 4: pairs along z; 5: a gather twin with its one-tile twin */
+    FORGE(bundle_put32(buf + twin2 + tn2 + 12, 6), "persistence", "persistent 6");
     cr_assert(kb2->twin.kper, "kernel 2's twin knows its loop's trips");
     FORGE(bundle_put32(buf + twin2 + tn2 + 16, kb2->nparams), "K loop bound names a parameter past",
           "the loop's bound past the parameters");

@@ -983,8 +983,9 @@ Test(gpu, total_example, .timeout = 120)
 }
 
 /* examples/conv2d.tile: relu(conv2d + bias) (conv2d_nhwc), the plain
- * conv2d_f16 and conv2d_f16_rows (A by TMA's im2col mode on sm_90a where
- * C and K are multiples of 8 halves), f16 NHWC input, RSCK filter, f16
+ * conv2d_f16, conv2d_f16_rows and its fused conv2d_nhwc_rows (A by TMA's
+ * im2col mode on sm_90a where C and K are multiples of 8 halves, on a
+ * persistent grid), f16 NHWC input, RSCK filter, f16
  * output, every variant, 3x3, 5x5 and 1x1, stride 1 and 2, with and
  * without padding, channels below, equal to and above BK, against a
  * double reference on the f16-rounded operands; the output is poisoned
@@ -994,15 +995,20 @@ Test(gpu, conv2d_example, .timeout = 600)
     /* N, H, W, C, K, R(=S), stride, pad */
     static const int shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 70, 3, 2, 1}, {3, 5, 6, 32, 64, 1, 1, 0},
                                     {1, 8, 8, 3, 5, 1, 2, 0},   {2, 7, 7, 80, 136, 3, 1, 1}, {2, 13, 11, 24, 32, 3, 2, 1},
-                                    {3, 8, 9, 16, 48, 1, 2, 0}, {2, 10, 10, 72, 64, 5, 2, 2}};
-    static const char *const kernels[] = {"conv2d_nhwc", "conv2d_f16", "conv2d_f16_rows"};
-    for (int kf = 0; kf < 3; kf++) {
-        int fused = kf == 0;
+                                    {3, 8, 9, 16, 48, 1, 2, 0}, {2, 10, 10, 72, 64, 5, 2, 2},
+                                    /* the rows kernels only: more tiles than the H200's 132 SMs (at BM 128, BN 128:
+                                     * 144 and 150), so that a block of the persistent twin walks two */
+                                    {4, 48, 48, 64, 200, 1, 1, 0}, {6, 40, 40, 16, 136, 3, 1, 1}};
+    static const char *const kernels[] = {"conv2d_nhwc", "conv2d_f16", "conv2d_f16_rows", "conv2d_nhwc_rows"};
+    for (int kf = 0; kf < 4; kf++) {
+        int fused = kf == 0 || kf == 3;
         uint32_t nv = variants_of("examples/conv2d.tile", kernels[kf]);
         for (uint32_t var = 0; var < nv; var++) {
             gk g;
             load_or_fail("examples/conv2d.tile", kernels[kf], (int)var, &g);
             for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+                if (t >= 8 && kf < 2)
+                    continue; /* the pixel-block kernels run one tile a block */
                 int N = shapes[t][0], H = shapes[t][1], W = shapes[t][2], C = shapes[t][3], K = shapes[t][4];
                 int R = shapes[t][5], S = R, st = shapes[t][6], pad = shapes[t][7];
                 int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;

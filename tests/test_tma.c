@@ -816,6 +816,79 @@ Test(tma, an_im2col_map_of_the_output_s_extents, .timeout = 60)
     cr_expect(!cv_run(&m, 0, 2, 17, 13, 72, 2, 1, &has), "the variant ran");
 }
 
+/* cv's program grid for the persistent twin: n M tiles (its argument 3) by 2 N tiles */
+static int cvp_grid(const int64_t *a, uint32_t g[3])
+{
+    g[0] = (uint32_t)a[3];
+    g[1] = 2;
+    g[2] = 1;
+    return 0;
+}
+
+/* The blocks a persistent cv twin (metadata m) is launched on with n x 2 tiles. */
+static unsigned cvp_blocks(const tilec_tma_meta *m, int n)
+{
+    const tilec_aot_kernel k = {"cv", 0, 1, "cv_v0", tw_image, sizeof tw_image, 256, 0, 10, cv_kinds, 0x4, cvp_grid,
+                                0, 0, m};
+    aot_env e;
+    aot_open(&e, &k);
+    int launches = fake->tma_launches;
+    tilec_rt_arg args[10] = {{.ptr = e.buf[0]}, {.ptr = e.buf[1]}, {.ptr = e.buf[2]}, {.i32 = n},     {.i32 = 8},
+                             {.i32 = 8},        {.i32 = 64},       {.i32 = 64},       {.i32 = 1},     {.i32 = 1}};
+    cr_assert_eq(tilec_program_launch(e.p, "cv", 0, args, 10, NULL), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+    unsigned blocks = fake->tma_launches - launches == 1 ? fake->grid[0] : 0;
+    aot_close(&e);
+    return blocks;
+}
+
+/* A persistent twin whose A is read by the im2col mode (a convolution's
+ * rows kernel, lower/wgim2col.c) walks its tiles on 132 blocks however
+ * many there are (784 x 2: 11.9 a multiprocessor, past the 8 where a twin
+ * whose trips the metadata does not name takes a block a tile), and where
+ * the metadata names its trips, the rule weighs them as for a product. */
+Test(tma, an_im2col_twin_walks_its_tiles, .timeout = 60)
+{
+    tilec_tma_meta m = cv_meta;
+    m.maps[0].im2col = TILEC_TMA_IM2COL_OUT;
+    m.maps[0].fr = m.maps[0].fs = TILEC_TMA_CONST | 8u; /* H = W = 8, a 3 x 3 filter, pad 1: OH = OW = 8 */
+    m.persistent = 1;
+    cr_expect_eq(cvp_blocks(&m, 400), 132, "800 tiles");
+    cr_expect_eq(cvp_blocks(&m, 784), 132, "1568 tiles, the trips not named: walked");
+    m.kbound = 7; /* K = 64 over 1: 64 trips, more than 32 */
+    m.kper = 1;
+    cr_expect_eq(cvp_blocks(&m, 784), 1568, "1568 tiles of 64 trips: a block a tile");
+}
+
+/* A persistent gather twin with its one-tile twin beside it
+ * (tilec_tma_meta.persistent 5, lower/target.c): at most 2 tiles a
+ * multiprocessor (264 on the fake's 132) run the one-tile twin cv_v0_tma_1
+ * on the program's grid, more walk on the persistent one;
+ * TILEC_TMA_PERSIST=1 always walks, 0 always takes the one-tile twin. */
+Test(tma, a_gather_twin_takes_its_one_tile_twin_for_few_tiles, .timeout = 60)
+{
+    tilec_tma_meta m = cv_meta;
+    m.maps[0].im2col = TILEC_TMA_IM2COL_OUT;
+    m.maps[0].fr = m.maps[0].fs = TILEC_TMA_CONST | 8u;
+    m.persistent = 5;
+    static const struct {
+        const char *mode;
+        int n;
+        unsigned blocks, y;
+        int one;
+    } cases[] = {{NULL, 132, 132, 2, 1}, {NULL, 133, 132, 1, 0}, {NULL, 49, 49, 2, 1}, {NULL, 784, 132, 1, 0},
+                 {"1", 49, 98, 1, 0},    {"0", 784, 784, 2, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].mode)
+            setenv("TILEC_TMA_PERSIST", cases[i].mode, 1);
+        int one = fake->tma_one_launches;
+        cr_expect_eq(cvp_blocks(&m, cases[i].n), cases[i].blocks, "%s n %d", cases[i].mode ? cases[i].mode : "-",
+                     cases[i].n);
+        cr_expect(fake->grid[1] == cases[i].y && fake->tma_one_launches - one == cases[i].one,
+                  "n %d: grid y %u, one-tile launches %d", cases[i].n, fake->grid[1], fake->tma_one_launches - one);
+        unsetenv("TILEC_TMA_PERSIST");
+    }
+}
+
 /* An image the im2col mode cannot read launches the variant's own kernel
  * and makes no map: a base off 16 bytes, a pixel of 72 bytes (36
  * halves), a padding of 128 (a 4-D map's corners are 8-bit), a stride of

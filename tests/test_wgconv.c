@@ -53,6 +53,9 @@ Test(wgconv, every_conv_variant_has_a_gather_twin)
                       "%s variant %u: B's tensor map (%u maps; ptr %u rows %u cols %u stride %u box %u x %u)", kernels[i], v,
                       code.tma.nmaps, b->ptr, b->rows, b->cols, b->stride, b->box_rows, b->box_cols);
             cr_expect_eq(code.tma.persistent, 0, "%s variant %u: one tile a block", kernels[i], v);
+            cr_expect(strstr(code.layouts, "but one tile a block runs, not a persistent grid: A is gathered by cp.async "
+                                           "(the persistent gather twin takes A by TMA's im2col mode)"),
+                      "%s variant %u: the remark says why one tile a block", kernels[i], v);
             const char *twin = code.tma.name ? strstr(code.source, code.tma.name) : NULL;
             cr_assert_not_null(twin);
             cr_expect(strstr(twin, "cp.async.mbarrier.arrive.noinc"), "%s variant %u: the producer arrives by cp.async",
@@ -399,7 +402,7 @@ Test(wgconv, the_steps_of_a_tap_read_its_bounds_from_registers)
     size_t cap;
     char *src = conv_src(512, &cap);
     taps_kept(src, "conv2d.tile");
-    for (int i = 0; i < 3; i++) { /* the three kernels (the rows' is lowered by conv2d_f16_rows's tests) */
+    for (int i = 0; i < 4; i++) { /* the four kernels (the rows kernels are lowered by their own tests) */
         edit_src(src, cap, "        let c = q0 % cp + range(BK);", "        let t = q0 / cp;\n        let c = q0 - t * cp + range(BK);");
         edit_src(src, cap, "q0 / cp / s1 - pad", "t / s1 - pad");
         edit_src(src, cap, "q0 / cp % s1 - pad", "t - t / s1 * s1 - pad");
@@ -469,26 +472,39 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, CONV);
-    uint32_t nv = tilec_kernel_variant_count(tilec_module_find_kernel(m, "conv2d_f16_rows"));
+    static const char *const kernels[] = {"conv2d_f16_rows", "conv2d_nhwc_rows"};
+    for (uint32_t kf = 0; kf < 2; kf++) {
+    uint32_t nv = tilec_kernel_variant_count(tilec_module_find_kernel(m, kernels[kf]));
     cr_expect_eq(nv, 5);
     static const uint32_t bm[] = {128, 128, 128, 64, 64}, bk[] = {64, 32, 64, 64, 64};
     for (uint32_t v = 0; v < nv && v < 5; v++) {
         tilec_kernel_code code;
-        lower_variant(ctx, m, "conv2d_f16_rows", (int)v, &code);
-        cr_assert_not_null(code.tma.name, "variant %u: an sm_90a twin", v);
+        lower_variant(ctx, m, kernels[kf], (int)v, &code);
+        cr_assert_not_null(code.tma.name, "%s variant %u: an sm_90a twin", kernels[kf], v);
         const tilec_tma_map *a = &code.tma.maps[0], *b = &code.tma.maps[1];
-        cr_expect(code.tma.nmaps == 2 && a->im2col == TILEC_TMA_IM2COL_OUT && a->ptr == 0 && a->rows == 3 &&
-                      a->cols == 6 && a->stride == 6 && a->ih == 4 && a->iw == 5 && a->fr == 10 && a->fs == 11 &&
-                      a->pad == 13 && a->cstride == 12 && a->box_rows == bm[v] && a->box_cols == bk[v] &&
-                      !a->batched && a->elem_bytes == 2,
-                  "variant %u: A's im2col map (%u maps; kind %u ptr %u rows %u cols %u stride %u ih %u iw %u fr %u fs "
+        uint32_t o = kf; /* the fused kernel's parameters after w: one on (bias) */
+        cr_expect(code.tma.nmaps == 2 && a->im2col == TILEC_TMA_IM2COL_OUT && a->ptr == 0 && a->rows == 3 + o &&
+                      a->cols == 6 + o && a->stride == 6 + o && a->ih == 4 + o && a->iw == 5 + o && a->fr == 10 + o &&
+                      a->fs == 11 + o && a->pad == 13 + o && a->cstride == 12 + o && a->box_rows == bm[v] &&
+                      a->box_cols == bk[v] && !a->batched && a->elem_bytes == 2,
+                  "%s variant %u: A's im2col map (%u maps; kind %u ptr %u rows %u cols %u stride %u ih %u iw %u fr %u fs "
                   "%u pad %u cstride %u box %u x %u)",
-                  v, code.tma.nmaps, a->im2col, a->ptr, a->rows, a->cols, a->stride, a->ih, a->iw, a->fr, a->fs, a->pad,
-                  a->cstride, a->box_rows, a->box_cols);
-        cr_expect(!b->im2col && b->ptr == 1 && b->rows == TILEC_TMA_NONE && b->cols == 7 && b->stride == 7,
-                  "variant %u: B's tiled map after A's", v);
-        const char *twin = strstr(code.source, code.tma.name);
+                  kernels[kf], v, code.tma.nmaps, a->im2col, a->ptr, a->rows, a->cols, a->stride, a->ih, a->iw, a->fr,
+                  a->fs, a->pad, a->cstride, a->box_rows, a->box_cols);
+        cr_expect(!b->im2col && b->ptr == 1 && b->rows == TILEC_TMA_NONE && b->cols == 7 + o && b->stride == 7 + o,
+                  "%s variant %u: B's tiled map after A's", kernels[kf], v);
+        /* the persistent twin, then its one-tile twin NAME_1 (lower/target.c, gather_single), main's twin */
+        char one_name[128];
+        snprintf(one_name, sizeof one_name, "%s_1(", code.tma.name);
+        char *src = strdup(code.source), *one = strstr(src, one_name);
+        cr_assert(one, "%s variant %u: the one-tile twin beside the persistent one", kernels[kf], v);
+        one[0] = '\0';
+        const char *twin = strstr(src, code.tma.name);
         cr_assert_not_null(twin);
+        one = strstr(code.source, one_name);
+        cr_expect(strstr(one, "tl_mbar_init(tl_full + tl_s * 8, 257);") && strstr(one, "the producer, 128 threads") &&
+                      strstr(one, "tl_pid0 = tl_first + tl_r % tl_gs;") && !strstr(one, "tl_grid0"),
+                  "%s variant %u: the one-tile twin's producer warp group and grouped order", kernels[kf], v);
         const char *cp = strstr(twin, "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes");
         cr_expect(cp && !strstr(cp + 60, ".im2col.") && strstr(twin, "\"l\"((unsigned long long)&tl_tm0), \"r\"(tl_ac + 0), "
                                                                   "\"r\"(tl_aw), \"r\"(tl_ah), \"r\"(tl_an)"),
@@ -496,13 +512,29 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
         char want[128];
         snprintf(want, sizeof want, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? %uu : 0u) + (tl_bt ? ", bm[v] * bk[v] * 2);
         cr_expect(strstr(twin, want) && strstr(twin, "&tl_tm1, (int)tl_bcol + 0, (int)tl_brow") &&
-                      strstr(twin, "tl_mbar_init(tl_full + tl_s * 8, 257);") &&
-                      strstr(twin, "if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */") &&
-                      strstr(twin, "the producer, 128 threads"),
-                  "variant %u: one thread issues A's box and B's, A's chunks only where the offsets do not fit", v);
+                      strstr(twin, "tl_mbar_init(tl_full0 + tl_s * 8, 257);") &&
+                      strstr(twin, "if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */"),
+                  "%s variant %u: one thread issues A's box and B's, A's chunks only where the offsets do not fit",
+                  kernels[kf], v);
+        /* on a persistent grid (wgmma.c, persist_body): the program's grid as parameters, the producer warp
+         * group's 128 threads and the consumers each walk the block's tiles, tl_it counting on; the producer
+         * waits for its copies once, after its walk, and never returns (its threads are the walk's) */
+        snprintf(want, sizeof want, "if (tl_tid >= %u) {\n        {\n        int tl_it = 0;\n        for (int tl_u = ",
+                 bm[v] * 2);
+        const char *walk = strstr(twin, want), *wait = walk ? strstr(walk, "cp.async.wait_all;") : NULL;
+        cr_expect(code.tma.persistent == 5 && strstr(twin, "int tl_grid0, int tl_grid1, int tl_grid2)") && walk &&
+                      wait && strstr(wait, "} else {\n        int tl_it = 0;\n        for (int tl_u = ") &&
+                      !strstr(twin, "return;") && strstr(twin, "const int tl_it0 = tl_it;"),
+                  "%s variant %u: a persistent grid (persistent %u)", kernels[kf], v, code.tma.persistent);
         snprintf(want, sizeof want, "A by TMA's im2col mode (one box of %u output pixels x %u channels a step", bm[v], bk[v]);
-        cr_expect(strstr(code.layouts, want), "variant %u: the remark:\n%s", v, code.layouts);
+        cr_expect(strstr(code.layouts, want) && strstr(code.layouts, "on a persistent grid, ") &&
+                      strstr(code.layouts, " stages: the producer copies the block's next tile while the consumers "
+                                           "store this one (beside it, one tile a block where the tiles are few a "
+                                           "multiprocessor)"),
+                  "%s variant %u: the remark:\n%s", kernels[kf], v, code.layouts);
+        free(src);
         tilec_kernel_code_free(&code);
+    }
     }
     tilec_module_free(m);
     tilec_ctx_free(ctx);

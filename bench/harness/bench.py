@@ -319,7 +319,8 @@ def w_conv(n, h, wd, c, k, r, stride, pad, fused=False, rows=False):
     ([R, S, C, K], examples/conv2d.tile), repacked once from torch's OHWI
     outside the timed region, as one prepacks the weights of a model.
     rows: the kernel conv2d_f16_rows (rows of consecutive output pixels,
-    A by TMA's im2col mode on sm_90a), the same arguments."""
+    A by TMA's im2col mode on sm_90a), the same arguments; with fused,
+    conv2d_nhwc_rows."""
     oh, ow = (h + 2 * pad - r) // stride + 1, (wd + 2 * pad - r) // stride + 1
     cl = torch.channels_last
 
@@ -348,7 +349,8 @@ def w_conv(n, h, wd, c, k, r, stride, pad, fused=False, rows=False):
     label = f"{r}x{r}{f' s{stride}' if stride > 1 else ''} {h}x{wd} C{c} K{k}"
     return Workload(
         f"conv2d{'+bias+relu' if fused else ''}{' rows' if rows else ''} f16 {label} N{n}", "conv", "examples/conv2d.tile",
-        "conv2d_nhwc" if fused else "conv2d_f16_rows" if rows else "conv2d_f16", make, call, torch_fn, ref,
+        ("conv2d_nhwc_rows" if rows else "conv2d_nhwc") if fused else "conv2d_f16_rows" if rows else "conv2d_f16",
+        make, call, torch_fn, ref,
         2 * (n * h * wd * c + k * r * r * c + n * oh * ow * k + (k if fused else 0)), 2.0 * n * oh * ow * k * c * r * r,
         tol=2e-3, eager_is="cuDNN + torch eager relu" if fused else "cuDNN (F.conv2d, channels_last)",
         peak=TF_PEAK_F16)
@@ -1036,6 +1038,8 @@ def workloads():
         w.append(w_conv(32, h, h, c, k, r, st, r // 2, rows=True))  # session 45: A by TMA's im2col mode
     for h, c, k, r in [(56, 64, 64, 3), (14, 256, 256, 3), (56, 64, 256, 1)]:
         w.append(w_conv(32, h, h, c, k, r, 1, r // 2, fused=True))
+    for h, c, k, r in [(56, 64, 64, 3), (14, 256, 256, 3), (56, 64, 256, 1)]:  # session 46: the rows, fused
+        w.append(w_conv(32, h, h, c, k, r, 1, r // 2, fused=True, rows=True))
     # issue 30: f32 NCHW 3x3 >= 1.0x cuDNN without tf32: the issue's 16x16x1024^2 -> 128 and two ResNet layers
     for n, h, c, k in [(16, 1024, 16, 128), (32, 56, 64, 64), (32, 28, 128, 128)]:
         w.append(w_conv_f32(n, h, h, c, k, 3, 1))

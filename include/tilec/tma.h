@@ -93,7 +93,11 @@ typedef struct tilec_tma_meta {
      * even x, one a consumer warp group; the store of an x past the grid
      * skipped), ceil(x / 2) * y * z units (lower/wgpair.c). 4: a pair of
      * tiles along z (z, z + 1 for even z; a head's product, its batch y,
-     * its N tiles z), x * y * ceil(z / 2) units (lower/wgpair.c). */
+     * its N tiles z), x * y * ceil(z / 2) units (lower/wgpair.c). 5: as
+     * 1, a gather twin (A by TMA's im2col mode: lower/wgmma.c) with its
+     * one-tile twin NAME_1 beside it (the same parameters, no grid ones
+     * read), which the runtime launches on the program's grid where the
+     * tiles are few a multiprocessor (runtime/tma.c). */
     uint32_t persistent;
     tilec_tma_map maps[TILEC_TMA_MAX_MAPS];
     /* The dot loop's K steps a tile, which the launch weighs in choosing a
