@@ -586,6 +586,12 @@ static int k_affine(lw *L, const tilec_expr *e, const char *var, int64_t *a, int
 
 /* Is operand i (0: A, 1: B) of plan w K-major (K its unit-stride axis,
  * the map's columns)? Else MN-major: K the map's rows. */
+/* The arrivals a stage's full barrier waits for: a gather twin's producer
+ * threads twice each (wggather.c), plus the expect_tx of the thread that
+ * issues its TMA boxes (A's im2col, B's tiles) where there are any; else
+ * the one TMA producer thread. */
+static int wg_full_arrivals(const wg_plan *w) { return w->gather ? 2 * w->producers + (w->btma || w->atma) : 1; }
+
 static int wg_kmajor(const wg_plan *w, int i) { return i ? w->bk : !w->amn; }
 
 /* Loop iterations a stage of plan w (its loads matched, the loop's scope
@@ -1203,7 +1209,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     }
     lower_line(L, "if (tl_tid == 0) {");
     lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->gather ? 2 * w->producers + (w->btma || w->atma) : 1);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", wg_full_arrivals(w));
     lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
     lower_line(L, "    }");
     lower_line(L, "    tl_mbar_fence_init();");
@@ -1382,7 +1388,7 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   "        tl_mbar_fence_init();\n"
                   "    }\n"
                   "    __syncthreads();\n",
-              w->S, w->gather ? 2 * w->producers + (w->btma || w->atma) : 1, C->nwarps * (w->mpair ? 2 : 1));
+              w->S, wg_full_arrivals(w), C->nwarps * (w->mpair ? 2 : 1));
     sb_printf(tu, "    const int tl_units = %s * %s * %s;\n", w->mpair ? "((tl_grid0 + 1) / 2)" : "tl_grid0",
               w->pair && w->pax == 1 ? "((tl_grid1 + 1) / 2)" : "tl_grid1",
               w->pair && w->pax == 2 ? "((tl_grid2 + 1) / 2)" : "tl_grid2");
