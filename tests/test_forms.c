@@ -9,6 +9,7 @@
  * documented here and a change that closes one flips its row. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -689,6 +690,48 @@ Test(forms, attention_trans_k_rings)
         cr_expect(strstr(code.layouts, "1 __syncthreads per iteration (cp.async ring)"), "%s", code.layouts);
         cr_expect(strstr(code.remarks, "cp.async rings of 2 stages for v_tk, v_tv"), "%s", code.remarks);
         tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
+/* Attention as users wrote it from the docs alone (tests/attn_forms: no
+ * stages hint, exp or exp2, K as [BN, D] under trans() or loaded [D, BN],
+ * the mask as where() or an added bias, a trip count of blocks, many
+ * lets, 4 or 8 warps): every variant of every file takes the sm_90a twin
+ * (wgmma, TMA rings). Every file of the folder is in the list. */
+Test(forms, attention_from_the_docs_takes_the_twin)
+{
+    static const struct {
+        const char *file, *kernel;
+    } docs_forms[] = {
+        {"tests/attn_forms/fa_d128.tile", "fa_d128"},
+        {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2"},
+        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets"},
+        {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain"},
+    };
+    size_t files = 0;
+    DIR *dir = opendir("tests/attn_forms");
+    cr_assert_not_null(dir);
+    for (struct dirent *e; (e = readdir(dir));)
+        files += strlen(e->d_name) > 5 && !strcmp(e->d_name + strlen(e->d_name) - 5, ".tile");
+    closedir(dir);
+    cr_expect_eq(files, sizeof docs_forms / sizeof docs_forms[0], "tests/attn_forms has a .tile this test does not list");
+    for (size_t i = 0; i < sizeof docs_forms / sizeof docs_forms[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        cr_assert_eq(tilec_parse_file(ctx, docs_forms[i].file, &m), TILEC_OK, "%s: %s", docs_forms[i].file,
+                     tilec_ctx_diag(ctx, 0) ? tilec_ctx_diag(ctx, 0)->message : "");
+        const tilec_kernel *k = tilec_module_find_kernel(m, docs_forms[i].kernel);
+        cr_assert_not_null(k, "%s: no kernel %s", docs_forms[i].file, docs_forms[i].kernel);
+        for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+            tilec_kernel_code code;
+            cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, &code), TILEC_OK, "%s variant %u", docs_forms[i].file, v);
+            cr_expect(strstr(code.remarks, ": dot loop: wgmma, its rings filled by TMA through mbarriers (the sm_90a twin"),
+                      "%s variant %u:\n%s", docs_forms[i].file, v, code.remarks);
+            cr_expect_not_null(code.tma.name, "%s variant %u: no sm_90a twin", docs_forms[i].file, v);
+            tilec_kernel_code_free(&code);
+        }
         tilec_module_free(m);
         tilec_ctx_free(ctx);
     }

@@ -37,6 +37,11 @@ tables. Usage (from the repository root, on the GPU machine):
           each compared with the reference form at its own size (a form
           with a `/// sizes:` line only at those)
 
+  python3 bench/harness/bench.py --family attnforms --out attnforms.jsonl --no-compile
+          attention as users wrote it from the docs (tests/attn_forms) at
+          S = 4096 and 1024, causal and not, against SDPA; not part of a
+          plain run
+
   python3 bench/harness/bench.py --family matmul --family handtuned --out tuned.jsonl --no-compile
           issue 31: the benchmark's f16 and bf16 GEMMs (bench/harness/gemm.tile:
           no tile hints, the compiler's default space, docs/tuning.md) beside
@@ -79,6 +84,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -490,7 +496,10 @@ def w_bmm(bt, m, n, k, hand=False):
         2.0 * bt * m * n * k, tol=2e-3, eager_is="cuBLAS (torch.bmm)", peak=TF_PEAK_F16)
 
 
-def w_attention(b, h, s, d, causal):
+def w_attention(b, h, s, d, causal, path="examples/attention.tile", kernel=None, family="attention"):
+    """Attention forward against SDPA; path/kernel: another spelling of it (the
+    attnforms family: tests/attn_forms, the same arguments q, k, v, o, S, bh,
+    causal, scale)."""
     scale = 1.0 / math.sqrt(d)
 
     def make():
@@ -499,8 +508,9 @@ def w_attention(b, h, s, d, causal):
                 "o": torch.empty(b, h, s, d, device=DEV, dtype=torch.float16)}
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
     return Workload(
-        f"attention d{d} {b}x{h}x{s}{' causal' if causal else ''}", "attention", "examples/attention.tile",
-        f"attention_d{d}", make,
+        (f"attnform {os.path.splitext(os.path.basename(path))[0]} " if kernel else "") +
+        f"attention d{d} {b}x{h}x{s}{' causal' if causal else ''}", family, path,
+        kernel or f"attention_d{d}", make,
         lambda t: ([t["q"], t["k"], t["v"], t["o"], s, b * h, int(causal), scale], "o"),
         lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=causal),
         lambda t: F.scaled_dot_product_attention(t["q"].float(), t["k"].float(), t["v"].float(), is_causal=causal),
@@ -826,6 +836,32 @@ def llm_table(records):
     return "\n".join(lines)
 
 
+ATTN_FORMS_DIR = "tests/attn_forms"  # attention as users wrote it from the docs (tests/attn_forms/README.md)
+
+
+def attn_form_workloads():
+    """Every kernel of tests/attn_forms at S = 4096 and 1024, causal and not
+    (run with --family attnforms): its `/// d:` line gives the head size, its
+    one `kernel` line the name."""
+    d = os.path.join(ROOT, ATTN_FORMS_DIR)
+    w = []
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not f.endswith(".tile"):
+            continue
+        path = f"{ATTN_FORMS_DIR}/{f}"
+        with open(os.path.join(ROOT, path)) as fh:
+            text = fh.read()
+        hd = re.search(r"^/// d: *(\d+)", text, re.M)
+        kn = re.search(r"^kernel +(\w+)", text, re.M)
+        if not hd or not kn:
+            raise ValueError(f"{path}: needs a `/// d: N` line and one kernel")
+        dd = int(hd.group(1))
+        for b, s in ((4, 4096), (16, 1024)):
+            for causal in (False, True):
+                w.append(w_attention(b, 16 if dd == 64 else 8, s, dd, causal, path, kn.group(1), "attnforms"))
+    return w
+
+
 FORMS_DIR = "tests/forms"  # issue 29's corpus of equivalent forms (tests/forms/README.md)
 FORM_BATCH = 2  # the matrices a call of a batched form multiplies
 
@@ -1061,6 +1097,7 @@ def workloads():
             for causal in (False, True):
                 w.append(w_attention(b, h, s, d, causal))
     w.extend(form_workloads())  # run only when asked: --family forms (or --only form)
+    w.extend(attn_form_workloads())  # run only when asked: --family attnforms
     for dt in ("f16", "bf16"):  # issue 31's hand-tuned reference: run only when asked (--family handtuned)
         for s in (1024, 2048, 4096, 8192):
             w.append(w_matmul(s, s, s, dt, hand=True))
@@ -1722,7 +1759,7 @@ def main():
                 continue
             if args.family and w.family not in args.family and not ("issue31" in args.family and issue31_selects(w)):
                 continue
-            if w.family in ("forms", "tuned", "handtuned", "llm") and not args.family and not args.only:
+            if w.family in ("forms", "attnforms", "tuned", "handtuned", "llm") and not args.family and not args.only:
                 continue  # issue 29's forms, issue 31's tuned rows and hand-tuned GEMMs, issue 35's LLM set: runs of their own (--family)
             try:
                 r.workload(w)

@@ -42,6 +42,22 @@ class FormsFamilyTests(unittest.TestCase):
     def setUpClass(cls):
         cls.bench = _load_bench()
 
+    def test_every_attention_form_is_four_workloads(self):
+        """tests/attn_forms: each file at S = 4096 and 1024, causal and not,
+        its kernel named by its one `kernel` line, its head size by `/// d:`."""
+        files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "attn_forms")) if f.endswith(".tile"))
+        self.assertGreaterEqual(len(files), 4)
+        ws = self.bench.attn_form_workloads()
+        self.assertEqual(len(ws), 4 * len(files))
+        for w in ws:
+            self.assertEqual(w.family, "attnforms")
+            stem = w.tile.split("/")[-1][:-len(".tile")]
+            self.assertEqual(w.kernel, stem, "each file's kernel is named as the file")
+            self.assertTrue(w.name.startswith(f"attnform {stem} attention d"), w.name)
+        names = [w.name for w in ws]
+        self.assertIn("attnform fa_d128 attention d128 4x8x4096 causal", names)
+        self.assertIn("attnform fa_d64_lets attention d64 16x16x1024", names)
+
     def test_every_form_is_a_workload_with_a_known_convention(self):
         files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "forms")) if f.endswith(".tile"))
         ws = self.bench.form_workloads(4096)
