@@ -57,18 +57,6 @@ enum { TMA_PERSIST_KSTEPS = 32 };
  * its rounds of tiles cost less, as when pairs would leave
  * multiprocessors idle (1024^3: 32 pairs of 128 x 128). */
 enum { TMA_PAIR_COST = 182 };
-/* ... but where each tile's dot loop runs at most this many trips, the
- * one-tile twin however the rounds fall: a pair's two epilogues run one
- * after the other on one staging tile and its ring has fewer stages
- * (4 of 48 KiB against 6 of 32 KiB at 128 x 128 in bf16), fixed costs a
- * unit that a short loop does not repay. Measured on the H200
- * (docs/performance.md, "llm: the chunk's peak memory, C = 512
- * re-weighed"): the fused linear cross-entropy's gemm_dw, 8 trips of 64
- * (C = 512), one tile a block 1.449 ms against the pair's 1.562; 16 trips
- * (C = 1024) the pair 2.240 against 2.271. A tile's time a + b * trips
- * through the two points: the pair's line crosses the one-tile twin's at
- * 14.3 trips. */
-enum { TMA_PAIR_KSTEPS = 12 };
 /* A persistent gather twin (tilec_tma_meta.persistent 5: A by TMA's im2col
  * mode, lower/wgmma.c) walks its tiles where they are more than this many
  * a multiprocessor, else its one-tile twin NAME_1 runs on the program's
@@ -433,19 +421,6 @@ static int persist_walks(const pkernel *pk, const tilec_rt_arg *args, uint64_t u
     return trips >= 0 && trips <= TMA_PERSIST_KSTEPS;
 }
 
-/* Whether a paired twin's one-tile twin runs `tiles` faster than the pair
- * its `units`: its rounds of tiles cost less than the rounds of pairs at
- * TMA_PAIR_COST, or each tile's dot loop runs at most TMA_PAIR_KSTEPS
- * trips. */
-static int pair_loses(const pkernel *pk, const tilec_rt_arg *args, uint64_t tiles, uint64_t units)
-{
-    uint32_t sms = pk->tma->sms;
-    if ((tiles + sms - 1) / sms * 100 < (units + sms - 1) / sms * TMA_PAIR_COST)
-        return 1;
-    int64_t trips = loop_trips(pk, &pk->tma->meta, args);
-    return trips >= 0 && trips <= TMA_PAIR_KSTEPS;
-}
-
 int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
                   tilec_rt_status *st)
 {
@@ -471,13 +446,15 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
         uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2];
         /* 2: the block's unit is a pair of tiles along y (lower/wgpair.c), 4: along z (a head's product, the
-         * batch in y), unless the one-tile twin runs them faster (pair_loses); 3: a pair along
+         * batch in y), unless the one-tile twin's rounds of tiles cost less (TMA_PAIR_COST); 3: a pair along
          * x, one a consumer warp group */
         uint64_t units = t->meta.persistent == 2   ? (uint64_t)grid[0] * ((grid[1] + 1) / 2) * grid[2]
                          : t->meta.persistent == 4 ? (uint64_t)grid[0] * grid[1] * ((grid[2] + 1) / 2)
                          : t->meta.persistent == 3 ? ((uint64_t)grid[0] + 1) / 2 * grid[1] * grid[2]
                                                    : tiles;
-        if (units != tiles && t->fn1 && (t->pair_mode == 0 || (t->pair_mode < 0 && pair_loses(pk, args, tiles, units)))) {
+        if (units != tiles && t->fn1 &&
+            (t->pair_mode == 0 ||
+             (t->pair_mode < 0 && (tiles + t->sms - 1) / t->sms * 100 < (units + t->sms - 1) / t->sms * TMA_PAIR_COST))) {
             fn = t->fn1;
             units = tiles;
         }

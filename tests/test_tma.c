@@ -149,11 +149,11 @@ Test(tma, maps_built_cached_and_passed, .timeout = 120)
     cr_expect_eq(fake->tma_launches, 2);
     cr_expect_eq(fake->tma_encodes, 3, "no new map for the same operands");
     /* another shape: new maps; more tiles than multiprocessors: 132 blocks */
-    cr_assert_eq(launch(&e, e.a, 4096, 2048, 1024), TILEC_RT_OK);
+    cr_assert_eq(launch(&e, e.a, 4096, 2048, 256), TILEC_RT_OK);
     cr_expect_eq(fake->tma_launches, 3);
     cr_expect_eq(fake->tma_encodes, 6);
     cr_expect(fake->tma_grid[0] == 32 && fake->tma_grid[1] == 16 && fake->grid[0] == 132 && fake->grid[1] == 1);
-    /* 256 pairs in 2 rounds (3.64 tiles' time) against 512 tiles in 4, 16 trips a tile: the pairs */
+    /* 256 pairs in 2 rounds (3.64 tiles' time) against 512 tiles in 4: the pairs */
     cr_expect_eq(fake->tma_one_launches, 2, "%d", fake->tma_one_launches);
     /* more than 8 pairs a multiprocessor, each tile's loop 128 trips of 64 (K 8192): one block per pair */
     cr_assert_eq(launch(&e, e.a, 8192, 8192, 8192), TILEC_RT_OK);
@@ -325,7 +325,7 @@ Test(tma, a_gather_twin_passes_b_s_map, .timeout = 120)
 /* TILEC_TMA_PAIR overrides the launch's choice between a paired twin
  * (lower/wgpair.c) and its one-tile twin: 1 the pairs even where the
  * cost model takes one tile a block (3 x 3 tiles), 0 one tile where it
- * takes the pairs (32 x 16 tiles, 16 trips a tile). */
+ * takes the pairs (32 x 16 tiles). */
 Test(tma, pair_mode_from_the_environment, .timeout = 120)
 {
     env e;
@@ -337,7 +337,7 @@ Test(tma, pair_mode_from_the_environment, .timeout = 120)
     env_free(&e);
     setenv("TILEC_TMA_PAIR", "0", 1);
     env_build(&e);
-    cr_assert_eq(launch(&e, e.a, 4096, 2048, 1024), TILEC_RT_OK);
+    cr_assert_eq(launch(&e, e.a, 4096, 2048, 256), TILEC_RT_OK);
     cr_expect(fake->tma_one_launches == 1 && fake->grid[0] == 132, "%d %u", fake->tma_one_launches, fake->grid[0]);
     env_free(&e);
     unsetenv("TILEC_TMA_PAIR");
@@ -345,16 +345,16 @@ Test(tma, pair_mode_from_the_environment, .timeout = 120)
 
 /* TILEC_TMA_PERSIST overrides the rule: 1 walks 2048 pairs (16 a
  * multiprocessor, 128 trips a tile) on 132 blocks, where the launch takes
- * a block a pair; 0 a block a pair where it walks 256 (16 trips a tile)
- * on 132 blocks; another value: the rule. */
+ * a block a pair; 0 a block a pair where it walks 256 on 132 blocks;
+ * another value: the rule. */
 Test(tma, persist_mode_from_the_environment, .timeout = 120)
 {
     static const struct {
         const char *mode;
         int M, N, K;
         unsigned blocks;
-    } cases[] = {{"1", 8192, 8192, 8192, 132}, {"0", 4096, 2048, 1024, 256}, {"2", 8192, 8192, 8192, 2048},
-                 {"0", 8192, 8192, 1024, 2048}, {"1", 300, 264, 256, 9}};
+    } cases[] = {{"1", 8192, 8192, 8192, 132}, {"0", 4096, 2048, 256, 256}, {"2", 8192, 8192, 8192, 2048},
+                 {"0", 8192, 8192, 256, 2048}, {"1", 300, 264, 256, 9}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         env e;
         setenv("TILEC_TMA_PERSIST", cases[i].mode, 1);
@@ -390,34 +390,6 @@ Test(tma, persist_rule_weighs_the_loop_s_trips, .timeout = 120)
     /* few units: walked whatever the trips */
     cr_assert_eq(launch(&e, e.a, 4096, 2048, 8192), TILEC_RT_OK);
     cr_expect_eq(fake->grid[0], 132);
-    env_free(&e);
-}
-
-/* A paired twin whose tiles loop at most 12 trips (TMA_PAIR_KSTEPS: K
- * over 64 for tw) launches its one-tile twin where the rounds favour the
- * pairs (4096 x 2048: 256 pairs in 2 rounds, 512 tiles in 4): K 768, 12
- * trips, and 520, 9 (rounded up), take the one-tile twin; 776, 13, and
- * 1024, 16, the pairs. 8192 x 8192 at K 512 (the fused linear
- * cross-entropy's gemm_dw at C = 512: 8 trips): 4096 tiles walked on 132
- * blocks by the one-tile twin. */
-Test(tma, pair_rule_weighs_the_loop_s_trips, .timeout = 120)
-{
-    static const struct {
-        int M, N, K;
-        int one;
-        unsigned blocks;
-    } cases[] = {{4096, 2048, 768, 1, 132},  {4096, 2048, 520, 1, 132},  {4096, 2048, 776, 0, 132},
-                 {4096, 2048, 1024, 0, 132}, {8192, 8192, 512, 1, 132},  {8192, 8192, 1024, 0, 132}};
-    env e;
-    env_build(&e);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int before = fake->tma_launches, one = fake->tma_one_launches;
-        cr_assert_eq(launch(&e, e.a, cases[i].M, cases[i].N, cases[i].K), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
-        cr_expect(fake->tma_launches == before + 1 && fake->tma_one_launches == one + cases[i].one &&
-                      fake->grid[0] == cases[i].blocks,
-                  "%d x %d, K %d: %d one-tile launches, %u blocks", cases[i].M, cases[i].N, cases[i].K,
-                  fake->tma_one_launches - one, fake->grid[0]);
-    }
     env_free(&e);
 }
 

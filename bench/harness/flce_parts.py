@@ -8,7 +8,8 @@ time times T / C is what the graph spends on that step. With --sweep K,
 gemm_dw alone at K = C = each K: its pair (TILEC_TMA_PAIR=1) and its
 one-tile twin (TILEC_TMA_PAIR=0), each with dW read (add 1, the graph's
 product) and without (add 0: a plain product's store), and torch.addmm:
-where the launch's rule (runtime/tma.c, TMA_PAIR_KSTEPS) should turn.
+what each twin's dW read costs (add 1 less add 0) and which twin a short
+loop favours (the launch's choice between them: runtime/tma.c).
 
     python3 bench/harness/flce_parts.py --out parts.jsonl [--chunk 1024 ...] [--sweep 512 ...]"""
 import argparse
