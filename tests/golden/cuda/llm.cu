@@ -39832,7 +39832,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
             tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
         }
     }
-    __nv_bfloat16 tl_t0_n1[64]; /* the second N tile's (pid(1) + 1) */
+    __align__(4) __nv_bfloat16 tl_t0_n1[64]; /* the second N tile's (pid(1) + 1) */
     { /* the second N tile's early loads: pid(1) + 1, when the program's grid has it */
     const int tl_pidn = tl_pid1 + 1;
     if (tl_pidn < tl_grid1) {
@@ -39869,8 +39869,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         }
     }
     #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j)
-        tl_t0_n1[tl_j] = tl_t0[tl_j];
+    for (int tl_j = 0; tl_j < 32; ++tl_j)
+        ((unsigned int *)tl_t0_n1)[tl_j] = ((const unsigned int *)tl_t0)[tl_j];
     }
     }
     float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
@@ -39954,8 +39954,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
         #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_t0[tl_j] = tl_t0_n1[tl_j];
+        for (int tl_j = 0; tl_j < 32; ++tl_j)
+            ((unsigned int *)tl_t0)[tl_j] = ((const unsigned int *)tl_t0_n1)[tl_j];
     // examples/llm.tile:476
     // v_m: index tile computed where it is used
     // examples/llm.tile:477
