@@ -148,3 +148,46 @@ Test(rows, rope_sass_issues_every_vector_load_first, .timeout = 300)
         free(out);
     }
 }
+
+/* RoPE's cos and sin rows ([64], replicated over lane bits 3-4 and the
+ * warps in v2: lanes l, l + 8, l + 16, l + 24 hold the same 16-byte chunk)
+ * are loaded by lanes 0-7 alone and shared by __shfl_sync (lower/memory.c,
+ * lane_replicas), the shuffles after the run's last load (stmt.c,
+ * issue_loads): before, every lane loaded its copy. */
+Test(rows, rope_rows_loaded_by_a_lane_a_copy)
+{
+    char *src = lowered_source("examples/llm.tile", "rope__bf16", 2);
+    const char *sn = strstr(src, "(v_sin + "), *x1 = strstr(src, "float v_x1[");
+    const char *sh = strstr(src, "__shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 7)");
+    const char *sh3 = strstr(src, "__shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 7)");
+    cr_assert(sn && x1, "%s", src);
+    const char *gate = strstr(src, "if ((tl_lane & 24) == 0) {");
+    cr_expect(gate && strstr(gate + 1, "if ((tl_lane & 24) == 0) {"), "cos and sin not loaded by lanes 0-7 alone:\n%s", src);
+    cr_expect(sh && sh3, "no shuffle of cos's or sin's copies:\n%s", src);
+    cr_expect(sh && sh > sn && sh < x1, "cos's shuffle not between sin's load and x1's conversion:\n%s", src);
+    free(src);
+}
+
+/* ...and in the SASS (sm_90): v2's 8 SHFL.IDX (two 16-byte rows, 4 words
+ * each) come after its 4 LDG.E.128, none between them (a shuffle waits for
+ * its load: one between two loads would delay the second by a round trip). */
+Test(rows, rope_sass_shuffles_after_every_load, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *out = disassemble_file(tool, "-sass", "examples/llm.tile", "rope__bf16", 2, "sm_90");
+    const char *last = NULL;
+    int loads = 0, shfl = 0;
+    for (const char *p = strstr(out, "LDG.E.128"); p; p = strstr(p + 1, "LDG.E.128")) {
+        last = p;
+        loads++;
+    }
+    const char *first = strstr(out, "SHFL.IDX");
+    for (const char *p = first; p; p = strstr(p + 1, "SHFL.IDX"))
+        shfl++;
+    cr_expect_eq(loads, 4, "rope v2: %d LDG.E.128", loads);
+    cr_expect_eq(shfl, 8, "rope v2: %d SHFL.IDX", shfl);
+    cr_expect(first && last && first > last, "rope v2: a shuffle before its last 16-byte load");
+    free(out);
+}
