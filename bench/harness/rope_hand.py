@@ -140,19 +140,26 @@ def time_all(a):
         k = mod_t.kernel("rope__bf16", v)
         cands[f"tilec v{v}"] = (lambda k: lambda: k(q, cos, sin, out, t, h))(k)
     for n in FORMS:
-        cands[n] = launcher(n)
+        try:
+            cands[n] = launcher(n)
+        except RuntimeError as e:
+            print(json.dumps({"tag": a.tag, "kernel": n, "error": str(e)}), flush=True)
     if not a.no_compile:
         comp = torch.compile(rot)
         cands["torch.compile"] = lambda: comp(q, cos2, sin2)
     errs = {}
-    for n, f in cands.items():
+    for n, f in list(cands.items()):
         if n == "copy_":
             continue
-        out.fill_(float("nan"))
-        r = f()
-        torch.cuda.synchronize()
-        got = r if n == "torch.compile" else out
-        errs[n] = round((got.double() - want).abs().max().item(), 5)
+        try:
+            out.fill_(float("nan"))
+            r = f()
+            torch.cuda.synchronize()
+            got = r if n == "torch.compile" else out
+            errs[n] = round((got.double() - want).abs().max().item(), 5)
+        except RuntimeError as e:
+            print(json.dumps({"tag": a.tag, "kernel": n, "error": str(e)}), flush=True)
+            del cands[n]
     res = {n: [] for n in cands}
     for _ in range(a.rounds):  # rounds, each kernel in turn: drift spread over all
         for n, f in cands.items():
