@@ -271,11 +271,6 @@ typedef struct lw {
      * finds them until the run of lets ends */
     matnode pre[LOWER_MAX_PRE];
     int npre;
-    /* while issue_loads issues a run's loads: the __shfl_sync statements of
-     * those loaded by fewer lanes (memory.c), emitted after the run's last
-     * load so none waits on a load before the next one is issued */
-    int defer_shfl, nshfl;
-    const char *shfl[LOWER_MAX_PRE];
     const val **spilled; /* values spilled for the current statement */
     int nspilled, capspilled;
     int failed;

@@ -57,27 +57,6 @@ static int vec_plan(lw *L, const tilec_expr *ptr, const lay *y, int rank, int ru
     return w;
 }
 
-/* The lane bits a load of layout y is replicated over (its elements do
- * not depend on them: lanes that differ only there hold the same copy),
- * when only the lanes with those bits clear should load and the others
- * take their copy by __shfl_sync: a blocked layout whose share a thread is
- * whole 32-bit words (a tile broadcast over a wider one, as RoPE's cos and
- * sin rows over its heads, the embedding's ids over its columns), in
- * 16-byte vectors (w elements of `size` bytes; narrower ones, conv's 4-byte
- * bias chunks, are left to every lane: not timed); 0: every lane loads.
- * Scalar control flow is uniform over a block (as the reductions' shuffles
- * assume), so every lane of the warp reaches the shuffle. */
-static unsigned lane_replicas(const lw *L, const lay *y, int w, unsigned size)
-{
-    if (y->kind != LY_LIN || L->nt % 32 || (unsigned)w * size != 16)
-        return 0;
-    unsigned drop = 0;
-    for (int k = 0; k < 5; k++)
-        if (y->b.lane[k] < 0)
-            drop |= 1u << k;
-    return drop;
-}
-
 /* load(ptr, mask?, other?) into array `name` of layout y. */
 void lower_emit_load(lw *L, const tilec_expr *e, val *v)
 {
@@ -97,17 +76,9 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
     int w = vec_plan(L, ptr, y, t->rank, run, vax, size, &why);
     lower_axinfo_trace(L, "load", ptr, mask, vax, w);
     int mono = mask && w && lower_monotone_mask(L, mask, t->rank, vax);
-    unsigned drop = lane_replicas(L, y, w, size);
-    lower_remark_mem(L, e,
-                     lower_fmt(L, "ld, %s%s%s", lower_remark_width(L, w, size, "vector"), w ? lower_remark_mask(L, mask, mono) : "",
-                               drop ? lower_fmt(L, ", by %d of 32 lanes, shared by __shfl_sync", 32 >> __builtin_popcount(drop))
-                                    : ""),
+    lower_remark_mem(L, e, lower_fmt(L, "ld, %s%s", lower_remark_width(L, w, size, "vector"), w ? lower_remark_mask(L, mask, mono) : ""),
                      why);
     lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, y->E);
-    if (drop) {
-        lower_line(L, "if ((tl_lane & %u) == 0) { /* the lanes a copy: the others' by __shfl_sync below */", drop);
-        L->ind++;
-    }
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, w ? w : 1);
     L->ind++;
@@ -155,17 +126,6 @@ void lower_emit_load(lw *L, const tilec_expr *e, val *v)
     }
     L->ind--;
     lower_line(L, "}");
-    if (drop) {
-        L->ind--;
-        lower_line(L, "}");
-        const char *sh = lower_fmt(L, "for (int tl_w = 0; tl_w < %d; ++tl_w) ((unsigned *)%s)[tl_w] = "
-                                   "__shfl_sync(0xffffffffu, ((unsigned *)%s)[tl_w], tl_lane & %u);",
-                                   y->E * (int)size / 4, v->c, v->c, 31u & ~drop);
-        if (L->defer_shfl && L->nshfl < LOWER_MAX_PRE)
-            L->shfl[L->nshfl++] = sh;
-        else
-            lower_line(L, "%s", sh);
-    }
 }
 
 /* store(ptr, value, mask?) / atomic_add(ptr, value, mask?) over layout y. */

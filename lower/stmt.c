@@ -496,8 +496,6 @@ static void issue_loads(lw *L, const tilec_block *b, uint32_t i)
     if (!later)
         return;
     unsigned line = L->line;
-    L->defer_shfl = 1;
-    L->nshfl = 0;
     for (int j = 0; j < n && !L->failed; j++) {
         L->line = of[j]->loc.line;
         if (of[j] != b->stmts[i])
@@ -505,11 +503,6 @@ static void issue_loads(lw *L, const tilec_block *b, uint32_t i)
                        of[j]->loc.line, line);
         L->pre[L->npre++] = (matnode){ld[j], lower_materialize(L, ld[j], NULL, NULL)};
     }
-    L->defer_shfl = 0;
-    if (L->nshfl)
-        lower_line(L, "// the shared copies of the loads above, once every load is issued");
-    for (int j = 0; j < L->nshfl; j++)
-        lower_line(L, "%s", L->shfl[j]);
     L->line = line;
 }
 

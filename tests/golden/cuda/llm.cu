@@ -29662,51 +29662,44 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t2[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-                tl_t2[tl_j + 4] = tl_p[4];
-                tl_t2[tl_j + 5] = tl_p[5];
-                tl_t2[tl_j + 6] = tl_p[6];
-                tl_t2[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+            tl_t2[tl_j + 4] = tl_p[4];
+            tl_t2[tl_j + 5] = tl_p[5];
+            tl_t2[tl_j + 6] = tl_p[6];
+            tl_t2[tl_j + 7] = tl_p[7];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t3[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-                tl_t3[tl_j + 4] = tl_p[4];
-                tl_t3[tl_j + 5] = tl_p[5];
-                tl_t3[tl_j + 6] = tl_p[6];
-                tl_t3[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+            tl_t3[tl_j + 4] = tl_p[4];
+            tl_t3[tl_j + 5] = tl_p[5];
+            tl_t3[tl_j + 6] = tl_p[6];
+            tl_t3[tl_j + 7] = tl_p[7];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 7);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 7);
     float v_x1[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -29907,51 +29900,44 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t2[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-                tl_t2[tl_j + 4] = tl_p[4];
-                tl_t2[tl_j + 5] = tl_p[5];
-                tl_t2[tl_j + 6] = tl_p[6];
-                tl_t2[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+            tl_t2[tl_j + 4] = tl_p[4];
+            tl_t2[tl_j + 5] = tl_p[5];
+            tl_t2[tl_j + 6] = tl_p[6];
+            tl_t2[tl_j + 7] = tl_p[7];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t3[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-                tl_t3[tl_j + 4] = tl_p[4];
-                tl_t3[tl_j + 5] = tl_p[5];
-                tl_t3[tl_j + 6] = tl_p[6];
-                tl_t3[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+            tl_t3[tl_j + 4] = tl_p[4];
+            tl_t3[tl_j + 5] = tl_p[5];
+            tl_t3[tl_j + 6] = tl_p[6];
+            tl_t3[tl_j + 7] = tl_p[7];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 7);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 7);
     float v_x1[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -30152,51 +30138,44 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t2[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-                tl_t2[tl_j + 4] = tl_p[4];
-                tl_t2[tl_j + 5] = tl_p[5];
-                tl_t2[tl_j + 6] = tl_p[6];
-                tl_t2[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+            tl_t2[tl_j + 4] = tl_p[4];
+            tl_t2[tl_j + 5] = tl_p[5];
+            tl_t2[tl_j + 6] = tl_p[6];
+            tl_t2[tl_j + 7] = tl_p[7];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __half tl_t3[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-                tl_t3[tl_j + 4] = tl_p[4];
-                tl_t3[tl_j + 5] = tl_p[5];
-                tl_t3[tl_j + 6] = tl_p[6];
-                tl_t3[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+            tl_t3[tl_j + 4] = tl_p[4];
+            tl_t3[tl_j + 5] = tl_p[5];
+            tl_t3[tl_j + 6] = tl_p[6];
+            tl_t3[tl_j + 7] = tl_p[7];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 7);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 7);
     float v_x1[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30397,51 +30376,44 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-                tl_t2[tl_j + 4] = tl_p[4];
-                tl_t2[tl_j + 5] = tl_p[5];
-                tl_t2[tl_j + 6] = tl_p[6];
-                tl_t2[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+            tl_t2[tl_j + 4] = tl_p[4];
+            tl_t2[tl_j + 5] = tl_p[5];
+            tl_t2[tl_j + 6] = tl_p[6];
+            tl_t2[tl_j + 7] = tl_p[7];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-                tl_t3[tl_j + 4] = tl_p[4];
-                tl_t3[tl_j + 5] = tl_p[5];
-                tl_t3[tl_j + 6] = tl_p[6];
-                tl_t3[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+            tl_t3[tl_j + 4] = tl_p[4];
+            tl_t3[tl_j + 5] = tl_p[5];
+            tl_t3[tl_j + 6] = tl_p[6];
+            tl_t3[tl_j + 7] = tl_p[7];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 7);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 7);
     float v_x1[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -30642,51 +30614,44 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-                tl_t2[tl_j + 4] = tl_p[4];
-                tl_t2[tl_j + 5] = tl_p[5];
-                tl_t2[tl_j + 6] = tl_p[6];
-                tl_t2[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+            tl_t2[tl_j + 4] = tl_p[4];
+            tl_t2[tl_j + 5] = tl_p[5];
+            tl_t2[tl_j + 6] = tl_p[6];
+            tl_t2[tl_j + 7] = tl_p[7];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-                tl_t3[tl_j + 4] = tl_p[4];
-                tl_t3[tl_j + 5] = tl_p[5];
-                tl_t3[tl_j + 6] = tl_p[6];
-                tl_t3[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+            tl_t3[tl_j + 4] = tl_p[4];
+            tl_t3[tl_j + 5] = tl_p[5];
+            tl_t3[tl_j + 6] = tl_p[6];
+            tl_t3[tl_j + 7] = tl_p[7];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 7);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 7);
     float v_x1[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -30887,51 +30852,44 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-                tl_t2[tl_j + 4] = tl_p[4];
-                tl_t2[tl_j + 5] = tl_p[5];
-                tl_t2[tl_j + 6] = tl_p[6];
-                tl_t2[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+            tl_t2[tl_j + 4] = tl_p[4];
+            tl_t2[tl_j + 5] = tl_p[5];
+            tl_t2[tl_j + 6] = tl_p[6];
+            tl_t2[tl_j + 7] = tl_p[7];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
-    if ((tl_lane & 24) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 8; tl_c += 8) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-            const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-                tl_t3[tl_j + 4] = tl_p[4];
-                tl_t3[tl_j + 5] = tl_p[5];
-                tl_t3[tl_j + 6] = tl_p[6];
-                tl_t3[tl_j + 7] = tl_p[7];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+            tl_t3[tl_j + 4] = tl_p[4];
+            tl_t3[tl_j + 5] = tl_p[5];
+            tl_t3[tl_j + 6] = tl_p[6];
+            tl_t3[tl_j + 7] = tl_p[7];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 7);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 7);
     float v_x1[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -31116,43 +31074,36 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t2[4];
-    if ((tl_lane & 16) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t3[4];
-    if ((tl_lane & 16) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 15);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 15);
     float v_x1[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -31305,43 +31256,36 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t2[4];
-    if ((tl_lane & 16) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t3[4];
-    if ((tl_lane & 16) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 15);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 15);
     float v_x1[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -31494,43 +31438,36 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
     }
     // line 279's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t2[4];
-    if ((tl_lane & 16) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t2[tl_j + 0] = tl_p[0];
-                tl_t2[tl_j + 1] = tl_p[1];
-                tl_t2[tl_j + 2] = tl_p[2];
-                tl_t2[tl_j + 3] = tl_p[3];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
         }
     }
     // line 280's load, issued here with line 277's (the loads before their arithmetic)
     float tl_t3[4];
-    if ((tl_lane & 16) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-            const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
-            if (((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t3[tl_j + 0] = tl_p[0];
-                tl_t3[tl_j + 1] = tl_p[1];
-                tl_t3[tl_j + 2] = tl_p[2];
-                tl_t3[tl_j + 3] = tl_p[3];
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
         }
     }
-    // the shared copies of the loads above, once every load is issued
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t2)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t2)[tl_w], tl_lane & 15);
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t3)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t3)[tl_w], tl_lane & 15);
     float v_x1[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35906,27 +35843,24 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
     // v_c: index tile computed where it is used
     // examples/llm.tile:354
     int tl_t0[4];
-    if ((tl_lane & 31) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
-            const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
-            const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
-            const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
-            const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
-            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
-                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
-                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
-                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
+        const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
         }
     }
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t0)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t0)[tl_w], tl_lane & 0);
     int v_id[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -36027,27 +35961,24 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
     // v_c: index tile computed where it is used
     // examples/llm.tile:354
     int tl_t0[4];
-    if ((tl_lane & 31) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
-            const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
-            const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
-            const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
-            const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
-            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
-                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
-                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
-                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
+        const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
         }
     }
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t0)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t0)[tl_w], tl_lane & 0);
     int v_id[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -36148,27 +36079,24 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
     // v_c: index tile computed where it is used
     // examples/llm.tile:354
     int tl_t0[4];
-    if ((tl_lane & 31) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
-            const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
-            const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
-            const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
-            const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
-            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
-                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
-                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
-                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
+        const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
         }
     }
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t0)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t0)[tl_w], tl_lane & 0);
     int v_id[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -36245,27 +36173,24 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
     // v_c: index tile computed where it is used
     // examples/llm.tile:367
     int tl_t0[4];
-    if ((tl_lane & 31) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
-            const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
-            const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
-            const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
-            const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
-            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
-                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
-                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
-                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
+        const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
         }
     }
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t0)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t0)[tl_w], tl_lane & 0);
     int v_id[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -36337,27 +36262,24 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
     // v_c: index tile computed where it is used
     // examples/llm.tile:367
     int tl_t0[4];
-    if ((tl_lane & 31) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
-            const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
-            const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
-            const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
-            const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
-            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
-                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
-                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
-                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
+        const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
         }
     }
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t0)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t0)[tl_w], tl_lane & 0);
     int v_id[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -36429,27 +36351,24 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
     // v_c: index tile computed where it is used
     // examples/llm.tile:367
     int tl_t0[4];
-    if ((tl_lane & 31) == 0) { /* the lanes a copy: the others' by __shfl_sync below */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 4; tl_c += 4) {
-            const int tl_j = tl_c;
-            const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
-            const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
-            const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
-            const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
-            const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
-            const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
-            if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
-            } else {
-                tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
-                tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
-                tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
-                tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
-            }
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0);
+        const int *tl_p = (v_ids + ((((int)blockIdx.x) * v_R) + tl_i0));
+        const bool tl_m0 = (((((int)blockIdx.x) * v_R) + tl_i0) < v_n);
+        const bool tl_m1 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483647 ? v_n - 1 : -2147483647 - 1));
+        const bool tl_m2 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483646 ? v_n - 2 : -2147483647 - 1));
+        const bool tl_m3 = (((((int)blockIdx.x) * v_R) + tl_i0) < (v_n >= -2147483645 ? v_n - 3 : -2147483647 - 1));
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : 0;
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : 0;
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : 0;
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : 0;
         }
     }
-    for (int tl_w = 0; tl_w < 4; ++tl_w) ((unsigned *)tl_t0)[tl_w] = __shfl_sync(0xffffffffu, ((unsigned *)tl_t0)[tl_w], tl_lane & 0);
     int v_id[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
