@@ -120,7 +120,7 @@ Test(rows, rope_issues_its_loads_before_their_arithmetic)
     cr_assert(x1 && q2 && c && s, "%s", src);
     cr_expect(q2 < x1, "x2's load not issued before x1's conversion:\n%s", src);
     cr_expect(c < x1 && s < x1, "cos's and sin's loads not issued before x1's conversion:\n%s", src);
-    cr_expect(strstr(src, "// line 278's load, issued here with line 277's"), "no note of the load issued ahead:\n%s", src);
+    cr_expect(strstr(src, "// line 284's load, issued here with line 283's"), "no note of the load issued ahead:\n%s", src);
     free(src);
 }
 

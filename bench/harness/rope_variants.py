@@ -50,7 +50,7 @@ def main():
 
     cp = torch.empty_like(q)
     line("copy_", None, timed(lambda: cp.copy_(q), flush, a.reps), None)
-    sets = [(os.path.join(HERE, "..", "..", "examples", "llm.tile"), "rope__bf16", 3)]
+    sets = [(os.path.join(HERE, "..", "..", "examples", "llm.tile"), "rope__bf16", 4)]
     if not a.no_forms:
         sets.append((os.path.join(HERE, "rope_forms.tile"), "rope_g__bf16", 5))
     for path, name, nv in sets:
