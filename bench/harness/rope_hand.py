@@ -94,16 +94,10 @@ def time_all(a):
     sys.path.insert(0, HERE)
     import tilec
     from conv_variants import timed
+    from rope_variants import rope_inputs
     t, h = a.tokens, a.heads
-    bf = torch.bfloat16
     flush = torch.empty(512 << 18, dtype=torch.int32, device="cuda")
-    pos = torch.arange(t, device="cuda", dtype=torch.float32)[:, None]
-    inv = 1.0 / (500000.0 ** (torch.arange(0, 128, 2, device="cuda", dtype=torch.float32) / 128))
-    ang = pos * inv[None, :]
-    q = torch.randn(t, h, 128, device="cuda").to(bf)
-    cos, sin = ang.cos().to(bf), ang.sin().to(bf)
-    qd, cd, sd = q.double(), cos.double()[:, None, :], sin.double()[:, None, :]
-    want = torch.cat([qd[..., :64] * cd - qd[..., 64:] * sd, qd[..., 64:] * cd + qd[..., :64] * sd], -1)
+    q, cos, sin, want = rope_inputs(t, h)
     out = torch.empty_like(q)
 
     cu = ctypes.CDLL("libcuda.so.1")
