@@ -8,6 +8,10 @@ launch), the device copy of q and torch.compile's HF form.
   python3 bench/harness/rope_hand.py gen --base TILEC --new TILEC [--cubin F]   (CPU, nvcc: writes F.cu and F)
   python3 bench/harness/rope_hand.py time --cubin F --tag T [--reps 200] [--rounds 3]
 
+The text edits match v2's CUDA as 6387b16 emits it (session 47's base; since ad813b4 the
+token and head group are pid(0) / (32 / H) and pid(0) % (32 / H), which r_h16 and r_h8's
+edits do not find): give --base a tilec of that tree.
+
 The forms (kernel names in the cubin), from the --base tilec's v2 (main's):
   r_base       the emitted v2 as it is (the launch path's control)
   r_unial      each access's alignment test on its base pointer (kernel-uniform;
