@@ -9294,7 +9294,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
 #endif
 
 /* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9305,21 +9305,21 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9327,7 +9327,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -9409,7 +9409,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:120
+        // examples/conv2d.tile:115
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -9468,7 +9468,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:127
+            // examples/conv2d.tile:122
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -9489,7 +9489,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -9579,7 +9579,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9612,21 +9612,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9634,7 +9634,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -9752,21 +9752,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9774,7 +9774,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -9799,7 +9799,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -9895,7 +9895,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -9915,21 +9915,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -9937,7 +9937,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10073,7 +10073,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -10098,7 +10098,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
 #endif
 
 /* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10109,21 +10109,21 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10131,7 +10131,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -10213,7 +10213,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:120
+        // examples/conv2d.tile:115
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -10272,7 +10272,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:127
+            // examples/conv2d.tile:122
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -10293,7 +10293,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -10383,7 +10383,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10416,21 +10416,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10438,7 +10438,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10592,21 +10592,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10614,7 +10614,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10639,7 +10639,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -10735,7 +10735,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10755,21 +10755,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -10777,7 +10777,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -10949,7 +10949,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -10974,7 +10974,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
 #endif
 
 /* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -10985,21 +10985,21 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -11007,7 +11007,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -11064,7 +11064,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:120
+        // examples/conv2d.tile:115
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -11123,7 +11123,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:127
+            // examples/conv2d.tile:122
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -11144,7 +11144,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -11234,7 +11234,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -11267,21 +11267,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -11289,7 +11289,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -11406,21 +11406,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -11428,7 +11428,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -11453,7 +11453,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -11549,7 +11549,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -11569,21 +11569,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -11591,7 +11591,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -11726,7 +11726,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -11751,7 +11751,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
 #endif
 
 /* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -11762,21 +11762,21 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -11784,7 +11784,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -11841,7 +11841,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:120
+        // examples/conv2d.tile:115
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -11900,7 +11900,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:127
+            // examples/conv2d.tile:122
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -11921,7 +11921,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -12011,7 +12011,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -12044,21 +12044,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -12066,7 +12066,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -12184,21 +12184,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -12206,7 +12206,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -12231,7 +12231,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -12327,7 +12327,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -12347,21 +12347,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -12369,7 +12369,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -12505,7 +12505,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -12530,7 +12530,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
 #endif
 
 /* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -12541,21 +12541,21 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -12563,7 +12563,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -12645,7 +12645,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:120
+        // examples/conv2d.tile:115
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -12704,7 +12704,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:127
+            // examples/conv2d.tile:122
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -12725,7 +12725,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -12815,7 +12815,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -12848,21 +12848,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -12870,7 +12870,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -13023,21 +13023,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -13045,7 +13045,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -13070,7 +13070,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -13166,7 +13166,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -13186,21 +13186,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
+    // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
+    // examples/conv2d.tile:108
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
+    // examples/conv2d.tile:109
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
+    // examples/conv2d.tile:110
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
+    // examples/conv2d.tile:111
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
+    // examples/conv2d.tile:112
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
+    // examples/conv2d.tile:113
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
+    // examples/conv2d.tile:114
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -13208,7 +13208,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:120
+    // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -13379,7 +13379,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:129
+    // examples/conv2d.tile:124
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -13403,791 +13403,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
 }
 #endif
 
-/* conv2d_f16_rows, variant 5: BM = 128, BN = 256, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v5(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 256;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
-    float v_acc[128];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 128; ++tl_j) {
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:120
-    { /* v_acc += dot, 3-stage cp.async pipeline */
-        typedef int tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        #pragma unroll
-        for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
-            if (v_q0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_x + ((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-                    __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 33792) + tl_i0 * 264 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        // examples/conv2d.tile:120
-        int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-            tl_cp_wait<1>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
-                const int tl_ns = (tl_it + 2) % 3;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_q0 = tl_next;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + ((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 33792) + tl_i0 * 264 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-            }
-            // examples/conv2d.tile:127
-            const int tl_cs = tl_it % 3;
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[4][4], tl_fb[8][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (55296 + tl_cs * 33792) + ((tl_k + (tl_lane & 15)) * 264 + (tl_warp % 4) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; ++tl_n)
-                        tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        tl_cp_wait<0>();
-        __syncthreads();
-    }
-    // examples/conv2d.tile:129
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 128; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#ifndef TL_WG_HELPERS
-#define TL_WG_HELPERS
-/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
-struct __align__(64) tl_tmap { unsigned long long v[16]; };
-static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
-{
-    unsigned ok = 0;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
-    } while (!ok);
-}
-static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
-static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
-static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
-}
-#endif
-#ifndef TL_WGMMA_f16_N256
-#define TL_WGMMA_f16_N256
-static __device__ __forceinline__ void tl_wgmma_f16_n256(float *d, unsigned long long da, unsigned long long db)
-{
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "n"(1) : "memory");
-}
-#endif
-/* conv2d_f16_rows, variant 5: BM = 128, BN = 256, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v5_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 256;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    { /* a persistent grid: each block walks tiles, 4 stages (sm_90a) */
-    const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 32;
-    if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 4; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
-            tl_mbar_init(tl_empty0 + tl_s * 8, 8);
-        }
-        tl_mbar_fence_init();
-    }
-    __syncthreads();
-    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    if (tl_tid >= 256) {
-        {
-        int tl_it = 0;
-        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
-        const int tl_g1 = tl_grid1;
-        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
-        const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
-    float v_acc[128];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 128; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:120
-    { /* v_acc += dot: wgmma on 4 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
-        const int tl_ptid = tl_tid - 256;
-        unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
-        {
-            const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
-            /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-            const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-            unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
-            unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
-            /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
-            const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-                if (!tl_dok) {
-                    tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
-                    tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
-                }
-                const int tl_s = tl_it % 4;
-                if (tl_it >= 4)
-                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
-                const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
-                const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
-                const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483391; /* B's box: every row unmasked */
-                if (tl_tid == 0) {
-                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 32768u : 0u));
-                    if (tl_at) {
-                        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
-                    }
-                    if (tl_bt) {
-                        tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 16384, &tl_tm1, (int)tl_bcol + 128, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 24576, &tl_tm1, (int)tl_bcol + 192, (int)tl_brow, tl_full + tl_s * 8);
-                    }
-                }
-                if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 32768) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                if (tl_dok) { /* the counters one step on */
-                    unsigned tl_dn0 = 0;
-                    tl_dr0 += (unsigned)tl_st;
-                    while (tl_dr0 >= (unsigned)(v_cp)) {
-                        tl_dr0 -= (unsigned)(v_cp);
-                        ++tl_dn0;
-                    }
-                    tl_dq0 += tl_dn0;
-                    unsigned tl_dn1 = 0;
-                    tl_dr1 += tl_dn0;
-                    while (tl_dr1 >= (unsigned)(v_s1)) {
-                        tl_dr1 -= (unsigned)(v_s1);
-                        ++tl_dn1;
-                    }
-                    tl_dq1 += tl_dn1;
-                }
-            }
-        }
-    }
-        }
-        asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
-        }
-    } else {
-        int tl_it = 0;
-        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
-        const int tl_g1 = tl_grid1;
-        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
-        const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:112
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
-    float v_acc[128];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 128; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:120
-    { /* v_acc += dot: wgmma on 4 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
-        const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 4;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
-            tl_fence_async_smem();
-            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 65536 + tl_s * 32768;
-            tl_wg_fence();
-            #pragma unroll
-            for (int tl_q = 0; tl_q < 4; ++tl_q)
-                tl_wgmma_f16_n256(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
-            tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
-        }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
-    }
-    // examples/conv2d.tile:129
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 128; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-        }
-        if (tl_tid == 0)
-            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
-    }
-    }
-}
-#endif
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#ifndef TL_WG_HELPERS
-#define TL_WG_HELPERS
-/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
-struct __align__(64) tl_tmap { unsigned long long v[16]; };
-static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
-{
-    unsigned ok = 0;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
-    } while (!ok);
-}
-static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
-static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
-static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
-}
-#endif
-#ifndef TL_WGMMA_f16_N256
-#define TL_WGMMA_f16_N256
-static __device__ __forceinline__ void tl_wgmma_f16_n256(float *d, unsigned long long da, unsigned long long db)
-{
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "n"(1) : "memory");
-}
-#endif
-/* conv2d_f16_rows, variant 5: BM = 128, BN = 256, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 112, 113, 114, 115, 117, 120, 122, 123, 124, 126, 129), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v5_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 256;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    // examples/conv2d.tile:112
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:113
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:114
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:115
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:116
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:117
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:118
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:119
-    float v_acc[128];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 128; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:120
-    { /* v_acc += dot: wgmma on 4 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 4; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 257);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
-        }
-        __syncthreads();
-        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
-            const int tl_ptid = tl_tid - 256;
-            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
-            {
-                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
-                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
-                /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
-                const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
-                int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-                    if (!tl_dok) {
-                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
-                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
-                    }
-                    const int tl_s = tl_it % 4;
-                    if (tl_it >= 4)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
-                    const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
-                    const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483391; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 32768u : 0u));
-                        if (tl_at) {
-                            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
-                        }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 16384, &tl_tm1, (int)tl_bcol + 128, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 24576, &tl_tm1, (int)tl_bcol + 192, (int)tl_brow, tl_full + tl_s * 8);
-                        }
-                    }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 32768) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        unsigned tl_dn0 = 0;
-                        tl_dr0 += (unsigned)tl_st;
-                        while (tl_dr0 >= (unsigned)(v_cp)) {
-                            tl_dr0 -= (unsigned)(v_cp);
-                            ++tl_dn0;
-                        }
-                        tl_dq0 += tl_dn0;
-                        unsigned tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (unsigned)(v_s1)) {
-                            tl_dr1 -= (unsigned)(v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
-                }
-            }
-            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
-            return;
-        }
-        int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 4;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
-            tl_fence_async_smem();
-            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 65536 + tl_s * 32768;
-            tl_wg_fence();
-            #pragma unroll
-            for (int tl_q = 0; tl_q < 4; ++tl_q)
-                tl_wgmma_f16_n256(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
-            tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
-        }
-        tl_wg_wait<0>();
-    }
-    // examples/conv2d.tile:129
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 128; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-}
-#endif
-
 /* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -14198,21 +13415,21 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -14220,7 +13437,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -14302,7 +13519,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:150
+        // examples/conv2d.tile:144
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -14361,7 +13578,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:157
+            // examples/conv2d.tile:151
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -14382,7 +13599,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 2) {
@@ -14404,7 +13621,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -14494,7 +13711,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -14527,21 +13744,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -14549,7 +13766,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -14667,21 +13884,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -14689,7 +13906,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -14714,7 +13931,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -14736,7 +13953,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -14832,7 +14049,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -14852,21 +14069,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -14874,7 +14091,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -15010,7 +14227,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -15032,7 +14249,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -15057,7 +14274,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
 #endif
 
 /* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -15068,21 +14285,21 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -15090,7 +14307,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -15172,7 +14389,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:150
+        // examples/conv2d.tile:144
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -15231,7 +14448,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:157
+            // examples/conv2d.tile:151
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 32; tl_k += 16) {
@@ -15252,7 +14469,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 2) {
@@ -15274,7 +14491,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -15364,7 +14581,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -15397,21 +14614,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -15419,7 +14636,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -15573,21 +14790,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -15595,7 +14812,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -15620,7 +14837,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -15642,7 +14859,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -15738,7 +14955,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -15758,21 +14975,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -15780,7 +14997,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -15952,7 +15169,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -15974,7 +15191,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -15999,7 +15216,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
 #endif
 
 /* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -16010,21 +15227,21 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -16032,7 +15249,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -16089,7 +15306,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:150
+        // examples/conv2d.tile:144
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -16148,7 +15365,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:157
+            // examples/conv2d.tile:151
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -16169,7 +15386,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 2) {
@@ -16191,7 +15408,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 1) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -16281,7 +15498,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -16314,21 +15531,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -16336,7 +15553,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -16453,21 +15670,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -16475,7 +15692,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -16500,7 +15717,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 2) {
@@ -16522,7 +15739,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -16618,7 +15835,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -16638,21 +15855,21 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -16660,7 +15877,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -16795,7 +16012,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 2) {
@@ -16817,7 +16034,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -16842,7 +16059,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
 #endif
 
 /* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -16853,21 +16070,21 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -16875,7 +16092,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -16932,7 +16149,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:150
+        // examples/conv2d.tile:144
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -16991,7 +16208,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:157
+            // examples/conv2d.tile:151
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -17012,7 +16229,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 2) {
@@ -17034,7 +16251,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -17124,7 +16341,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -17157,21 +16374,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -17179,7 +16396,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -17297,21 +16514,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -17319,7 +16536,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -17344,7 +16561,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -17366,7 +16583,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -17462,7 +16679,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 }
 #endif
 /* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -17482,21 +16699,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -17504,7 +16721,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -17640,7 +16857,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -17662,7 +16879,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -17687,7 +16904,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
 #endif
 
 /* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -17698,21 +16915,21 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -17720,7 +16937,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot, 3-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
@@ -17802,7 +17019,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
             }
             tl_cp_commit();
         }
-        // examples/conv2d.tile:150
+        // examples/conv2d.tile:144
         int tl_it = 0;
         for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
             tl_cp_wait<1>();
@@ -17861,7 +17078,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
                 }
                 tl_cp_commit();
             }
-            // examples/conv2d.tile:157
+            // examples/conv2d.tile:151
             const int tl_cs = tl_it % 3;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -17882,7 +17099,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 2) {
@@ -17904,7 +17121,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 1) << 5);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -17994,7 +17211,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -18027,21 +17244,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -18049,7 +17266,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -18202,21 +17419,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -18224,7 +17441,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -18249,7 +17466,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 2) {
@@ -18271,7 +17488,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -18367,7 +17584,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 }
 #endif
 /* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -18387,21 +17604,21 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
+    // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
+    // examples/conv2d.tile:137
     // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
+    // examples/conv2d.tile:138
     // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
+    // examples/conv2d.tile:139
     // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
+    // examples/conv2d.tile:140
     // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
+    // examples/conv2d.tile:141
     const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
+    // examples/conv2d.tile:142
     const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
+    // examples/conv2d.tile:143
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -18409,7 +17626,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/conv2d.tile:150
+    // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -18580,7 +17797,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
         }
         tl_wg_wait<0>();
     }
-    // examples/conv2d.tile:159
+    // examples/conv2d.tile:153
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 2) {
@@ -18602,7 +17819,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
         const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1);
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/conv2d.tile:160
+    // examples/conv2d.tile:154
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -18612,855 +17829,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
         const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
         const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
         const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-}
-#endif
-
-/* conv2d_nhwc_rows, variant 5: BM = 128, BN = 256, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v5(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 256;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
-    float v_acc[128];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 128; ++tl_j) {
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:150
-    { /* v_acc += dot, 3-stage cp.async pipeline */
-        typedef int tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        #pragma unroll
-        for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
-            if (v_q0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = ((v_x + ((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                    const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-                    __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 33792) + tl_i0 * 264 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        // examples/conv2d.tile:150
-        int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-            tl_cp_wait<1>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
-                const int tl_ns = (tl_it + 2) % 3;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_q0 = tl_next;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + ((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + ((v_q0 % v_cp) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                        const __half *tl_p = ((v_w + (((((long long)((v_q0 / v_cp))) * ((long long)(v_C))) + ((long long)(((v_q0 % v_cp) + tl_i0)))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 33792) + tl_i0 * 264 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-            }
-            // examples/conv2d.tile:157
-            const int tl_cs = tl_it % 3;
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[4][4], tl_fb[8][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_n = 0; tl_n < 8; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (55296 + tl_cs * 33792) + ((tl_k + (tl_lane & 15)) * 264 + (tl_warp % 4) * 64 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 8; ++tl_n)
-                        tl_mma_f16(v_acc + (tl_m * 8 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        tl_cp_wait<0>();
-        __syncthreads();
-    }
-    // examples/conv2d.tile:159
-    __half tl_t0[16];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 16; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 6);
-        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    float v_bk[16];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 16; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 7) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 6);
-        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/conv2d.tile:160
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 128; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#ifndef TL_WG_HELPERS
-#define TL_WG_HELPERS
-/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
-struct __align__(64) tl_tmap { unsigned long long v[16]; };
-static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
-{
-    unsigned ok = 0;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
-    } while (!ok);
-}
-static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
-static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
-static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
-}
-#endif
-#ifndef TL_WGMMA_f16_N256
-#define TL_WGMMA_f16_N256
-static __device__ __forceinline__ void tl_wgmma_f16_n256(float *d, unsigned long long da, unsigned long long db)
-{
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "n"(1) : "memory");
-}
-#endif
-/* conv2d_nhwc_rows, variant 5: BM = 128, BN = 256, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v5_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 256;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    { /* a persistent grid: each block walks tiles, 4 stages (sm_90a) */
-    const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 32;
-    if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 4; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
-            tl_mbar_init(tl_empty0 + tl_s * 8, 8);
-        }
-        tl_mbar_fence_init();
-    }
-    __syncthreads();
-    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    if (tl_tid >= 256) {
-        {
-        int tl_it = 0;
-        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
-        const int tl_g1 = tl_grid1;
-        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
-        const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
-    float v_acc[128];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 128; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:150
-    { /* v_acc += dot: wgmma on 4 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
-        const int tl_ptid = tl_tid - 256;
-        unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
-        {
-            const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
-            /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-            const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-            unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
-            unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
-            /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
-            const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-                if (!tl_dok) {
-                    tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
-                    tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
-                }
-                const int tl_s = tl_it % 4;
-                if (tl_it >= 4)
-                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
-                const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
-                const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
-                const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483391; /* B's box: every row unmasked */
-                if (tl_tid == 0) {
-                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 32768u : 0u));
-                    if (tl_at) {
-                        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
-                    }
-                    if (tl_bt) {
-                        tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 16384, &tl_tm1, (int)tl_bcol + 128, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 24576, &tl_tm1, (int)tl_bcol + 192, (int)tl_brow, tl_full + tl_s * 8);
-                    }
-                }
-                if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 32768) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                if (tl_dok) { /* the counters one step on */
-                    unsigned tl_dn0 = 0;
-                    tl_dr0 += (unsigned)tl_st;
-                    while (tl_dr0 >= (unsigned)(v_cp)) {
-                        tl_dr0 -= (unsigned)(v_cp);
-                        ++tl_dn0;
-                    }
-                    tl_dq0 += tl_dn0;
-                    unsigned tl_dn1 = 0;
-                    tl_dr1 += tl_dn0;
-                    while (tl_dr1 >= (unsigned)(v_s1)) {
-                        tl_dr1 -= (unsigned)(v_s1);
-                        ++tl_dn1;
-                    }
-                    tl_dq1 += tl_dn1;
-                }
-            }
-        }
-    }
-        }
-        asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
-        }
-    } else {
-        int tl_it = 0;
-        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
-        const int tl_g1 = tl_grid1;
-        const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
-        const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:142
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
-    float v_acc[128];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 128; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:150
-    { /* v_acc += dot: wgmma on 4 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
-        const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 4;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
-            tl_fence_async_smem();
-            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 65536 + tl_s * 32768;
-            tl_wg_fence();
-            #pragma unroll
-            for (int tl_q = 0; tl_q < 4; ++tl_q)
-                tl_wgmma_f16_n256(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
-            tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
-        }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
-    }
-    // examples/conv2d.tile:159
-    __half tl_t0[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 31) << 3) | (((tl_lane >> 0) & 3) << 1);
-        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
-        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    float v_bk[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 31) << 3) | (((tl_lane >> 0) & 3) << 1);
-        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/conv2d.tile:160
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 128; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 31) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 31) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-        }
-        if (tl_tid == 0)
-            tl_bulk_wait_read(); /* the last tile's staging stays until the copy engine has read it */
-    }
-    }
-}
-#endif
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#ifndef TL_WG_HELPERS
-#define TL_WG_HELPERS
-/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
-struct __align__(64) tl_tmap { unsigned long long v[16]; };
-static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
-{
-    unsigned ok = 0;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
-    } while (!ok);
-}
-static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
-static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
-static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
-}
-#endif
-#ifndef TL_WGMMA_f16_N256
-#define TL_WGMMA_f16_N256
-static __device__ __forceinline__ void tl_wgmma_f16_n256(float *d, unsigned long long da, unsigned long long db)
-{
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "n"(1) : "memory");
-}
-#endif
-/* conv2d_nhwc_rows, variant 5: BM = 128, BN = 256, BK = 64, warps = 8, stages = 3 */
-/* indexing: 64-bit for p, img, oh, ow (lines 142, 143, 144, 145, 147, 150, 152, 153, 154, 156, 160), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v5_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 256;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    // examples/conv2d.tile:142
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:143
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:144
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:145
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:146
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:147
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:148
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:149
-    float v_acc[128];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 128; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:150
-    { /* v_acc += dot: wgmma on 4 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 32;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 4; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 257);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
-        }
-        __syncthreads();
-        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
-            const int tl_ptid = tl_tid - 256;
-            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
-            {
-                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
-                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
-                /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
-                const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
-                int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-                    if (!tl_dok) {
-                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
-                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
-                    }
-                    const int tl_s = tl_it % 4;
-                    if (tl_it >= 4)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
-                    const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
-                    const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483391; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 32768u : 0u));
-                        if (tl_at) {
-                            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
-                        }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 16384, &tl_tm1, (int)tl_bcol + 128, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 24576, &tl_tm1, (int)tl_bcol + 192, (int)tl_brow, tl_full + tl_s * 8);
-                        }
-                    }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 16; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 256, tl_i1 = tl_l % 256;
-                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + 65536 + tl_s * 32768) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        unsigned tl_dn0 = 0;
-                        tl_dr0 += (unsigned)tl_st;
-                        while (tl_dr0 >= (unsigned)(v_cp)) {
-                            tl_dr0 -= (unsigned)(v_cp);
-                            ++tl_dn0;
-                        }
-                        tl_dq0 += tl_dn0;
-                        unsigned tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (unsigned)(v_s1)) {
-                            tl_dr1 -= (unsigned)(v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
-                }
-            }
-            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
-            return;
-        }
-        int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 4;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
-            tl_fence_async_smem();
-            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 65536 + tl_s * 32768;
-            tl_wg_fence();
-            #pragma unroll
-            for (int tl_q = 0; tl_q < 4; ++tl_q)
-                tl_wgmma_f16_n256(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
-            tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
-        }
-        tl_wg_wait<0>();
-    }
-    // examples/conv2d.tile:159
-    __half tl_t0[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 31) << 3) | (((tl_lane >> 0) & 3) << 1);
-        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
-        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    float v_bk[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 31) << 3) | (((tl_lane >> 0) & 3) << 1);
-        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/conv2d.tile:160
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 128; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 128) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 31) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 31) << 1)]), 0.0f));
         const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
