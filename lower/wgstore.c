@@ -10,7 +10,9 @@
  * what lies past them unwritten, as the mask does. A misaligned output
  * sends the launch to the variant's own kernel (runtime/tma.c). Replaces
  * per-thread 4-byte stores from the fragments, which wrote each row in
- * 16-byte pieces (docs/lowering.md, "The epilogue"). */
+ * 16-byte pieces (docs/lowering.md, "The epilogue"). A gather twin has
+ * no store map (vstore): its tile goes into the same staging, then every
+ * consumer thread stores 16-byte chunks of whole rows. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
