@@ -130,7 +130,10 @@ typedef struct wg_plan {
                                    * along M, as an MN-major B's, and wgmma's transpose bit for A */
     int S;                        /* stages */
     int nmaps;                    /* 2, or 3 with the store */
-    const tilec_stmt *store;      /* the final store the TMA writes (wgstore.c) */
+    const tilec_stmt *store;      /* the final store the TMA writes, or vstore's (wgstore.c) */
+    int vstore;                   /* a gather twin's store (no tensor map): its tile staged in shared memory as
+                                   * the TMA store's, then 16-byte stores of whole rows by every consumer
+                                   * thread (wgstore.c); maps[2].elem_bytes its elements' size */
     uint32_t ring_base;           /* the ring's shared-memory offset (before alignment) */
     int persist_ok;               /* the persistent schedule may apply (wgmma.c, lower_wg_persist) */
     const char *persist_no;       /* a gather twin's: why it may not (the remark), or NULL */
@@ -983,6 +986,9 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
 int lower_wg_persist(wg_plan *w);
 /* A persistent twin's store staging past the ring, in bytes. */
 int64_t lower_wg_staging(const wg_plan *w);
+/* Bytes of the tile the epilogue stages in shared memory (a TMA store's
+ * or vstore's), else 0. */
+int64_t lower_wg_store_bytes(const wg_plan *w);
 /* The twins' device helpers (mbarriers, TMA, wgmma fences), once per unit. */
 const char *lower_wg_helpers(void);
 /* tl_wgmma_<t>_n<N>[_bk](acc, descA, descB): wgmma with both operands from shared memory, A K-major (wgmma.c) */

@@ -152,8 +152,9 @@ static const char *mem_twin(const lw *L, const lower_mem_remark *r)
     const tilec_stmt *st = L->tw.plan.store;
     if (L->tw.loop && (r->e == L->tw_ld[0] || r->e == L->tw_ld[1]))
         return L->tw.plan.gather ? "; sm_90a twin: cp.async by its producer warps" : "; sm_90a twin: TMA";
-    if (st && r->e == st->value)
-        return "; sm_90a twin: TMA store";
+    if (st && r->e == st->value) /* wgstore.c */
+        return L->tw.plan.vstore ? "; sm_90a twin: staged in shared memory, 16-byte stores of whole rows"
+                                 : "; sm_90a twin: TMA store";
     return r->twin == 2 ? "; sm_90a twin: cp.async by its producer warps" : r->twin ? "; sm_90a twin: TMA" : "";
 }
 

@@ -726,7 +726,7 @@ int lower_wg_one_replan(wg_plan *w, int64_t other)
     w->other = other;
     w->S = lower_wg_fit(w, w->S, w->stage_bytes, 0);
     /* a store by TMA stages its tile in the ring (wgstore.c) */
-    return w->S >= 2 && (w->nmaps != 3 || w->M * w->N * (int64_t)w->maps[2].elem_bytes <= w->S * w->stage_bytes);
+    return w->S >= 2 && lower_wg_store_bytes(w) <= w->S * w->stage_bytes;
 }
 
 int64_t lower_wg_rest(const lw *L)
@@ -862,11 +862,15 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
 /* A persistent twin's store staging past the ring, in bytes (one part). */
 static int persist_plan(wg_plan *w);
 
+int64_t lower_wg_store_bytes(const wg_plan *w)
+{
+    return w->nmaps == 3 || w->vstore ? w->M * w->N * (int64_t)w->maps[2].elem_bytes : 0;
+}
+
 int64_t lower_wg_staging(const wg_plan *w)
 {
     /* two M tiles a block: a staging each */
-    return w->persist && w->nmaps == 3 ? (w->mpair ? 2 : 1) * w->M * w->N * (int64_t)w->maps[2].elem_bytes / w->epi_parts
-                                       : 0;
+    return w->persist ? (w->mpair ? 2 : 1) * lower_wg_store_bytes(w) / w->epi_parts : 0;
 }
 
 /* The persistent schedule for plan w (wgmma.c's twin of a variant that
@@ -906,7 +910,7 @@ static int persist_plan(wg_plan *w)
     /* the staging in parts of whole boxes, as few as keep the stages of the
      * one-tile schedule (a 128 x 256 f16 tile: two halves of 32 KiB, four
      * stages of 48 KiB) */
-    int64_t tile = w->nmaps == 3 ? w->M * w->N * (int64_t)w->maps[2].elem_bytes : 0;
+    int64_t tile = lower_wg_store_bytes(w);
     int64_t boxes = tile / (w->M * WG_ROW_BYTES);
     tile *= w->mpair ? 2 : 1; /* two M tiles a block: a staging each */
     int parts = 1, S = lower_wg_fit(w, wg_max_stages(w), w->stage_bytes, tile);

@@ -10,7 +10,9 @@
  * what lies past them unwritten, as the mask does. A misaligned output
  * sends the launch to the variant's own kernel (runtime/tma.c). Replaces
  * per-thread 4-byte stores from the fragments, which wrote each row in
- * 16-byte pieces (docs/lowering.md, "The epilogue"). */
+ * 16-byte pieces (docs/lowering.md, "The epilogue"). A gather twin has
+ * no store map (vstore): its tile goes into the same staging, then every
+ * consumer thread stores 16-byte chunks of whole rows. */
 #include <string.h>
 
 #include "lower/lower_internal.h"
@@ -32,11 +34,37 @@ static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_ex
     return lower_wg_match(L, e->args[0], e->args[2], pt->dtype, w->M, m, R, C, Z, Ra, Ca);
 }
 
+/* The store statement s as a tile of the twin's accumulators written by
+ * rows: store(P + R[:, None] * S + C[None, :], value, mask) of f16, bf16
+ * or f32, its columns C unit-stride (so a row's 16 bytes are one
+ * st.global.v4 where aligned), any mask and pointer that read no register
+ * tile (both walked again at a 16-byte chunk's indices); *size its
+ * elements' bytes. */
+static int ws_rows_match(lw *L, const tilec_stmt *s, unsigned *size)
+{
+    const wg_plan *w = &L->tw.plan;
+    const tilec_expr *e = s->value;
+    lower_ptraff pa;
+    if (s->kind != TILEC_ST_EXPR || !tilec_is_builtin(e, BI_STORE) || e->nargs < 2)
+        return 0;
+    const tilec_type *pt = lower_ty(L, e->args[0]);
+    if (pt->rank != 2 || pt->dims[0] != w->M || pt->dims[1] != w->N ||
+        (pt->dtype != TILEC_DT_F16 && pt->dtype != TILEC_DT_BF16 && pt->dtype != TILEC_DT_F32))
+        return 0;
+    if (!lower_ptr_affine(L, e->args[0], &pa) || pa.stride[1] >= 0 || pa.stride[0] < 0 || pa.z ||
+        L->k->params[pa.base].type.dtype != pt->dtype)
+        return 0;
+    if (!lower_axinfo_of(L, e->args[0])->virt || (e->nargs > 2 && !lower_axinfo_of(L, e->args[2])->virt))
+        return 0;
+    *size = tilec_dtype_size(pt->dtype);
+    return w->N * *size % WS_ROW == 0; /* whole 128-byte rows of the staging's boxes */
+}
+
 void lower_wg_store_note(lw *L, const tilec_stmt *s)
 {
     wg_plan *w = &L->tw.plan;
     const tilec_block *b = &L->k->body;
-    if (L->tw.on || !L->tw.loop || w->store || w->gather) /* a gather twin has no tensor maps */
+    if (L->tw.on || !L->tw.loop || w->store)
         return;
     const tilec_stmt *last = NULL;
     int after = 0;
@@ -56,6 +84,16 @@ void lower_wg_store_note(lw *L, const tilec_stmt *s)
      * (an offset or a mask named first) are bound */
     const char *miss = L->miss;
     unsigned miss_line = L->miss_line;
+    if (w->gather) { /* no tensor maps (an im2col box is no store's map): vstore */
+        unsigned size = 0;
+        if (s == last && !other && ws_rows_match(L, last, &size) &&
+            w->M * w->N * (int64_t)size <= w->S * w->stage_bytes) {
+            w->store = last;
+            w->vstore = 1;
+            w->maps[2].elem_bytes = size;
+        }
+        return;
+    }
     int ok = s == last && !other && ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2], &w->Ra[2], &w->Ca[2]);
     L->miss = miss; /* a store's refusal is no dot loop's reason */
     L->miss_line = miss_line;
@@ -82,9 +120,126 @@ static void ws_value(lw *L, const tilec_expr *value, const tilec_type *pt, const
     lower_run_done(L);
 }
 
+/* The staging's writes of one part: the fragments' values, in the
+ * output's type, into the boxes of 128-byte swizzled rows at tl_so (nq a
+ * pair of fragment registers: one store of vt). */
+static void ws_stage(lw *L, const tilec_expr *value, const tilec_type *pt, const lay *y, unsigned size, int nq,
+                     const char *vt, int parts, int bpp, int part)
+{
+    const wg_plan *w = &L->tw.plan;
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, nq);
+    L->ind++;
+    lower_line(L, "const int tl_j = tl_c;");
+    lower_emit_index(L, y, "tl_j");
+    lower_line(L, "const unsigned tl_b = (unsigned)tl_i1 * %u;", size);
+    if (parts > 1) { /* this part's boxes only (known after unrolling: a run stays in one box) */
+        lower_line(L, "if (tl_b / %d / %d != %d)", WS_ROW, bpp, part);
+        lower_line(L, "    continue;");
+    }
+    for (int q = 0; q < nq; q++)
+        ws_value(L, value, pt, y, q);
+    lower_line(L, "const unsigned tl_o = (tl_b / %d%s) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
+               WS_ROW, part ? lower_fmt(L, " - %d", part * bpp) : "", (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
+    lower_line(L, "%s tl_vec;", vt);
+    for (int q = 0; q < nq; q++)
+        lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(pt->dtype), q, q);
+    lower_line(L, "*(%s *)(tl_so + tl_o) = tl_vec;", vt);
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* vstore's writes of one part from the staging: every consumer thread
+ * reads 16-byte chunks of whole rows (8 threads a box's row, a row of the
+ * swizzle's 8 chunks: no bank conflict) and stores each with one
+ * st.global.v4 where its elements are unmasked and the address aligned,
+ * else element by element. */
+static void ws_rows_out(lw *L, const tilec_expr *e, const tilec_type *pt, unsigned size, int bpp, int part)
+{
+    const wg_plan *w = &L->tw.plan;
+    const tilec_expr *mask = e->nargs > 2 ? e->args[2] : NULL;
+    int vec = 16 / (int)size, cpr = bpp * WS_ROW / 16; /* elements a chunk, chunks a row of this part */
+    int64_t total = w->M * cpr;
+    int nt = L->nt, iters = (int)((total + nt - 1) / nt);
+    const char *ct = lower_ctype(pt->dtype);
+    lower_line(L, "#pragma unroll");
+    lower_line(L, "for (int tl_n = 0; tl_n < %d; ++tl_n) {", iters);
+    L->ind++;
+    lower_line(L, "const int tl_u = tl_n * %d + tl_tid;", nt);
+    if (total % nt) {
+        lower_line(L, "if (tl_u >= %lld)", (long long)total);
+        lower_line(L, "    break;");
+    }
+    lower_line(L, "const int tl_i0 = tl_u / %d, tl_k = tl_u %% %d;", cpr, cpr);
+    lower_line(L, "const int tl_i1 = %d + tl_k * %d;", part * bpp * (WS_ROW / (int)size), vec);
+    lower_line(L, "const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * %lld + tl_i0 * %d + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));",
+               (long long)(w->M * WS_ROW), WS_ROW);
+    lower_line(L, "%s *tl_p = %s;", ct, lower_walk(L, e->args[0], lower_idx, 0, NULL, EMIT));
+    int mono = mask && lower_monotone_mask(L, mask, 2, 1);
+    strbuf all;
+    sb_init(&all);
+    for (int q = 0; q < vec && mask; q++) {
+        lower_line(L, "const bool tl_m%d = %s;", q, lower_run_mask(L, mask, pt, 1, q, LOWER_RUN_CHUNK, NULL));
+        if (!mono || q == vec - 1) /* a monotone mask: its last element decides the whole chunk */
+            sb_printf(&all, "tl_m%d && ", q);
+    }
+    lower_line(L, "if (%s((unsigned long long)tl_p & 15) == 0) {", sb_str(&all));
+    lower_line(L, "    *(uint4 *)tl_p = tl_vec;");
+    lower_line(L, "} else {");
+    for (int q = 0; q < vec; q++)
+        lower_line(L, "    %stl_p[%d] = ((const %s *)&tl_vec)[%d];", mask ? lower_fmt(L, "if (tl_m%d) ", q) : "", q, ct, q);
+    lower_line(L, "}");
+    sb_free(&all);
+    L->ind--;
+    lower_line(L, "}");
+}
+
+/* The gather twin's store (vstore): the tile through shared memory, then
+ * whole rows (lower_wg_store_note decided it). */
+static int ws_rows(lw *L, const tilec_stmt *s, const lay *y)
+{
+    const wg_plan *w = &L->tw.plan;
+    unsigned size = 0;
+    lay wy;
+    if (!L->tw.done || s != w->store || !ws_rows_match(L, s, &size) || size != w->maps[2].elem_bytes ||
+        !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
+        return 0; /* the names mean something else here: the plain store */
+    const tilec_expr *e = s->value, *value = e->args[1];
+    const tilec_type *pt = lower_ty(L, e->args[0]);
+    int nq = y->run >= 2 && (y->run % 2) == 0 ? 2 : 1;
+    const char *vt = nq * size == 8 ? "uint2" : nq * size == 4 ? "unsigned int" : "unsigned short";
+    const char *sub[TILEC_MAX_RANK];
+    lower_map_bcast(lower_ty(L, value), pt->rank, lower_idx, sub);
+    lower_walk(L, value, sub, lower_same_shape(lower_ty(L, value), pt), y, PREP);
+    for (uint32_t i = 0; i < e->nargs; i += 2) { /* the pointer and the mask, at a chunk's indices */
+        lower_map_bcast(lower_ty(L, e->args[i]), pt->rank, lower_idx, sub);
+        lower_walk(L, e->args[i], sub, 0, NULL, PREP);
+    }
+    int nb = (int)(w->N * size / WS_ROW);
+    int parts = w->persist ? w->epi_parts : 1, bpp = nb / parts;
+    lower_line(L, "{ /* the tile into %s (128-byte swizzle, %d boxes of %lld rows%s), then 16-byte stores of whole rows */",
+               w->persist ? "its staging" : "the ring", nb, (long long)w->M,
+               parts > 1 ? lower_fmt(L, ", %d at a time", bpp) : "");
+    L->ind++;
+    lower_line(L, "unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem))%s;",
+               w->ring_base, w->epi_off ? lower_fmt(L, " + %lld", (long long)w->epi_off) : "");
+    for (int part = 0; part < parts; part++) {
+        lower_line(L, "tl_bar_consumers(%d); /* %s */", L->nt,
+                   w->persist ? "every thread has read the staging's last part" : "every wgmma has read its stage");
+        ws_stage(L, value, pt, y, size, nq, vt, parts, bpp, part);
+        lower_line(L, "tl_bar_consumers(%d);", L->nt);
+        ws_rows_out(L, e, pt, size, bpp, part);
+    }
+    L->ind--;
+    lower_line(L, "}");
+    return 1;
+}
+
 int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
 {
     const wg_plan *w = &L->tw.plan;
+    if (w->vstore)
+        return ws_rows(L, s, y);
     tilec_tma_map m;
     const tilec_expr *R, *C, *Z, *Ra, *Ca;
     lay wy;
@@ -122,26 +277,7 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
         } else {
             lower_line(L, "tl_bar_consumers(%d); /* every wgmma has read its stage */", L->nt);
         }
-        lower_line(L, "#pragma unroll");
-        lower_line(L, "for (int tl_c = 0; tl_c < %d; tl_c += %d) {", y->E, nq);
-        L->ind++;
-        lower_line(L, "const int tl_j = tl_c;");
-        lower_emit_index(L, y, "tl_j");
-        lower_line(L, "const unsigned tl_b = (unsigned)tl_i1 * %u;", size);
-        if (parts > 1) { /* this part's boxes only (known after unrolling: a run stays in one box) */
-            lower_line(L, "if (tl_b / %d / %d != %d)", WS_ROW, bpp, part);
-            lower_line(L, "    continue;");
-        }
-        for (int q = 0; q < nq; q++)
-            ws_value(L, value, pt, y, q);
-        lower_line(L, "const unsigned tl_o = (tl_b / %d%s) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
-                   WS_ROW, part ? lower_fmt(L, " - %d", part * bpp) : "", (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
-        lower_line(L, "%s tl_vec;", vt);
-        for (int q = 0; q < nq; q++)
-            lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(pt->dtype), q, q);
-        lower_line(L, "*(%s *)(tl_so + tl_o) = tl_vec;", vt);
-        L->ind--;
-        lower_line(L, "}");
+        ws_stage(L, value, pt, y, size, nq, vt, parts, bpp, part);
         lower_line(L, "tl_fence_async_smem();");
         lower_line(L, "tl_bar_consumers(%d);", L->nt);
         lower_line(L, "if (tl_tid == 0) {");

@@ -14,8 +14,9 @@
  * HGMMA, LDGSTS, UTMALDG in variant 4's alone, no local memory. The kernel
  * conv2d_f16_rows (rows of consecutive output pixels) reads A by TMA's
  * im2col mode instead (lower/wgim2col.c): one box a step from one thread,
- * its map of kind 2 named by the kernel's parameters. NVRTC needs no
- * GPU. */
+ * its map of kind 2 named by the kernel's parameters, and stores its
+ * tile through shared memory in 16-byte chunks of whole rows (wgstore.c).
+ * NVRTC needs no GPU. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -581,6 +582,66 @@ Test(wgconv, rows_spelt_otherwise_read_a_by_the_im2col_mode)
     }
 }
 
+/* The rows twins' epilogue (lower/wgstore.c, vstore): the tile staged in
+ * shared memory as a TMA store's boxes (past the ring on the persistent
+ * grid, in the ring on the one-tile twin), then 16-byte stores of whole
+ * rows, where the fragments' own stores wrote each 32-byte sector in two
+ * 16-byte halves; a pointer whose unit stride is not along the columns
+ * keeps the plain store. */
+Test(wgconv, rows_store_whole_rows_through_shared_memory)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, CONV);
+    static const char *const kernels[] = {"conv2d_f16_rows", "conv2d_nhwc_rows"};
+    /* the ring's bytes (stages x stage) of each variant: the persistent twin's staging begins there */
+    static const long ring[] = {196608, 196608, 147456, 147456, 98304}, tile[] = {32768, 32768, 16384, 16384, 8192};
+    for (uint32_t kf = 0; kf < 2; kf++)
+        for (int v = 0; v < 5; v++) {
+            tilec_kernel_code code;
+            lower_variant(ctx, m, kernels[kf], v, &code);
+            cr_assert_not_null(code.tma.name, "%s variant %d: an sm_90a twin", kernels[kf], v);
+            char one_name[128], want[160];
+            snprintf(one_name, sizeof one_name, "%s_1(", code.tma.name);
+            char *src = strdup(code.source), *one = strstr(src, one_name);
+            cr_assert(one, "%s variant %d: the one-tile twin", kernels[kf], v);
+            one[0] = '\0';
+            const char *twin = strstr(src, code.tma.name), *one_twin = strstr(code.source, one_name);
+            cr_assert_not_null(twin);
+            snprintf(want, sizeof want, "& ~1023u) - tl_sa(tl_smem)) + %ld;", ring[v]);
+            const char *st = strstr(twin, "then 16-byte stores of whole rows */");
+            cr_expect(st && strstr(twin, "{ /* the tile into its staging (128-byte swizzle, ") && strstr(st, want) &&
+                          strstr(st, "*(uint4 *)tl_p = tl_vec;") && !strstr(st, "*(unsigned int *)tl_p"),
+                      "%s variant %d: the persistent twin stages the tile past its ring, then 16-byte stores", kernels[kf], v);
+            snprintf(want, sizeof want, "tl_full0 = tl_ring0 + %ld,", ring[v] + tile[v]); /* BM x BN halves */
+            cr_expect(strstr(twin, want), "%s variant %d: the barriers past the staging", kernels[kf], v);
+            cr_expect(strstr(one_twin, "{ /* the tile into the ring (128-byte swizzle, ") &&
+                          strstr(one_twin, "*(uint4 *)tl_p = tl_vec;"),
+                      "%s variant %d: the one-tile twin stages it in the ring", kernels[kf], v);
+            cr_expect(strstr(code.layouts, "sm_90a twin: staged in shared memory, 16-byte stores of whole rows"),
+                      "%s variant %d: the remark:\n%s", kernels[kf], v, code.layouts);
+            free(src);
+            tilec_kernel_code_free(&code);
+        }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    size_t cap;
+    char *src = conv_src(64, &cap), *rows = strstr(src, "kernel conv2d_f16_rows");
+    cr_assert_not_null(rows);
+    edit_src(rows, cap - (size_t)(rows - src), "store(y + p[:, None] * K + k[None, :], cast(acc, f16)",
+             "store(y + p[:, None] + k[None, :] * K, cast(acc, f16)");
+    ctx = tilec_ctx_new();
+    m = NULL;
+    tilec_kernel_code code;
+    lower_src(ctx, &m, "conv2d_f16_rows", src, &code);
+    cr_assert_not_null(code.tma.name, "the edited kernel: a gather twin");
+    cr_expect(!strstr(code.source, "16-byte stores of whole rows") && !strstr(code.layouts, "16-byte stores of whole rows"),
+              "a store whose unit stride is along the rows keeps the fragments' stores");
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    free(src);
+}
+
 /* The im2col box only where the mask is TMA's zero fill: without the
  * input column's lower bound (v >= 0) the gather would read the previous
  * pixel where TMA gives zeros, so A stays on cp.async and the remark says
@@ -630,5 +691,10 @@ Test(wgconv, sass_of_the_rows_twin_has_an_im2col_copy, .timeout = 300)
     cr_expect(i && !strstr(i + 1, "UTMALDG.4D.IM2COL"), "one im2col copy in the producer's loop");
     cr_expect(strstr(t, "UTMALDG.2D") && strstr(t, "HGMMA.64x128x16.F32"), "B by TMA, wgmma");
     cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "no local memory in the twin");
+    /* the epilogue: 8 16-byte stores a thread a 128 x 128 f16 tile (lower/wgstore.c, vstore) */
+    int n128 = 0;
+    for (const char *p = strstr(t, "STG.E.128"); p; p = strstr(p + 1, "STG.E.128"))
+        n128++;
+    cr_expect_eq(n128, 8, "8 STG.E.128 in the epilogue (%d)", n128);
     free(t);
 }

@@ -9592,7 +9592,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -9638,7 +9638,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -9778,7 +9778,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -9800,24 +9800,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
+        tl_bar_consumers(256); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -10074,24 +10101,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
         tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -10396,7 +10450,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 12 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 96;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 12; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -10442,7 +10496,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -10618,7 +10672,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -10640,24 +10694,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
+        tl_bar_consumers(256); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -10950,24 +11031,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
         tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -11247,7 +11355,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 147456, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -11293,7 +11401,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -11432,7 +11540,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -11454,24 +11562,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        tl_bar_consumers(256); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -11727,24 +11862,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
         tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -12024,7 +12186,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 147456, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -12070,7 +12232,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -12210,7 +12372,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -12232,24 +12394,51 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        tl_bar_consumers(128); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -12506,24 +12695,51 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
         tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -12828,7 +13044,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 98304, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 106496, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -12874,7 +13090,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -13049,7 +13265,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -13071,24 +13287,51 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
+        tl_bar_consumers(128); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -13380,24 +13623,51 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
         tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -13724,7 +13994,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -13770,7 +14040,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -13910,7 +14180,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -13954,24 +14224,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
+        tl_bar_consumers(256); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -14250,24 +14547,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -14594,7 +14918,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 12 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 196608, tl_empty0 = tl_full0 + 96;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 12; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -14640,7 +14964,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -14816,7 +15140,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
@@ -14860,24 +15184,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
+        tl_bar_consumers(256); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -15192,24 +15543,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -15511,7 +15889,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 147456, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -15557,7 +15935,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -15696,7 +16074,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -15740,24 +16118,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        tl_bar_consumers(256); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -16035,24 +16440,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -16354,7 +16786,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 147456, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -16400,7 +16832,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -16540,7 +16972,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 147456, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -16584,24 +17016,51 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        tl_bar_consumers(128); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -16880,24 +17339,51 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -17224,7 +17710,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 98304, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 106496, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -17270,7 +17756,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -17445,7 +17931,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 98304, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
@@ -17489,24 +17975,51 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into its staging (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
+        tl_bar_consumers(128); /* every thread has read the staging's last part */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
         }
@@ -17820,24 +18333,51 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
         v_bk[tl_j] = __half2float(tl_t0[tl_j]);
     }
     // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
