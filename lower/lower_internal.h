@@ -1023,6 +1023,11 @@ void lower_wg_pair_epilogue(strbuf *tu, const lw *C);
  * it with two braces): its lines into out, each after ind, the comment
  * naming `what` (the epilogue, wgpair.c; the early loads, wgmma.c). */
 void lower_wg_pair_open(strbuf *out, const char *ind, int a, const char *what);
+/* Whether a pair's early tile v is copied (early_pair, wgmma.c, to NAME_n1; lower_wg_pair_epilogue
+ * back) as E / 2 32-bit words (1: 2-byte elements, even in number) rather than E elements (0). A 2-byte
+ * element copied alone splits its half out of the word its load wrote, and ptxas did so before the
+ * loop, waiting there on every early load. */
+int lower_wg_early_words(const val *v);
 /* Two M tiles a block (BM = 64, the `warps` hint two warp groups or more, N tiles not paired): the remark's
  * words, and w->mpair_ok; NULL where it does not apply at all. */
 const char *lower_wg_mpair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w);

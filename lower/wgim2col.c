@@ -252,6 +252,57 @@ static const tilec_expr *below(lw *L, const tilec_expr *e, uint32_t *b)
     return e->args[i];
 }
 
+/* e = x[:, None] * k (either way round), k a scalar extent: x, k's word
+ * into *k; else NULL */
+static const tilec_expr *bcast_times(lw *L, const tilec_expr *e, uint32_t *k)
+{
+    e = see(L, e);
+    if (!is_op(e, TILEC_OP_MUL))
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *x = lower_look(L, e->args[1 - i]);
+        if (lower_ty(L, e->args[i])->rank == 0 && x && bcast_axis(x) == 0 && lower_ty(L, x->args[0])->rank == 1 &&
+            (*k = word_of(L, e->args[i])) != TILEC_TMA_NONE)
+            return x->args[0];
+    }
+    return NULL;
+}
+
+/* The words of a product of up to 3 scalar factors (through lets and
+ * casts), into w; their count, or 0 where a factor is no word. */
+static int factors(lw *L, const tilec_expr *e, uint32_t *w, int n, int depth)
+{
+    e = see(L, e);
+    if (!e || depth > 4)
+        return 0;
+    if (is_op(e, TILEC_OP_MUL)) {
+        int a = factors(L, e->args[0], w, n, depth + 1);
+        return a ? factors(L, e->args[1], w, a, depth + 1) : 0;
+    }
+    uint32_t x = lower_ty(L, e)->rank == 0 ? word_of(L, e) : TILEC_TMA_NONE;
+    if (x == TILEC_TMA_NONE || n >= 3)
+        return 0;
+    w[n] = x;
+    return n + 1;
+}
+
+/* e as p < N * OH * OW (or N * OH * OW > p), the factors in any order, p
+ * the pixels' index and OH, OW the walk's: 1, N's word into *b (the image
+ * count: p / (OH * OW) < N for p >= 0); else 0 */
+static int pixels_below(lw *L, const tilec_expr *e, const pix *q, uint32_t *b)
+{
+    int i = is_op(e, TILEC_OP_LT) ? 0 : is_op(e, TILEC_OP_GT) ? 1 : -1;
+    uint32_t w[3];
+    if (i < 0 || !q->p || see(L, e->args[i]) != q->p || factors(L, e->args[1 - i], w, 0, 0) != 3)
+        return 0;
+    for (int a = 0; a < 3; a++) /* w[a] the image count, the other two OH and OW */
+        if ((w[(a + 1) % 3] == q->oh && w[(a + 2) % 3] == q->ow) || (w[(a + 1) % 3] == q->ow && w[(a + 2) % 3] == q->oh)) {
+            *b = w[a];
+            return 1;
+        }
+    return 0;
+}
+
 int lower_wg_im2col(lw *L, const tilec_expr *ld, tilec_tma_map *m, lower_im2col *ic, const char **why)
 {
     const tilec_type *ty = lower_ty(L, ld);
@@ -271,10 +322,16 @@ int lower_wg_im2col(lw *L, const tilec_expr *ld, tilec_tma_map *m, lower_im2col 
         x = lower_look(L, x->args[0]);
     }
     t[n++] = x;
+    const tilec_expr *X = NULL;
+    uint32_t cs = TILEC_TMA_NONE;
     for (int i = 0; i < n; i++) {
         int b = bcast_axis(t[i]);
+        const tilec_expr *r;
+        uint32_t k;
         if (b == 0 && !E)
             E = t[i]->args[0];
+        else if (!E && (r = bcast_times(L, t[i], &k)) != NULL)
+            E = t[i], X = r, cs = k; /* (pixel index)[:, None] * C: the broadcast before the stride */
         else if (b == 1 && !c)
             c = t[i]->args[0];
         else if (lower_ty(L, t[i])->ptr && base < 0 && lower_ty(L, t[i])->rank == 0)
@@ -285,10 +342,10 @@ int lower_wg_im2col(lw *L, const tilec_expr *ld, tilec_tma_map *m, lower_im2col 
     int64_t s;
     if (base < 0 || !E || !c || lower_ty(L, c)->rank != 1 || !lower_stride(L, c, 0, &s) || s != 1)
         return *why = "A's pointer is not a pointer parameter + (pixel offsets)[:, None] + (channels)[None, :]", 0;
-    /* E = (((img * H + h) * W + v) * C, C the pixel stride */
-    uint32_t cs, wp = 0, hp = 0;
-    const tilec_expr *X, *Y = NULL, *I = NULL, *Hh = NULL, *V = NULL;
-    if (!mul_by(L, E, &X, &cs))
+    /* E = (((img * H + h) * W + v) * C, C the pixel stride (or X[:, None] * C above) */
+    uint32_t wp = 0, hp = 0;
+    const tilec_expr *Y = NULL, *I = NULL, *Hh = NULL, *V = NULL;
+    if (!X && !mul_by(L, E, &X, &cs))
         return *why = "A's pixel offsets are not (pixel index) * (pixel stride)", 0;
     X = see(L, X);
     for (int o = 0; is_op(X, TILEC_OP_ADD) && o < 2 && !I; o++) {
@@ -329,6 +386,11 @@ int lower_wg_im2col(lw *L, const tilec_expr *ld, tilec_tma_map *m, lower_im2col 
         const tilec_expr *e = see(L, mk.e[i]), *y;
         if ((y = nonneg(L, e)) != NULL && (y = see(L, y)) != NULL && (y == sh || y == sv)) {
             got |= y == sh ? 1 : 4;
+            continue;
+        }
+        if (pixels_below(L, e, &q, &b)) { /* p < N * OH * OW: img < N */
+            got |= 16;
+            nimg = b;
             continue;
         }
         if ((y = below(L, e, &b)) != NULL && (y = see(L, y)) != NULL) {

@@ -409,9 +409,10 @@ static int early_loads(lw *L, const tilec_stmt *loop, const tilec_expr **ld, int
  * early loads (at..) again, in a block where tl_pid<a> is pid(a) + 1, a
  * the pair's axis (w->pax: 1, or 2 for a head's product) (as
  * lower_wg_pair_epilogue runs the statements after the loop), each
- * register array copied out to NAME_n1, which the second tile's epilogue
- * copies back (no register moves once compiled). A second tile past the
- * program's grid loads nothing. */
+ * register array copied out to NAME_n1 (as 32-bit words where its
+ * elements are 2 bytes: lower_wg_early_words), which the second tile's
+ * epilogue copies back (no register moves once compiled). A second tile
+ * past the program's grid loads nothing. */
 static void early_pair(lw *L, size_t at)
 {
     const char *s = L->out.s ? L->out.s : "";
@@ -420,17 +421,21 @@ static void early_pair(lw *L, size_t at)
     int a = L->tw.plan.pax; /* the pair's axis: pid(1), or pid(2) for a head's product (wgpair.c) */
     for (int i = 0; i < L->tw.nearly; i++) {
         const val *v = L->tw.early[i].v;
-        lower_line(L, "%s %s_n1[%d]; /* the second N tile's (pid(%d) + 1) */", lower_vctype(L, &v->ty), v->c, v->ly.E,
-                   a);
+        lower_line(L, "%s%s %s_n1[%d]; /* the second N tile's (pid(%d) + 1) */",
+                   lower_wg_early_words(v) ? "__align__(4) " : "", lower_vctype(L, &v->ty), v->c, v->ly.E, a);
     }
     lower_wg_pair_open(&L->out, lower_fmt(L, "%*s", 4 * L->ind, ""), a, "the second N tile's early loads");
     sb_puts(&L->out, lets);
     sb_puts(&L->out, early);
     for (int i = 0; i < L->tw.nearly; i++) {
         const val *v = L->tw.early[i].v;
+        int w = lower_wg_early_words(v); /* 32-bit words: no half split out before the loop */
         lower_line(L, "#pragma unroll");
-        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", v->ly.E);
-        lower_line(L, "    %s_n1[tl_j] = %s[tl_j];", v->c, v->c);
+        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", w ? v->ly.E / 2 : v->ly.E);
+        if (w)
+            lower_line(L, "    ((unsigned int *)%s_n1)[tl_j] = ((const unsigned int *)%s)[tl_j];", v->c, v->c);
+        else
+            lower_line(L, "    %s_n1[tl_j] = %s[tl_j];", v->c, v->c);
     }
     lower_line(L, "}");
     lower_line(L, "}");

@@ -193,6 +193,8 @@ void lower_wg_pair_acc(lw *L, const char *acc)
     lower_line(L, "    tl_acc1[tl_j] = 0.0f;");
 }
 
+int lower_wg_early_words(const val *v) { return tilec_dtype_size(v->ty.dtype) == 2 && v->ly.E % 2 == 0; }
+
 void lower_wg_pair_open(strbuf *out, const char *ind, int a, const char *what)
 {
     sb_printf(out,
@@ -214,11 +216,19 @@ void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
                   "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
                   "            %s[tl_j] = tl_acc1[tl_j];\n",
               (long long)(C->tw.plan.N / 2), C->tw.acc);
-    for (int i = 0; i < C->tw.nearly; i++) /* its early tiles (wgmma.c, early_pair) */
-        sb_printf(tu, "        #pragma unroll\n"
-                      "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
-                      "            %s[tl_j] = %s_n1[tl_j];\n",
-                  C->tw.early[i].v->ly.E, C->tw.early[i].v->c, C->tw.early[i].v->c);
+    for (int i = 0; i < C->tw.nearly; i++) { /* its early tiles (wgmma.c, early_pair), as they were copied */
+        const val *v = C->tw.early[i].v;
+        if (lower_wg_early_words(v))
+            sb_printf(tu, "        #pragma unroll\n"
+                          "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
+                          "            ((unsigned int *)%s)[tl_j] = ((const unsigned int *)%s_n1)[tl_j];\n",
+                      v->ly.E / 2, v->c, v->c);
+        else
+            sb_printf(tu, "        #pragma unroll\n"
+                          "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
+                          "            %s[tl_j] = %s_n1[tl_j];\n",
+                      v->ly.E, v->c, v->c);
+    }
     lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
     sb_puts(tu, "        }\n        }\n");
 }

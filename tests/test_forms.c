@@ -9,6 +9,7 @@
  * documented here and a change that closes one flips its row. */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <criterion/redirect.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "sass_helpers.h"
 #include "tilec/lower.h"
 #include "tilec/program.h"
+#include "tilec/tma.h"
 
 typedef struct form {
     const char *file;   /* under tests/forms */
@@ -692,6 +694,98 @@ Test(forms, attention_trans_k_rings)
         tilec_module_free(m);
         tilec_ctx_free(ctx);
     }
+}
+
+/* the .tile files in folder */
+static size_t tiles_in(const char *folder)
+{
+    size_t files = 0;
+    DIR *dir = opendir(folder);
+    cr_assert_not_null(dir, "%s", folder);
+    for (struct dirent *e; (e = readdir(dir));)
+        files += strlen(e->d_name) > 5 && !strcmp(e->d_name + strlen(e->d_name) - 5, ".tile");
+    closedir(dir);
+    return files;
+}
+
+/* Attention as users wrote it from the docs alone (tests/attn_forms: no
+ * stages hint, exp or exp2, K as [BN, D] under trans() or loaded [D, BN],
+ * the mask as where() or an added bias, a trip count of blocks, many
+ * lets, 4 or 8 warps): every variant of every file takes the sm_90a twin
+ * (wgmma, TMA rings). Every file of the folder is in the list. */
+Test(forms, attention_from_the_docs_takes_the_twin)
+{
+    static const struct {
+        const char *file, *kernel;
+    } docs_forms[] = {
+        {"tests/attn_forms/fa_d128.tile", "fa_d128"},
+        {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2"},
+        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets"},
+        {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain"},
+    };
+    cr_expect_eq(tiles_in("tests/attn_forms"), sizeof docs_forms / sizeof docs_forms[0],
+                 "tests/attn_forms has a .tile this test does not list");
+    for (size_t i = 0; i < sizeof docs_forms / sizeof docs_forms[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        cr_assert_eq(tilec_parse_file(ctx, docs_forms[i].file, &m), TILEC_OK, "%s: %s", docs_forms[i].file,
+                     tilec_ctx_diag(ctx, 0) ? tilec_ctx_diag(ctx, 0)->message : "");
+        const tilec_kernel *k = tilec_module_find_kernel(m, docs_forms[i].kernel);
+        cr_assert_not_null(k, "%s: no kernel %s", docs_forms[i].file, docs_forms[i].kernel);
+        for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+            tilec_kernel_code code;
+            cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, &code), TILEC_OK, "%s variant %u", docs_forms[i].file, v);
+            cr_expect(strstr(code.remarks, ": dot loop: wgmma, its rings filled by TMA through mbarriers (the sm_90a twin"),
+                      "%s variant %u:\n%s", docs_forms[i].file, v, code.remarks);
+            cr_expect_not_null(code.tma.name, "%s variant %u: no sm_90a twin", docs_forms[i].file, v);
+            tilec_kernel_code_free(&code);
+        }
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
+/* Convolution as users wrote it from the docs alone (tests/conv_forms):
+ * the flat rows of conv_gemm.tile (`(pixel)[:, None] * C`, `p < N * OH *
+ * OW`, the tap split by subtraction) take A by TMA's im2col mode in every
+ * variant; conv_taps.tile's loops over r, s and the channels stay on
+ * mma.sync (a dot loop inside other loops is no twin's), and the remark
+ * says why. Every file of the folder is in the list. */
+Test(forms, conv_from_the_docs)
+{
+    cr_expect_eq(tiles_in("tests/conv_forms"), 2, "tests/conv_forms has a .tile this test does not list");
+    static const char *const names[] = {"conv_gemm", "conv_taps"};
+    int nested = 0;
+    for (int f = 0; f < 2; f++) {
+        char path[64];
+        snprintf(path, sizeof path, "tests/conv_forms/%s.tile", names[f]);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK, "%s: %s", path,
+                     tilec_ctx_diag(ctx, 0) ? tilec_ctx_diag(ctx, 0)->message : "");
+        const tilec_kernel *k = tilec_module_find_kernel(m, names[f]);
+        cr_assert_not_null(k);
+        uint32_t nv = tilec_kernel_variant_count(k);
+        cr_expect_geq(nv, f ? 1u : 7u, "%s: %u variants", path, nv);
+        for (uint32_t v = 0; v < nv; v++) {
+            tilec_kernel_code code;
+            cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, &code), TILEC_OK, "%s variant %u", path, v);
+            if (!f)
+                cr_expect(code.tma.name && code.tma.maps[0].im2col == TILEC_TMA_IM2COL_OUT &&
+                              strstr(code.remarks, "A by TMA's im2col mode (one box of "),
+                          "%s variant %u:\n%s", path, v, code.remarks);
+            else {
+                cr_expect(!code.tma.name && strstr(code.remarks, "dot loop: cp.async pipeline + mma.sync") &&
+                              strstr(code.remarks, "not on wgmma + TMA: "),
+                          "%s variant %u:\n%s", path, v, code.remarks);
+                nested += strstr(code.remarks, "not on wgmma + TMA: the loop is not a statement of the kernel's body") != NULL;
+            }
+            tilec_kernel_code_free(&code);
+        }
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+    cr_expect_gt(nested, 0, "conv_taps: no variant says the nested loop is why");
 }
 
 /* The inner loop of an f32 FMA dot in src: from the operands' shared

@@ -990,80 +990,95 @@ Test(gpu, total_example, .timeout = 120)
  * without padding, channels below, equal to and above BK, against a
  * double reference on the f16-rounded operands; the output is poisoned
  * (f16 NaN) before each launch. */
+/* N, H, W, C, K, R(=S), stride, pad */
+static const int conv_shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 70, 3, 2, 1}, {3, 5, 6, 32, 64, 1, 1, 0},
+                                     {1, 8, 8, 3, 5, 1, 2, 0},   {2, 7, 7, 80, 136, 3, 1, 1}, {2, 13, 11, 24, 32, 3, 2, 1},
+                                     {3, 8, 9, 16, 48, 1, 2, 0}, {2, 10, 10, 72, 64, 5, 2, 2},
+                                     /* the rows kernels only: more tiles than the H200's 132 SMs (at BM 128, BN 128:
+                                      * 144 and 150), so that a block of the persistent twin walks two */
+                                     {4, 48, 48, 64, 200, 1, 1, 0}, {6, 40, 40, 16, 136, 3, 1, 1}};
+
+/* Every variant of kernel (fused: relu(conv + bias), the bias after w)
+ * at conv_shapes (the last two, the walking ones, where walk is set). */
+static void check_conv(const char *file, const char *kernel, int fused, int walk)
+{
+    uint32_t nv = variants_of(file, kernel);
+    for (uint32_t var = 0; var < nv; var++) {
+        gk g;
+        load_or_fail(file, kernel, (int)var, &g);
+        for (size_t t = 0; t < sizeof conv_shapes / sizeof conv_shapes[0]; t++) {
+            if (t >= 8 && !walk)
+                continue; /* the pixel-block kernels run one tile a block */
+            const int *sh = conv_shapes[t];
+            int N = sh[0], H = sh[1], W = sh[2], C = sh[3], K = sh[4], R = sh[5], S = R, st = sh[6], pad = sh[7];
+            int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
+            size_t nx = (size_t)N * H * W * C, nw = (size_t)K * R * S * C, ny = (size_t)N * OH * OW * K;
+            float *x = random_floats(nx), *w = random_floats(nw), *b = random_floats((size_t)K);
+            uint16_t *xh = malloc(nx * 2), *wh = malloc(nw * 2), *bh = malloc((size_t)K * 2), *yh = malloc(ny * 2);
+            for (size_t i = 0; i < nx; i++)
+                x[i] = f16_to_f32(xh[i] = f32_to_f16(x[i]));
+            for (size_t i = 0; i < nw; i++) /* w[r][s][c][k] */
+                w[i] = f16_to_f32(wh[i] = f32_to_f16(w[i]));
+            for (int i = 0; i < K; i++)
+                b[i] = f16_to_f32(bh[i] = f32_to_f16(b[i]));
+            double *want = malloc(ny * sizeof *want);
+            for (int n = 0; n < N; n++)
+                for (int oh = 0; oh < OH; oh++)
+                    for (int ow = 0; ow < OW; ow++)
+                        for (int k = 0; k < K; k++) {
+                            double acc = fused ? b[k] : 0.0;
+                            for (int r = 0; r < R; r++)
+                                for (int s = 0; s < S; s++) {
+                                    int h = oh * st + r - pad, v = ow * st + s - pad;
+                                    if (h < 0 || h >= H || v < 0 || v >= W)
+                                        continue;
+                                    for (int c = 0; c < C; c++)
+                                        acc += (double)x[(((size_t)n * H + h) * W + v) * C + c] *
+                                               w[(((size_t)r * S + s) * C + c) * K + k];
+                                }
+                            want[(((size_t)n * OH + oh) * OW + ow) * K + k] = fused && acc < 0 ? 0 : acc;
+                        }
+            uint64_t dx = upload(xh, nx * 2), dw = upload(wh, nw * 2), db = upload(bh, (size_t)K * 2);
+            uint64_t dy = dev_alloc(ny * 2);
+            CHECK_RT(tilec_rt_fill_async(rt, dy, 0x7e00, 2, ny, NULL)); /* f16 NaN */
+            tilec_rt_arg args[15] = {{.ptr = dx}, {.ptr = dw}, {.ptr = db}, {.ptr = dy}, {.i32 = N}, {.i32 = H},
+                                     {.i32 = W}, {.i32 = C}, {.i32 = K}, {.i32 = R}, {.i32 = S}, {.i32 = OH},
+                                     {.i32 = OW}, {.i32 = st}, {.i32 = pad}};
+            if (!fused) /* no bias */
+                memmove(&args[2], &args[3], 12 * sizeof args[0]);
+            CHECK_RT(gk_launch(&g, args, NULL));
+            CHECK_RT(tilec_rt_synchronize(rt));
+            CHECK_RT(tilec_rt_memcpy_dtoh(rt, yh, dy, ny * 2));
+            float *got = malloc(ny * sizeof *got);
+            for (size_t i = 0; i < ny; i++)
+                got[i] = f16_to_f32(yh[i]);
+            double err = rel_l2(got, want, ny);
+            cr_expect_leq(err, 2e-3, "%s %s variant %u N%d H%d W%d C%d K%d %dx%d stride %d pad %d: relative L2 error %g",
+                          file, kernel, var, N, H, W, C, K, R, S, st, pad, err);
+            tilec_rt_free(rt, dx);
+            tilec_rt_free(rt, dw);
+            tilec_rt_free(rt, db);
+            tilec_rt_free(rt, dy);
+            free(x), free(w), free(b), free(xh), free(wh), free(bh), free(yh), free(got), free(want);
+        }
+        gk_free(&g);
+    }
+}
+
 Test(gpu, conv2d_example, .timeout = 600)
 {
-    /* N, H, W, C, K, R(=S), stride, pad */
-    static const int shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 70, 3, 2, 1}, {3, 5, 6, 32, 64, 1, 1, 0},
-                                    {1, 8, 8, 3, 5, 1, 2, 0},   {2, 7, 7, 80, 136, 3, 1, 1}, {2, 13, 11, 24, 32, 3, 2, 1},
-                                    {3, 8, 9, 16, 48, 1, 2, 0}, {2, 10, 10, 72, 64, 5, 2, 2},
-                                    /* the rows kernels only: more tiles than the H200's 132 SMs (at BM 128, BN 128:
-                                     * 144 and 150), so that a block of the persistent twin walks two */
-                                    {4, 48, 48, 64, 200, 1, 1, 0}, {6, 40, 40, 16, 136, 3, 1, 1}};
     static const char *const kernels[] = {"conv2d_nhwc", "conv2d_f16", "conv2d_f16_rows", "conv2d_nhwc_rows"};
-    for (int kf = 0; kf < 4; kf++) {
-        int fused = kf == 0 || kf == 3;
-        uint32_t nv = variants_of("examples/conv2d.tile", kernels[kf]);
-        for (uint32_t var = 0; var < nv; var++) {
-            gk g;
-            load_or_fail("examples/conv2d.tile", kernels[kf], (int)var, &g);
-            for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
-                if (t >= 8 && kf < 2)
-                    continue; /* the pixel-block kernels run one tile a block */
-                int N = shapes[t][0], H = shapes[t][1], W = shapes[t][2], C = shapes[t][3], K = shapes[t][4];
-                int R = shapes[t][5], S = R, st = shapes[t][6], pad = shapes[t][7];
-                int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
-                size_t nx = (size_t)N * H * W * C, nw = (size_t)K * R * S * C, ny = (size_t)N * OH * OW * K;
-                float *x = random_floats(nx), *w = random_floats(nw), *b = random_floats((size_t)K);
-                uint16_t *xh = malloc(nx * 2), *wh = malloc(nw * 2), *bh = malloc((size_t)K * 2), *yh = malloc(ny * 2);
-                for (size_t i = 0; i < nx; i++)
-                    x[i] = f16_to_f32(xh[i] = f32_to_f16(x[i]));
-                for (size_t i = 0; i < nw; i++) /* w[r][s][c][k] */
-                    w[i] = f16_to_f32(wh[i] = f32_to_f16(w[i]));
-                for (int i = 0; i < K; i++)
-                    b[i] = f16_to_f32(bh[i] = f32_to_f16(b[i]));
-                double *want = malloc(ny * sizeof *want);
-                for (int n = 0; n < N; n++)
-                    for (int oh = 0; oh < OH; oh++)
-                        for (int ow = 0; ow < OW; ow++)
-                            for (int k = 0; k < K; k++) {
-                                double acc = fused ? b[k] : 0.0;
-                                for (int r = 0; r < R; r++)
-                                    for (int s = 0; s < S; s++) {
-                                        int h = oh * st + r - pad, v = ow * st + s - pad;
-                                        if (h < 0 || h >= H || v < 0 || v >= W)
-                                            continue;
-                                        for (int c = 0; c < C; c++)
-                                            acc += (double)x[(((size_t)n * H + h) * W + v) * C + c] *
-                                                   w[(((size_t)r * S + s) * C + c) * K + k];
-                                    }
-                                want[(((size_t)n * OH + oh) * OW + ow) * K + k] = fused && acc < 0 ? 0 : acc;
-                            }
-                uint64_t dx = upload(xh, nx * 2), dw = upload(wh, nw * 2), db = upload(bh, (size_t)K * 2);
-                uint64_t dy = dev_alloc(ny * 2);
-                CHECK_RT(tilec_rt_fill_async(rt, dy, 0x7e00, 2, ny, NULL)); /* f16 NaN */
-                tilec_rt_arg args[15] = {{.ptr = dx}, {.ptr = dw}, {.ptr = db}, {.ptr = dy}, {.i32 = N}, {.i32 = H},
-                                         {.i32 = W}, {.i32 = C}, {.i32 = K}, {.i32 = R}, {.i32 = S}, {.i32 = OH},
-                                         {.i32 = OW}, {.i32 = st}, {.i32 = pad}};
-                if (!fused) /* no bias */
-                    memmove(&args[2], &args[3], 12 * sizeof args[0]);
-                CHECK_RT(gk_launch(&g, args, NULL));
-                CHECK_RT(tilec_rt_synchronize(rt));
-                CHECK_RT(tilec_rt_memcpy_dtoh(rt, yh, dy, ny * 2));
-                float *got = malloc(ny * sizeof *got);
-                for (size_t i = 0; i < ny; i++)
-                    got[i] = f16_to_f32(yh[i]);
-                double err = rel_l2(got, want, ny);
-                cr_expect_leq(err, 2e-3, "%s variant %u N%d H%d W%d C%d K%d %dx%d stride %d pad %d: relative L2 error %g",
-                              kernels[kf], var, N, H, W, C, K, R, S, st, pad, err);
-                tilec_rt_free(rt, dx);
-                tilec_rt_free(rt, dw);
-                tilec_rt_free(rt, db);
-                tilec_rt_free(rt, dy);
-                free(x), free(w), free(b), free(xh), free(wh), free(bh), free(yh), free(got), free(want);
-            }
-            gk_free(&g);
-        }
-    }
+    for (int kf = 0; kf < 4; kf++)
+        check_conv("examples/conv2d.tile", kernels[kf], kf == 0 || kf == 3, kf >= 2);
+}
+
+/* tests/conv_forms: convolutions written from the docs alone (the flat
+ * rows with `(pixel)[:, None] * C` and `p < N * OH * OW`, A by TMA's
+ * im2col mode on sm_90a; the tap by tap loops), every variant. */
+Test(gpu, conv2d_from_the_docs, .timeout = 600)
+{
+    check_conv("tests/conv_forms/conv_gemm.tile", "conv_gemm", 0, 1);
+    check_conv("tests/conv_forms/conv_taps.tile", "conv_taps", 0, 0);
 }
 
 /* examples/conv2d_f32.tile: f32 NCHW input, KCRS filter (torch's

@@ -278,6 +278,25 @@ Test(layouts, attention_twin_trans_k, .timeout = 300)
     check_attention_twins("tests/gpu/attention_kt.tile", "attention_kt_inline", 64, 0, 0);
 }
 
+/* Attention written from the docs alone (tests/attn_forms/README.md):
+ * every variant through its sm_90a twin, ragged S, causal and not. */
+Test(layouts, attention_docs_d64_plain, .timeout = 300)
+{
+    check_attention_twins("tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", 64, 0, 0);
+}
+Test(layouts, attention_docs_d64_exp2, .timeout = 300)
+{
+    check_attention_twins("tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2", 64, 0, 0);
+}
+Test(layouts, attention_docs_d64_lets, .timeout = 300)
+{
+    check_attention_twins("tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 64, 0, 0);
+}
+Test(layouts, attention_docs_d128, .timeout = 300)
+{
+    check_attention_twins("tests/attn_forms/fa_d128.tile", "fa_d128", 128, 0, 0);
+}
+
 /* The twin's producer either way (tests/gpu/attention_ring.tile): V's
  * mask no tensor map's bound, both rings by cp.async (d = 64 with the
  * turns, d = 128 at BM = 128, BN = 64); the head size bounded by the hint

@@ -120,12 +120,12 @@ Test(rows, rope_issues_its_loads_before_their_arithmetic)
     cr_assert(x1 && q2 && c && s, "%s", src);
     cr_expect(q2 < x1, "x2's load not issued before x1's conversion:\n%s", src);
     cr_expect(c < x1 && s < x1, "cos's and sin's loads not issued before x1's conversion:\n%s", src);
-    cr_expect(strstr(src, "// line 278's load, issued here with line 277's"), "no note of the load issued ahead:\n%s", src);
+    cr_expect(strstr(src, "// line 284's load, issued here with line 283's"), "no note of the load issued ahead:\n%s", src);
     free(src);
 }
 
 /* ...and in the SASS (with cuobjdump at hand): every 16-byte load of
- * variants 0 and 2 is issued before the first bf16 to f32 conversion
+ * variants 0, 2 and 3 is issued before the first bf16 to f32 conversion
  * (`IMAD.U32 .., 0x10000` or `PRMT .., 0x7632`); before, ptxas issued 2 of
  * v0's 6 and 1 of v2's 4 and converted those first. */
 Test(rows, rope_sass_issues_every_vector_load_first, .timeout = 300)
@@ -133,7 +133,7 @@ Test(rows, rope_sass_issues_every_vector_load_first, .timeout = 300)
     const char *tool = cuobjdump();
     if (!tool)
         cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    for (int v = 0; v <= 2; v += 2) {
+    for (int v = 0; v <= 3; v += v ? 1 : 2) {
         char *out = disassemble_file(tool, "-sass", "examples/llm.tile", "rope__bf16", v, "sm_90");
         const char *a = strstr(out, "0x10000, RZ"), *b = strstr(out, "0x7632");
         const char *cv = a && (!b || a < b) ? a : b;
@@ -147,4 +147,19 @@ Test(rows, rope_sass_issues_every_vector_load_first, .timeout = 300)
                   before, all);
         free(out);
     }
+}
+
+/* RoPE's variant 3: a program a token and 16 of its heads, the programs
+ * token-major (pid / (32 / H) the token, pid % (32 / H) the group: a
+ * token's two programs adjacent, the blocks in flight on one stretch of q;
+ * 0.970x of variant 2's time in one H200 process as a hand form,
+ * bench/results/llm_s47.md), 8 elements of each half a thread over 4 warps. */
+Test(rows, rope_v3_is_sixteen_heads_token_major)
+{
+    char *src = lowered_source("examples/llm.tile", "rope__bf16", 3);
+    cr_expect(strstr(src, "constexpr int v_H = 16;") && strstr(src, "constexpr int v_warps = 4;"), "%s", src);
+    cr_expect(strstr(src, "const int v_t = (((int)blockIdx.x) / (32 / v_H));"), "the token is not pid / (32 / H):\n%s", src);
+    cr_expect(strstr(src, "(((int)blockIdx.x) % (32 / v_H)) * v_H)"), "the group is not pid %% (32 / H):\n%s", src);
+    cr_expect(strstr(src, "__nv_bfloat16 tl_t0[8];"), "not 8 elements of a half a thread:\n%s", src);
+    free(src);
 }

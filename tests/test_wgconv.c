@@ -540,6 +540,47 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
     tilec_ctx_free(ctx);
 }
 
+/* The same rows spelt as users write them (tests/conv_forms/conv_gemm.tile
+ * does both): the pixel index broadcast before its stride, `(...)[:, None]
+ * * C`, and the image count bounded as the pixels' `p < N * OH * OW` (the
+ * factors in any order) rather than `img < N`. Either way A is one im2col
+ * box a step, its map the example's (N the rows, parameter 3). */
+Test(wgconv, rows_spelt_otherwise_read_a_by_the_im2col_mode)
+{
+    static const struct {
+        const char *from, *to;
+    } edits[][2] = {
+        {{"x + (((img * H + h) * W + v) * C)[:, None] + c[None, :]", "x + ((img * H + h) * W + v)[:, None] * C + c[None, :]"},
+         {"", ""}},
+        {{"(img < N && h >= 0", "(p < N * OH * OW && h >= 0"}, {"", ""}},
+        {{"(img < N && h >= 0", "(p < OW * (N * OH) && h >= 0"},
+         {"x + (((img * H + h) * W + v) * C)[:, None] + c[None, :]", "x + C * ((img * H + h) * W + v)[:, None] + c[None, :]"}},
+    };
+    for (size_t e = 0; e < sizeof edits / sizeof edits[0]; e++) {
+        size_t cap;
+        char *src = conv_src(64, &cap), *rows = strstr(src, "kernel conv2d_f16_rows");
+        cr_assert_not_null(rows);
+        for (int i = 0; i < 2; i++)
+            if (*edits[e][i].from)
+                edit_src(rows, cap - (size_t)(rows - src), edits[e][i].from, edits[e][i].to);
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        lower_src(ctx, &m, "conv2d_f16_rows", src, &code);
+        cr_assert_not_null(code.tma.name, "edit %zu: a gather twin", e);
+        const tilec_tma_map *a = &code.tma.maps[0];
+        cr_expect(a->im2col == TILEC_TMA_IM2COL_OUT && a->rows == 3 && a->stride == 6 && a->fr == 10 && a->fs == 11 &&
+                      strstr(code.source, ".im2col."),
+                  "edit %zu: A's im2col map (kind %u rows %u stride %u)\n%s", e, a->im2col, a->rows, a->stride, code.layouts);
+        cr_expect(strstr(code.layouts, "A by TMA's im2col mode (one box of 128 output pixels x 64 channels a step"),
+                  "edit %zu:\n%s", e, code.layouts);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+        free(src);
+    }
+}
+
 /* The im2col box only where the mask is TMA's zero fill: without the
  * input column's lower bound (v >= 0) the gather would read the previous
  * pixel where TMA gives zeros, so A stays on cp.async and the remark says

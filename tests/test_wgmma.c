@@ -376,6 +376,68 @@ Test(wgmma, sass_has_hgmma_and_utmaldg, .timeout = 120)
     free(sass);
 }
 
+/* The control bits of the SASS instruction whose text starts at line:
+ * its write barrier (0-5, or 7: none) in *wb, the barriers it waits on
+ * (a mask of 6 bits) as the value; -1 where the line has no instruction
+ * or its second word is missing. sm_90 keeps them in bits 41 on of the
+ * instruction's second 64-bit word, printed on the next line. */
+static int sass_waits(const char *line, int *wb)
+{
+    const char *nl = strchr(line, '\n');
+    const char *w = nl ? strstr(nl + 1, "/* 0x") : NULL;
+    const char *end = nl ? strchr(nl + 1, '\n') : NULL;
+    if (!w || (end && w > end))
+        return -1;
+    unsigned long long hi = strtoull(w + 3, NULL, 16), c = hi >> 41;
+    *wb = (int)((c >> 5) & 7);
+    return (int)((c >> 11) & 63);
+}
+
+/* gemm_dw's paired twin loads both tiles' dW before its loop (64 LDG.E a
+ * thread): no instruction before its first HGMMA may wait on those loads,
+ * or each unit's read runs before its loop instead of under it. Copying
+ * the second tile's registers to tl_t0_n1 element by element (bf16) split
+ * each loaded word into halves there (PRMT ..., 0x7632), waiting on every
+ * load, and spilled three of them (STL.S16); the copy by 32-bit words
+ * (lower_wg_early_words) leaves the words whole until the epilogue. */
+Test(wgmma, paired_early_loads_not_waited_before_the_loop, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble_file(tool, "-sass", "examples/llm.tile", "gemm_dw", 0, "sm_90a");
+    const char *twin = strstr(sass, "Function : gemm_dw_v0_tma\n");
+    cr_assert_not_null(twin, "the paired twin:\n%.2000s", sass);
+    const char *next = strstr(twin + 1, "Function : ");
+    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    const char *mma = strstr(t, "HGMMA."), *ld = strstr(t, "LDG.E ");
+    cr_assert(mma && ld && ld < mma, "dW loaded before the first HGMMA");
+    while (ld > t && ld[-1] != '\n')
+        ld--; /* the first load's line */
+    int lwb = -1, loads = 0, waited = 0;
+    for (const char *l = ld; l && l < mma; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        const char *q = l + strspn(l, " \t"), *eol = strchr(l, '\n');
+        if (strncmp(q, "/*", 2) || !isxdigit((unsigned char)q[2]))
+            continue; /* not an instruction's line (its address in a comment, then the text): its second word, a header */
+        int wb, wait = sass_waits(l, &wb);
+        if (wait < 0)
+            continue;
+        if (strstr(l, "LDG.E ") && (!eol || strstr(l, "LDG.E ") < eol)) {
+            cr_assert(lwb < 0 || wb == lwb, "the dW loads share one write barrier");
+            lwb = wb;
+            loads++;
+        } else if (lwb >= 0 && lwb < 6 && (wait >> lwb & 1)) {
+            waited++;
+            cr_log_info("waits on the dW loads before the loop: %.*s", (int)(eol ? eol - l : 80), l);
+        }
+    }
+    cr_expect_eq(loads, 64, "64 LDG.E of 4 bytes a thread before the loop, not %d", loads);
+    cr_expect_eq(waited, 0, "%d instructions wait on the dW loads before the first HGMMA", waited);
+    cr_expect(!strstr(t, "STL") && !strstr(t, "LDL"), "no local memory in the paired twin");
+    free(t);
+    free(sass);
+}
+
 /* In the SASS of an FFMA, its three source registers and how many of them
  * are read from the register file (no .reuse) with another such one of the
  * same number parity: the register file's two banks (R0, R2, .. and R1,
@@ -940,10 +1002,13 @@ Test(wgmma, epilogue_loads_before_the_loop)
                   !strstr(code.remarks, "one N tile a block on a persistent grid"),
               "the remark:\n%s", code.remarks);
     const char *second = early ? strstr(early, "the second N tile's early loads") : NULL;
-    cr_expect(second && second < loop && strstr(second, "tl_t0_n1[tl_j] = tl_t0[tl_j];") < loop,
+    /* copied as 32-bit words (lower_wg_early_words; test paired_early_loads_not_waited_before_the_loop) */
+    const char *out = "((unsigned int *)tl_t0_n1)[tl_j] = ((const unsigned int *)tl_t0)[tl_j];";
+    const char *back = "((unsigned int *)tl_t0)[tl_j] = ((const unsigned int *)tl_t0_n1)[tl_j];";
+    cr_expect(second && second < loop && strstr(second, out) && strstr(second, out) < loop,
               "the second tile's dW loaded before the loop:\n%s", t);
     cr_expect(loop && strstr(loop, "v_acc[tl_j] = tl_acc1[tl_j];") &&
-                  strstr(strstr(loop, "v_acc[tl_j] = tl_acc1[tl_j];"), "tl_t0[tl_j] = tl_t0_n1[tl_j];"),
+                  strstr(strstr(loop, "v_acc[tl_j] = tl_acc1[tl_j];"), back),
               "the second epilogue reads the second tile's registers:\n%s", t);
     tilec_kernel_code_free(&code);
     tilec_module_free(m);

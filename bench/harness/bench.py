@@ -37,6 +37,15 @@ tables. Usage (from the repository root, on the GPU machine):
           each compared with the reference form at its own size (a form
           with a `/// sizes:` line only at those)
 
+  python3 bench/harness/bench.py --family attnforms --out attnforms.jsonl --no-compile
+          attention as users wrote it from the docs (tests/attn_forms) at
+          S = 4096 and 1024, causal and not, against SDPA; not part of a
+          plain run
+
+  python3 bench/harness/bench.py --family convforms --out convforms.jsonl --no-compile
+          convolution as users wrote it from the docs (tests/conv_forms) at
+          four ResNet-50 layers against cuDNN; not part of a plain run
+
   python3 bench/harness/bench.py --family matmul --family handtuned --out tuned.jsonl --no-compile
           issue 31: the benchmark's f16 and bf16 GEMMs (bench/harness/gemm.tile:
           no tile hints, the compiler's default space, docs/tuning.md) beside
@@ -79,6 +88,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -312,7 +322,7 @@ def w_cumsum(r, c):
         lambda t: torch.cumsum(t["x"].double(), 1), 8 * r * c, tol=1e-5)
 
 
-def w_conv(n, h, wd, c, k, r, stride, pad, fused=False, rows=False):
+def w_conv(n, h, wd, c, k, r, stride, pad, fused=False, rows=False, path=None, kernel=None):
     """conv2d f16 NHWC (channels_last) as ResNet-50 runs it, against cuDNN
     through F.conv2d (cudnn.benchmark on: its best algorithm) and
     torch.compile; fused adds bias and relu. tilec's filter is RSCK
@@ -320,7 +330,8 @@ def w_conv(n, h, wd, c, k, r, stride, pad, fused=False, rows=False):
     outside the timed region, as one prepacks the weights of a model.
     rows: the kernel conv2d_f16_rows (rows of consecutive output pixels,
     A by TMA's im2col mode on sm_90a), the same arguments; with fused,
-    conv2d_nhwc_rows."""
+    conv2d_nhwc_rows. path/kernel: another spelling of the plain convolution
+    (the convforms family: tests/conv_forms, the same arguments)."""
     oh, ow = (h + 2 * pad - r) // stride + 1, (wd + 2 * pad - r) // stride + 1
     cl = torch.channels_last
 
@@ -347,6 +358,11 @@ def w_conv(n, h, wd, c, k, r, stride, pad, fused=False, rows=False):
             torch.backends.cudnn.allow_tf32 = old
         return F.relu(y) if fused else y
     label = f"{r}x{r}{f' s{stride}' if stride > 1 else ''} {h}x{wd} C{c} K{k}"
+    if kernel:
+        return Workload(
+            f"convform {kernel} f16 {label} N{n}", "convforms", path, kernel, make, call, torch_fn, ref,
+            2 * (n * h * wd * c + k * r * r * c + n * oh * ow * k), 2.0 * n * oh * ow * k * c * r * r,
+            tol=2e-3, eager_is="cuDNN (F.conv2d, channels_last)", peak=TF_PEAK_F16)
     return Workload(
         f"conv2d{'+bias+relu' if fused else ''}{' rows' if rows else ''} f16 {label} N{n}", "conv", "examples/conv2d.tile",
         ("conv2d_nhwc_rows" if rows else "conv2d_nhwc") if fused else "conv2d_f16_rows" if rows else "conv2d_f16",
@@ -490,7 +506,10 @@ def w_bmm(bt, m, n, k, hand=False):
         2.0 * bt * m * n * k, tol=2e-3, eager_is="cuBLAS (torch.bmm)", peak=TF_PEAK_F16)
 
 
-def w_attention(b, h, s, d, causal):
+def w_attention(b, h, s, d, causal, path="examples/attention.tile", kernel=None, family="attention"):
+    """Attention forward against SDPA; path/kernel: another spelling of it (the
+    attnforms family: tests/attn_forms, the same arguments q, k, v, o, S, bh,
+    causal, scale)."""
     scale = 1.0 / math.sqrt(d)
 
     def make():
@@ -499,8 +518,9 @@ def w_attention(b, h, s, d, causal):
                 "o": torch.empty(b, h, s, d, device=DEV, dtype=torch.float16)}
     flops = 4.0 * b * h * s * s * d * (0.5 if causal else 1.0)
     return Workload(
-        f"attention d{d} {b}x{h}x{s}{' causal' if causal else ''}", "attention", "examples/attention.tile",
-        f"attention_d{d}", make,
+        (f"attnform {os.path.splitext(os.path.basename(path))[0]} " if kernel else "") +
+        f"attention d{d} {b}x{h}x{s}{' causal' if causal else ''}", family, path,
+        kernel or f"attention_d{d}", make,
         lambda t: ([t["q"], t["k"], t["v"], t["o"], s, b * h, int(causal), scale], "o"),
         lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=causal),
         lambda t: F.scaled_dot_product_attention(t["q"].float(), t["k"].float(), t["v"].float(), is_causal=causal),
@@ -826,6 +846,50 @@ def llm_table(records):
     return "\n".join(lines)
 
 
+ATTN_FORMS_DIR = "tests/attn_forms"  # attention as users wrote it from the docs (tests/attn_forms/README.md)
+
+
+def corpus(folder):
+    """(path, text, kernel name) of every .tile of a corpus folder, sorted;
+    each file must hold one kernel."""
+    d = os.path.join(ROOT, folder)
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if f.endswith(".tile"):
+            path = f"{folder}/{f}"
+            with open(os.path.join(ROOT, path)) as fh:
+                text = fh.read()
+            kn = re.search(r"^kernel +(\w+)", text, re.M)
+            if not kn:
+                raise ValueError(f"{path}: needs one kernel")
+            yield path, text, kn.group(1)
+
+
+def attn_form_workloads():
+    """Every kernel of tests/attn_forms at S = 4096 and 1024, causal and not
+    (run with --family attnforms): its `/// d:` line gives the head size."""
+    w = []
+    for path, text, kernel in corpus(ATTN_FORMS_DIR):
+        hd = re.search(r"^/// d: *(\d+)", text, re.M)
+        if not hd:
+            raise ValueError(f"{path}: needs a `/// d: N` line")
+        dd = int(hd.group(1))
+        for b, s in ((4, 4096), (16, 1024)):
+            for causal in (False, True):
+                w.append(w_attention(b, 16 if dd == 64 else 8, s, dd, causal, path, kernel, "attnforms"))
+    return w
+
+
+CONV_FORMS_DIR = "tests/conv_forms"  # convolution as users wrote it from the docs (tests/conv_forms/README.md)
+CONV_FORM_LAYERS = [(56, 64, 64, 3, 1), (14, 256, 256, 3, 1), (56, 64, 256, 1, 1), (56, 256, 512, 1, 2)]
+
+
+def conv_form_workloads():
+    """Every kernel of tests/conv_forms at four of the conv family's ResNet-50
+    layers (run with --family convforms)."""
+    return [w_conv(32, h, h, c, k, r, st, r // 2, path=path, kernel=kernel)
+            for path, _, kernel in corpus(CONV_FORMS_DIR) for h, c, k, r, st in CONV_FORM_LAYERS]
+
+
 FORMS_DIR = "tests/forms"  # issue 29's corpus of equivalent forms (tests/forms/README.md)
 FORM_BATCH = 2  # the matrices a call of a batched form multiplies
 
@@ -1061,6 +1125,8 @@ def workloads():
             for causal in (False, True):
                 w.append(w_attention(b, h, s, d, causal))
     w.extend(form_workloads())  # run only when asked: --family forms (or --only form)
+    w.extend(attn_form_workloads())  # run only when asked: --family attnforms
+    w.extend(conv_form_workloads())  # run only when asked: --family convforms
     for dt in ("f16", "bf16"):  # issue 31's hand-tuned reference: run only when asked (--family handtuned)
         for s in (1024, 2048, 4096, 8192):
             w.append(w_matmul(s, s, s, dt, hand=True))
@@ -1722,7 +1788,7 @@ def main():
                 continue
             if args.family and w.family not in args.family and not ("issue31" in args.family and issue31_selects(w)):
                 continue
-            if w.family in ("forms", "tuned", "handtuned", "llm") and not args.family and not args.only:
+            if w.family in ("forms", "attnforms", "convforms", "tuned", "handtuned", "llm") and not args.family and not args.only:
                 continue  # issue 29's forms, issue 31's tuned rows and hand-tuned GEMMs, issue 35's LLM set: runs of their own (--family)
             try:
                 r.workload(w)

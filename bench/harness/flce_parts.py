@@ -4,9 +4,14 @@ ce_fwd_bwd, gemm_nn_sk + sum_slices, gemm_dw) timed alone, beside the same step
 in torch (cuBLAS for the three products), at the issue's size (T 4096,
 D 4096, V 128256, bf16) and chunks of C tokens. The method is bench.py's
 (a 512 MiB flush before each call, CUDA events, the median); the chunk's
-time times T / C is what the graph spends on that step.
+time times T / C is what the graph spends on that step. With --sweep K,
+gemm_dw alone at K = C = each K: its pair (TILEC_TMA_PAIR=1) and its
+one-tile twin (TILEC_TMA_PAIR=0), each with dW read (add 1, the graph's
+product) and without (add 0: a plain product's store), and torch.addmm:
+what each twin's dW read costs (add 1 less add 0) and which twin a short
+loop favours (the launch's choice between them: runtime/tma.c).
 
-    python3 bench/harness/flce_parts.py --out parts.jsonl [--chunk 1024 ...]"""
+    python3 bench/harness/flce_parts.py --out parts.jsonl [--chunk 1024 ...] [--sweep 512 ...]"""
 import argparse
 import json
 import os
@@ -72,10 +77,56 @@ def timed(fn, flush, reps=20):
     return statistics.median(ms)
 
 
+def forced(path, mode):
+    """The module at path loaded and gemm_dw's twin resolved with
+    TILEC_TMA_PAIR=mode (read when the kernel is resolved: its first
+    call, made here on a 128-row product)."""
+    os.environ["TILEC_TMA_PAIR"] = mode
+    try:
+        mod = tilec.load(path)
+        a = torch.zeros(64, 128, device="cuda", dtype=torch.bfloat16)
+        b = torch.zeros(64, 256, device="cuda", dtype=torch.bfloat16)
+        c = torch.zeros(128, 256, device="cuda", dtype=torch.bfloat16)
+        mod.gemm_dw(a, b, c, 128, 256, 64, 1)
+        torch.cuda.synchronize()
+    finally:
+        del os.environ["TILEC_TMA_PAIR"]
+    return mod
+
+
+def sweep(out, ks, w, dw, flush, T, D, V, dir_):
+    """gemm_dw at K = C = each of ks: pair and one-tile twin forced, add 1
+    and 0, beside torch.addmm (same operands: G [K, V], h [K, D])."""
+    text = kernel_text(os.path.join(ROOT, "examples", "llm.tile"), "gemm_dw")
+    mods = {}
+    for mode, name in (("1", "pair"), ("0", "one")):
+        path = os.path.join(dir_, f"gemm_dw_{name}.tile")
+        with open(path, "w") as f:
+            f.write(text)
+        mods[name] = forced(path, mode)
+    print("== gemm_dw alone by K (ms): pair add1, one-tile add1, pair add0, one-tile add0, addmm", flush=True)
+    for K in ks:
+        g = (torch.randn(K, V, device="cuda") * 1e-3).to(torch.bfloat16)
+        hk = (torch.randn(K, D, device="cuda") * 0.5).to(torch.bfloat16)
+        rec = {"kind": "flce_dw_sweep", "K": K, "trips": -(-K // 64)}
+        for name in ("pair", "one"):
+            for add in (1, 0):
+                rec[f"{name}_add{add}_ms"] = timed(lambda: mods[name].gemm_dw(g, hk, dw, V, D, K, add), flush)
+        rec["addmm_ms"] = timed(lambda: torch.addmm(dw, g.t(), hk, out=dw), flush)
+        out.write(json.dumps(rec) + "\n")
+        out.flush()
+        print(f"  K {K:5d} ({rec['trips']:2d} trips): " + "  ".join(
+            f"{rec[k]:.3f}" for k in ("pair_add1_ms", "one_add1_ms", "pair_add0_ms", "one_add0_ms", "addmm_ms")),
+            flush=True)
+        del g, hk
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--chunk", type=int, action="append")
+    ap.add_argument("--sweep", type=int, action="append", metavar="K",
+                    help="gemm_dw's twins alone at K = C = K (repeatable; a multiple of 8)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("SKIP: flce_parts: no CUDA device")
@@ -103,7 +154,9 @@ def main():
     loss = torch.empty(T, device="cuda")
     dh = torch.empty(T, D, device="cuda", dtype=torch.bfloat16)
     out = open(args.out, "a")
-    for C in args.chunk or [1024, 512]:
+    if args.sweep:
+        sweep(out, args.sweep, w, dw, flush, T, D, V, os.path.dirname(red_path))
+    for C in (args.chunk or [1024, 512]) if not args.sweep or args.chunk else []:
         hc, tc, lc, dhc = h[:C], tgt[:C], loss[:C], dh[:C]
         logits = torch.empty(C, V, device="cuda", dtype=torch.bfloat16)
         S = -(-1024 // C)  # the graph's split-K slices of dH's product

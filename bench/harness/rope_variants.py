@@ -23,6 +23,20 @@ import tilec  # noqa: E402
 from conv_variants import timed  # noqa: E402  (the harness's loop)
 
 
+def rope_inputs(t, h):
+    """q [t, h, 128] bf16, cos and sin [t, 64] (Llama 3's base 500000) and
+    the rotated q in float64: the benchmark's inputs and its check."""
+    bf = torch.bfloat16
+    pos = torch.arange(t, device="cuda", dtype=torch.float32)[:, None]
+    inv = 1.0 / (500000.0 ** (torch.arange(0, 128, 2, device="cuda", dtype=torch.float32) / 128))
+    ang = pos * inv[None, :]
+    q = torch.randn(t, h, 128, device="cuda").to(bf)
+    cos, sin = ang.cos().to(bf), ang.sin().to(bf)
+    qd, cd, sd = q.double(), cos.double()[:, None, :], sin.double()[:, None, :]
+    want = torch.cat([qd[..., :64] * cd - qd[..., 64:] * sd, qd[..., 64:] * cd + qd[..., :64] * sd], -1)
+    return q, cos, sin, want
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tag", default="run")
@@ -32,15 +46,8 @@ def main():
     ap.add_argument("--no-forms", action="store_true", help="llm.tile's rope alone")
     a = ap.parse_args()
     t, h = a.tokens, a.heads
-    bf = torch.bfloat16
     flush = torch.empty(512 << 18, dtype=torch.int32, device="cuda")
-    pos = torch.arange(t, device="cuda", dtype=torch.float32)[:, None]
-    inv = 1.0 / (500000.0 ** (torch.arange(0, 128, 2, device="cuda", dtype=torch.float32) / 128))
-    ang = pos * inv[None, :]
-    q = torch.randn(t, h, 128, device="cuda").to(bf)
-    cos, sin = ang.cos().to(bf), ang.sin().to(bf)
-    qd, cd, sd = q.double(), cos.double()[:, None, :], sin.double()[:, None, :]
-    want = torch.cat([qd[..., :64] * cd - qd[..., 64:] * sd, qd[..., 64:] * cd + qd[..., :64] * sd], -1)
+    q, cos, sin, want = rope_inputs(t, h)
     out = torch.empty_like(q)
 
     def line(kernel, v, r, err):
@@ -50,7 +57,7 @@ def main():
 
     cp = torch.empty_like(q)
     line("copy_", None, timed(lambda: cp.copy_(q), flush, a.reps), None)
-    sets = [(os.path.join(HERE, "..", "..", "examples", "llm.tile"), "rope__bf16", 3)]
+    sets = [(os.path.join(HERE, "..", "..", "examples", "llm.tile"), "rope__bf16", 4)]
     if not a.no_forms:
         sets.append((os.path.join(HERE, "rope_forms.tile"), "rope_g__bf16", 5))
     for path, name, nv in sets:

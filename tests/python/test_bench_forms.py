@@ -15,6 +15,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 def _load_bench():
     torch = types.ModuleType("torch")
     torch.float16, torch.float32, torch.bfloat16 = "f16", "f32", "bf16"
+    torch.channels_last = "channels_last"
     nn = types.ModuleType("torch.nn")
     fn = types.ModuleType("torch.nn.functional")
     torch.nn, nn.functional = nn, fn
@@ -41,6 +42,32 @@ class FormsFamilyTests(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.bench = _load_bench()
+
+    def test_every_attention_form_is_four_workloads(self):
+        """tests/attn_forms: each file at S = 4096 and 1024, causal and not,
+        its kernel named by its one `kernel` line, its head size by `/// d:`."""
+        files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "attn_forms")) if f.endswith(".tile"))
+        self.assertGreaterEqual(len(files), 4)
+        ws = self.bench.attn_form_workloads()
+        self.assertEqual(len(ws), 4 * len(files))
+        for w in ws:
+            self.assertEqual(w.family, "attnforms")
+            stem = w.tile.split("/")[-1][:-len(".tile")]
+            self.assertEqual(w.kernel, stem, "each file's kernel is named as the file")
+            self.assertTrue(w.name.startswith(f"attnform {stem} attention d"), w.name)
+        names = [w.name for w in ws]
+        self.assertIn("attnform fa_d128 attention d128 4x8x4096 causal", names)
+        self.assertIn("attnform fa_d64_lets attention d64 16x16x1024", names)
+
+    def test_every_conv_form_is_a_workload_a_layer(self):
+        files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "conv_forms")) if f.endswith(".tile"))
+        self.assertGreaterEqual(len(files), 2)
+        ws = self.bench.conv_form_workloads()
+        self.assertEqual(len(ws), len(self.bench.CONV_FORM_LAYERS) * len(files))
+        for w in ws:
+            self.assertEqual(w.family, "convforms")
+            self.assertEqual(w.kernel, w.tile.split("/")[-1][:-len(".tile")], "each file's kernel is named as the file")
+        self.assertIn("convform conv_gemm f16 1x1 s2 56x56 C256 K512 N32", [w.name for w in ws])
 
     def test_every_form_is_a_workload_with_a_known_convention(self):
         files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "forms")) if f.endswith(".tile"))

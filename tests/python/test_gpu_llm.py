@@ -212,17 +212,17 @@ class LlmKernels(unittest.TestCase):
                 k(gt, u, out, n)
                 torch.cuda.synchronize()
                 self.close(out, act(gt.double()) * u.double(), tol, f"{kind} v{v} n={n}")
-        tokens, heads = 5, 7
-        q = torch.randn(tokens, heads, 128, device="cuda").to(dt)
-        ang = torch.rand(tokens, 64, device="cuda") * 6.3
-        cos, sin = ang.cos().to(dt), ang.sin().to(dt)
-        qd, c2, s2 = q.double(), torch.cat([cos, cos], -1).double(), torch.cat([sin, sin], -1).double()
-        want = qd * c2[:, None] + torch.cat([-qd[..., 64:], qd[..., :64]], -1) * s2[:, None]
-        for v, k in self.each_variant("rope__bf16", 3):
-            out = poisoned(tokens, heads, 128, dtype=dt)
-            k(q, cos, sin, out, tokens, heads)
-            torch.cuda.synchronize()
-            self.close(out, want, tol, f"rope v{v} {tokens}x{heads}")
+        for tokens, heads in ((5, 7), (3, 20)):  # 20: v3's second group of 16 heads holds 4
+            q = torch.randn(tokens, heads, 128, device="cuda").to(dt)
+            ang = torch.rand(tokens, 64, device="cuda") * 6.3
+            cos, sin = ang.cos().to(dt), ang.sin().to(dt)
+            qd, c2, s2 = q.double(), torch.cat([cos, cos], -1).double(), torch.cat([sin, sin], -1).double()
+            want = qd * c2[:, None] + torch.cat([-qd[..., 64:], qd[..., :64]], -1) * s2[:, None]
+            for v, k in self.each_variant("rope__bf16", 4):
+                out = poisoned(tokens, heads, 128, dtype=dt)
+                k(q, cos, sin, out, tokens, heads)
+                torch.cuda.synchronize()
+                self.close(out, want, tol, f"rope v{v} {tokens}x{heads}")
 
     def ce_ref(self, x, tgt, scale):
         xa = x.double().clone().requires_grad_(True)

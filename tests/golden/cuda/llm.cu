@@ -29586,7 +29586,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
 }
 
 /* rope__f16, variant 0: H = 32, warps = 4 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -29594,30 +29594,32 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 4;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __half *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29631,22 +29633,22 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __half *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29660,13 +29662,13 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __half *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29680,13 +29682,13 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __half *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29707,7 +29709,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -29715,7 +29717,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -29723,7 +29725,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -29731,29 +29733,29 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        __half *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -29776,29 +29778,29 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        __half *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -29824,7 +29826,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f16_v0(__half *v_q, __ha
 }
 
 /* rope__f16, variant 1: H = 32, warps = 2 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -29832,30 +29834,32 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 2;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     __half tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __half *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29869,22 +29873,22 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __half *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29898,13 +29902,13 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __half *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29918,13 +29922,13 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __half *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -29945,7 +29949,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -29953,7 +29957,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -29961,7 +29965,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -29969,29 +29973,29 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        __half *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30014,29 +30018,29 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        __half *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30062,7 +30066,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f16_v1(__half *v_q, __hal
 }
 
 /* rope__f16, variant 2: H = 32, warps = 8 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -30070,30 +30074,32 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 8;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __half *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30107,22 +30113,22 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __half *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __half *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30136,13 +30142,13 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __half *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30156,13 +30162,13 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     __half tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __half *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __half *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30183,7 +30189,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30191,7 +30197,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30199,7 +30205,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30207,29 +30213,29 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        __half *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30252,29 +30258,269 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __half *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        __half *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            ((__half *)&tl_vec)[2] = tl_v2;
+            ((__half *)&tl_vec)[3] = tl_v3;
+            ((__half *)&tl_vec)[4] = tl_v4;
+            ((__half *)&tl_vec)[5] = tl_v5;
+            ((__half *)&tl_vec)[6] = tl_v6;
+            ((__half *)&tl_vec)[7] = tl_v7;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+            if (tl_m4) tl_p[4] = tl_v4;
+            if (tl_m5) tl_p[5] = tl_v5;
+            if (tl_m6) tl_p[6] = tl_v6;
+            if (tl_m7) tl_p[7] = tl_v7;
+        }
+    }
+}
+
+/* rope__f16, variant 3: H = 16, warps = 4 */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) rope__f16_v3(__half *v_q, __half *v_cos, __half *v_sin, __half *v_out, int v_tokens, int v_heads)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_H = 16;
+    constexpr int v_warps = 4;
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
+    // v_h: index tile computed where it is used
+    // examples/llm.tile:280
+    // v_d: index tile computed where it is used
+    // examples/llm.tile:281
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:282
+    // v_at: index tile computed where it is used
+    // examples/llm.tile:283
+    __half tl_t0[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        const __half *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
+            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
+        }
+    }
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
+    __half tl_t1[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        const __half *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2half_rn(((float)(0)));
+            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
+        }
+    }
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
+    __half tl_t2[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __half *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+            tl_t2[tl_j + 4] = tl_p[4];
+            tl_t2[tl_j + 5] = tl_p[5];
+            tl_t2[tl_j + 6] = tl_p[6];
+            tl_t2[tl_j + 7] = tl_p[7];
+        }
+    }
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
+    __half tl_t3[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __half *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+            tl_t3[tl_j + 4] = tl_p[4];
+            tl_t3[tl_j + 5] = tl_p[5];
+            tl_t3[tl_j + 6] = tl_p[6];
+            tl_t3[tl_j + 7] = tl_p[7];
+        }
+    }
+    float v_x1[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = __half2float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:284
+    float v_x2[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = __half2float(tl_t1[tl_j]);
+    }
+    // examples/llm.tile:285
+    float v_cs[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_cs[tl_j] = __half2float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:286
+    float v_sn[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_sn[tl_j] = __half2float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:287
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        __half *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const __half tl_v0 = __float2half_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v1 = __float2half_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v2 = __float2half_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v3 = __float2half_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v4 = __float2half_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v5 = __float2half_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v6 = __float2half_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v7 = __float2half_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((__half *)&tl_vec)[0] = tl_v0;
+            ((__half *)&tl_vec)[1] = tl_v1;
+            ((__half *)&tl_vec)[2] = tl_v2;
+            ((__half *)&tl_vec)[3] = tl_v3;
+            ((__half *)&tl_vec)[4] = tl_v4;
+            ((__half *)&tl_vec)[5] = tl_v5;
+            ((__half *)&tl_vec)[6] = tl_v6;
+            ((__half *)&tl_vec)[7] = tl_v7;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+            if (tl_m4) tl_p[4] = tl_v4;
+            if (tl_m5) tl_p[5] = tl_v5;
+            if (tl_m6) tl_p[6] = tl_v6;
+            if (tl_m7) tl_p[7] = tl_v7;
+        }
+    }
+    // examples/llm.tile:288
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        __half *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const __half tl_v0 = __float2half_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v1 = __float2half_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v2 = __float2half_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v3 = __float2half_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v4 = __float2half_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v5 = __float2half_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v6 = __float2half_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __half tl_v7 = __float2half_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -30300,7 +30546,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f16_v2(__half *v_q, __ha
 }
 
 /* rope__bf16, variant 0: H = 32, warps = 4 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -30308,30 +30554,32 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 4;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     __nv_bfloat16 tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30345,22 +30593,22 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30374,13 +30622,13 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30394,13 +30642,13 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30421,7 +30669,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -30429,7 +30677,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30437,7 +30685,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30445,29 +30693,29 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30490,29 +30738,29 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30538,7 +30786,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__bf16_v0(__nv_bfloat16 *v
 }
 
 /* rope__bf16, variant 1: H = 32, warps = 2 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -30546,30 +30794,32 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 2;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     __nv_bfloat16 tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30583,22 +30833,22 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30612,13 +30862,13 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30632,13 +30882,13 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30659,7 +30909,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -30667,7 +30917,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30675,7 +30925,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30683,29 +30933,29 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30728,29 +30978,29 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 64 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30776,7 +31026,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__bf16_v1(__nv_bfloat16 *v_
 }
 
 /* rope__bf16, variant 2: H = 32, warps = 8 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -30784,30 +31034,32 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 8;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30821,22 +31073,22 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
-        const bool tl_m4 = (tl_i0 < v_heads);
-        const bool tl_m5 = (tl_i0 < v_heads);
-        const bool tl_m6 = (tl_i0 < v_heads);
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30850,13 +31102,13 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t2[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30870,13 +31122,13 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             tl_t2[tl_j + 7] = tl_p[7];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     __nv_bfloat16 tl_t3[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
-        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -30897,7 +31149,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30905,7 +31157,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30913,7 +31165,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -30921,29 +31173,29 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
         const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
         v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -30966,29 +31218,269 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
             if (tl_m7) tl_p[7] = tl_v7;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
-        const bool tl_m4 = (tl_i0 < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
-        const bool tl_m5 = (tl_i0 < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
-        const bool tl_m6 = (tl_i0 < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
-        const bool tl_m7 = (tl_i0 < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+            ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
+            ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
+            ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+            ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+            ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+            ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+            if (tl_m4) tl_p[4] = tl_v4;
+            if (tl_m5) tl_p[5] = tl_v5;
+            if (tl_m6) tl_p[6] = tl_v6;
+            if (tl_m7) tl_p[7] = tl_v7;
+        }
+    }
+}
+
+/* rope__bf16, variant 3: H = 16, warps = 4 */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) rope__bf16_v3(__nv_bfloat16 *v_q, __nv_bfloat16 *v_cos, __nv_bfloat16 *v_sin, __nv_bfloat16 *v_out, int v_tokens, int v_heads)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_H = 16;
+    constexpr int v_warps = 4;
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
+    // v_h: index tile computed where it is used
+    // examples/llm.tile:280
+    // v_d: index tile computed where it is used
+    // examples/llm.tile:281
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:282
+    // v_at: index tile computed where it is used
+    // examples/llm.tile:283
+    __nv_bfloat16 tl_t0[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        const __nv_bfloat16 *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
+            tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
+        }
+    }
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
+    __nv_bfloat16 tl_t1[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        const __nv_bfloat16 *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 4] = tl_m4 ? tl_p[4] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 5] = tl_m5 ? tl_p[5] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 6] = tl_m6 ? tl_p[6] : __float2bfloat16_rn(((float)(0)));
+            tl_t1[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
+        }
+    }
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
+    __nv_bfloat16 tl_t2[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __nv_bfloat16 *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+            tl_t2[tl_j + 4] = tl_p[4];
+            tl_t2[tl_j + 5] = tl_p[5];
+            tl_t2[tl_j + 6] = tl_p[6];
+            tl_t2[tl_j + 7] = tl_p[7];
+        }
+    }
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
+    __nv_bfloat16 tl_t3[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        const __nv_bfloat16 *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+            tl_t3[tl_j + 4] = tl_p[4];
+            tl_t3[tl_j + 5] = tl_p[5];
+            tl_t3[tl_j + 6] = tl_p[6];
+            tl_t3[tl_j + 7] = tl_p[7];
+        }
+    }
+    float v_x1[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = __bfloat162float(tl_t0[tl_j]);
+    }
+    // examples/llm.tile:284
+    float v_x2[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = __bfloat162float(tl_t1[tl_j]);
+    }
+    // examples/llm.tile:285
+    float v_cs[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_cs[tl_j] = __bfloat162float(tl_t2[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:286
+    float v_sn[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 7) << 0) | (((tl_lane >> 0) & 7) << 3);
+        v_sn[tl_j] = __bfloat162float(tl_t3[(((tl_j >> 0) & 7) << 0)]);
+    }
+    // examples/llm.tile:287
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        __nv_bfloat16 *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x1[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) - (v_x2[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x1[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) - (v_x2[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x1[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) - (v_x2[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x1[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) - (v_x2[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
+            ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
+            ((__nv_bfloat16 *)&tl_vec)[2] = tl_v2;
+            ((__nv_bfloat16 *)&tl_vec)[3] = tl_v3;
+            ((__nv_bfloat16 *)&tl_vec)[4] = tl_v4;
+            ((__nv_bfloat16 *)&tl_vec)[5] = tl_v5;
+            ((__nv_bfloat16 *)&tl_vec)[6] = tl_v6;
+            ((__nv_bfloat16 *)&tl_vec)[7] = tl_v7;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+            if (tl_m4) tl_p[4] = tl_v4;
+            if (tl_m5) tl_p[5] = tl_v5;
+            if (tl_m6) tl_p[6] = tl_v6;
+            if (tl_m7) tl_p[7] = tl_v7;
+        }
+    }
+    // examples/llm.tile:288
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 8) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 8) * 128 + tl_tid) * 8 + (tl_j % 8);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        __nv_bfloat16 *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const __nv_bfloat16 tl_v0 = __float2bfloat16_rn(((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 7) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 7) << 0)])));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v1 = __float2bfloat16_rn(((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 7) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 7) << 0)])));
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v2 = __float2bfloat16_rn(((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 7) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 7) << 0)])));
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v3 = __float2bfloat16_rn(((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 7) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 7) << 0)])));
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v4 = __float2bfloat16_rn(((v_x2[tl_j + 4] * v_cs[((((tl_j + 4) >> 0) & 7) << 0)]) + (v_x1[tl_j + 4] * v_sn[((((tl_j + 4) >> 0) & 7) << 0)])));
+        const bool tl_m4 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v5 = __float2bfloat16_rn(((v_x2[tl_j + 5] * v_cs[((((tl_j + 5) >> 0) & 7) << 0)]) + (v_x1[tl_j + 5] * v_sn[((((tl_j + 5) >> 0) & 7) << 0)])));
+        const bool tl_m5 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v6 = __float2bfloat16_rn(((v_x2[tl_j + 6] * v_cs[((((tl_j + 6) >> 0) & 7) << 0)]) + (v_x1[tl_j + 6] * v_sn[((((tl_j + 6) >> 0) & 7) << 0)])));
+        const bool tl_m6 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const __nv_bfloat16 tl_v7 = __float2bfloat16_rn(((v_x2[tl_j + 7] * v_cs[((((tl_j + 7) >> 0) & 7) << 0)]) + (v_x1[tl_j + 7] * v_sn[((((tl_j + 7) >> 0) & 7) << 0)])));
+        const bool tl_m7 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
@@ -31014,7 +31506,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__bf16_v2(__nv_bfloat16 *v
 }
 
 /* rope__f32, variant 0: H = 32, warps = 4 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -31022,26 +31514,28 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 4;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     float tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const float *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31051,18 +31545,18 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const float *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31072,13 +31566,13 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const float *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31088,13 +31582,13 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             tl_t2[tl_j + 3] = tl_p[3];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const float *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31111,7 +31605,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -31119,7 +31613,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31127,7 +31621,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31135,21 +31629,21 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        float *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31164,21 +31658,21 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
             if (tl_m3) tl_p[3] = tl_v3;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        float *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31196,7 +31690,7 @@ extern "C" __global__ void __launch_bounds__(128) rope__f32_v0(float *v_q, float
 }
 
 /* rope__f32, variant 1: H = 32, warps = 2 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -31204,26 +31698,28 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 2;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     float tl_t0[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const float *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31233,18 +31729,18 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t1[32];
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const float *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31254,13 +31750,13 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const float *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31270,13 +31766,13 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             tl_t2[tl_j + 3] = tl_p[3];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const float *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31293,7 +31789,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -31301,7 +31797,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31309,7 +31805,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31317,21 +31813,21 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        float *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31346,21 +31842,21 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
             if (tl_m3) tl_p[3] = tl_v3;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 64 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        float *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31378,7 +31874,7 @@ extern "C" __global__ void __launch_bounds__(64) rope__f32_v1(float *v_q, float 
 }
 
 /* rope__f32, variant 2: H = 32, warps = 8 */
-/* indexing: 64-bit for at (lines 276, 277, 278, 279, 280, 281, 282), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -31386,26 +31882,28 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_H = 32;
     constexpr int v_warps = 8;
-    // examples/llm.tile:273
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
     // v_h: index tile computed where it is used
-    // examples/llm.tile:274
+    // examples/llm.tile:280
     // v_d: index tile computed where it is used
-    // examples/llm.tile:275
+    // examples/llm.tile:281
     // v_m: index tile computed where it is used
-    // examples/llm.tile:276
+    // examples/llm.tile:282
     // v_at: index tile computed where it is used
-    // examples/llm.tile:277
+    // examples/llm.tile:283
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = (v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const float *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31415,18 +31913,18 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 278's load, issued here with line 277's (the loads before their arithmetic)
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        const float *tl_p = ((v_q + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
-        const bool tl_m0 = (tl_i0 < v_heads);
-        const bool tl_m1 = (tl_i0 < v_heads);
-        const bool tl_m2 = (tl_i0 < v_heads);
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const float *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31436,13 +31934,13 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 279's load, issued here with line 277's (the loads before their arithmetic)
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t2[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_cos + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const float *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31452,13 +31950,13 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             tl_t2[tl_j + 3] = tl_p[3];
         }
     }
-    // line 280's load, issued here with line 277's (the loads before their arithmetic)
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
     float tl_t3[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
-        const float *tl_p = ((v_sin + (((long long)(((int)blockIdx.x))) * ((long long)(64)))) + tl_i0);
+        const float *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
         if (((unsigned long long)tl_p & 15) == 0) {
             *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
         } else {
@@ -31475,7 +31973,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x1[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:278
+    // examples/llm.tile:284
     float v_x2[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -31483,7 +31981,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
         v_x2[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:279
+    // examples/llm.tile:285
     float v_cs[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31491,7 +31989,7 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:280
+    // examples/llm.tile:286
     float v_sn[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -31499,21 +31997,21 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
         const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
         v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:281
+    // examples/llm.tile:287
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = (v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1))));
+        float *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
         const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31528,21 +32026,205 @@ extern "C" __global__ void __launch_bounds__(256) rope__f32_v2(float *v_q, float
             if (tl_m3) tl_p[3] = tl_v3;
         }
     }
-    // examples/llm.tile:282
+    // examples/llm.tile:288
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 6) & 31, tl_i1 = (tl_l >> 0) & 63;
-        float *tl_p = ((v_out + ((((((long long)(((int)blockIdx.x))) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)((tl_i0 * 128)))) + ((long long)(tl_i1)))) + 64);
+        float *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
         const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
-        const bool tl_m0 = (tl_i0 < v_heads);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
-        const bool tl_m1 = (tl_i0 < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
-        const bool tl_m2 = (tl_i0 < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
-        const bool tl_m3 = (tl_i0 < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            ((float *)&tl_vec)[2] = tl_v2;
+            ((float *)&tl_vec)[3] = tl_v3;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+        }
+    }
+}
+
+/* rope__f32, variant 3: H = 16, warps = 4 */
+/* indexing: 64-bit for at (lines 282, 283, 284, 285, 286, 287, 288), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+extern "C" __global__ void __launch_bounds__(128) rope__f32_v3(float *v_q, float *v_cos, float *v_sin, float *v_out, int v_tokens, int v_heads)
+{
+    extern __shared__ __align__(16) unsigned char tl_smem[];
+    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
+    (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    constexpr int v_H = 16;
+    constexpr int v_warps = 4;
+    // examples/llm.tile:278
+    const int v_t = (((int)blockIdx.x) / (32 / v_H));
+    // examples/llm.tile:279
+    // v_h: index tile computed where it is used
+    // examples/llm.tile:280
+    // v_d: index tile computed where it is used
+    // examples/llm.tile:281
+    // v_m: index tile computed where it is used
+    // examples/llm.tile:282
+    // v_at: index tile computed where it is used
+    // examples/llm.tile:283
+    float tl_t0[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        const float *tl_p = (v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t0[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
+            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
+            tl_t0[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
+            tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
+        }
+    }
+    // line 284's load, issued here with line 283's (the loads before their arithmetic)
+    float tl_t1[8];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        const float *tl_p = ((v_q + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t1[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t1[tl_j + 0] = tl_m0 ? tl_p[0] : ((float)(0));
+            tl_t1[tl_j + 1] = tl_m1 ? tl_p[1] : ((float)(0));
+            tl_t1[tl_j + 2] = tl_m2 ? tl_p[2] : ((float)(0));
+            tl_t1[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
+        }
+    }
+    // line 285's load, issued here with line 283's (the loads before their arithmetic)
+    float tl_t2[4];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const float *tl_p = ((v_cos + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t2[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t2[tl_j + 0] = tl_p[0];
+            tl_t2[tl_j + 1] = tl_p[1];
+            tl_t2[tl_j + 2] = tl_p[2];
+            tl_t2[tl_j + 3] = tl_p[3];
+        }
+    }
+    // line 286's load, issued here with line 283's (the loads before their arithmetic)
+    float tl_t3[4];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 4; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_i0 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        const float *tl_p = ((v_sin + (((long long)(v_t)) * ((long long)(64)))) + tl_i0);
+        if (((unsigned long long)tl_p & 15) == 0) {
+            *(uint4 *)&tl_t3[tl_j] = *(const uint4 *)tl_p;
+        } else {
+            tl_t3[tl_j + 0] = tl_p[0];
+            tl_t3[tl_j + 1] = tl_p[1];
+            tl_t3[tl_j + 2] = tl_p[2];
+            tl_t3[tl_j + 3] = tl_p[3];
+        }
+    }
+    float v_x1[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        v_x1[tl_j] = tl_t0[tl_j];
+    }
+    // examples/llm.tile:284
+    float v_x2[8];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 8; ++tl_j) {
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        v_x2[tl_j] = tl_t1[tl_j];
+    }
+    // examples/llm.tile:285
+    float v_cs[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        v_cs[tl_j] = tl_t2[(((tl_j >> 0) & 3) << 0)];
+    }
+    // examples/llm.tile:286
+    float v_sn[4];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 4; ++tl_j) {
+        const int tl_i0 = 0;
+        const int tl_i1 = ((((tl_j) >> 0) & 3) << 0) | (((tl_lane >> 0) & 15) << 2);
+        v_sn[tl_j] = tl_t3[(((tl_j >> 0) & 3) << 0)];
+    }
+    // examples/llm.tile:287
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        float *tl_p = (v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1))));
+        const float tl_v0 = ((v_x1[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) - (v_x2[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const float tl_v1 = ((v_x1[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) - (v_x2[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const float tl_v2 = ((v_x1[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) - (v_x2[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const float tl_v3 = ((v_x1[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) - (v_x2[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
+            uint4 tl_vec;
+            ((float *)&tl_vec)[0] = tl_v0;
+            ((float *)&tl_vec)[1] = tl_v1;
+            ((float *)&tl_vec)[2] = tl_v2;
+            ((float *)&tl_vec)[3] = tl_v3;
+            *(uint4 *)tl_p = tl_vec;
+        } else {
+            if (tl_m0) tl_p[0] = tl_v0;
+            if (tl_m1) tl_p[1] = tl_v1;
+            if (tl_m2) tl_p[2] = tl_v2;
+            if (tl_m3) tl_p[3] = tl_v3;
+        }
+    }
+    // examples/llm.tile:288
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 8; tl_c += 4) {
+        const int tl_j = tl_c;
+        const int tl_l = ((tl_j / 4) * 128 + tl_tid) * 4 + (tl_j % 4);
+        const int tl_i0 = (tl_l >> 6) & 15, tl_i1 = (tl_l >> 0) & 63;
+        float *tl_p = ((v_out + ((((((long long)(v_t)) * ((long long)(v_heads))) * ((long long)(128))) + ((long long)(((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) * 128)))) + ((long long)(tl_i1)))) + 64);
+        const float tl_v0 = ((v_x2[tl_j] * v_cs[(((tl_j >> 0) & 3) << 0)]) + (v_x1[tl_j] * v_sn[(((tl_j >> 0) & 3) << 0)]));
+        const bool tl_m0 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const float tl_v1 = ((v_x2[tl_j + 1] * v_cs[((((tl_j + 1) >> 0) & 3) << 0)]) + (v_x1[tl_j + 1] * v_sn[((((tl_j + 1) >> 0) & 3) << 0)]));
+        const bool tl_m1 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const float tl_v2 = ((v_x2[tl_j + 2] * v_cs[((((tl_j + 2) >> 0) & 3) << 0)]) + (v_x1[tl_j + 2] * v_sn[((((tl_j + 2) >> 0) & 3) << 0)]));
+        const bool tl_m2 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
+        const float tl_v3 = ((v_x2[tl_j + 3] * v_cs[((((tl_j + 3) >> 0) & 3) << 0)]) + (v_x1[tl_j + 3] * v_sn[((((tl_j + 3) >> 0) & 3) << 0)]));
+        const bool tl_m3 = ((((((int)blockIdx.x) % (32 / v_H)) * v_H) + tl_i0) < v_heads);
         if (tl_m3 && ((unsigned long long)tl_p & 15) == 0) {
             uint4 tl_vec;
             ((float *)&tl_vec)[0] = tl_v0;
@@ -31568,9 +32250,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -31599,7 +32281,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -31635,7 +32317,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -31643,7 +32325,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v0(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -31699,9 +32381,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31730,7 +32412,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31766,7 +32448,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -31774,7 +32456,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v1(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -31830,9 +32512,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31861,7 +32543,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -31897,7 +32579,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -31905,7 +32587,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f16_v2(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -31961,9 +32643,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     __half tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -31984,7 +32666,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     __half tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32012,7 +32694,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -32020,7 +32702,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f16_v3(__half *v_gate,
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32060,9 +32742,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     __nv_bfloat16 tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -32091,7 +32773,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -32127,7 +32809,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -32135,7 +32817,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v0(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -32191,9 +32873,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32222,7 +32904,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32258,7 +32940,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32266,7 +32948,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v1(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -32322,9 +33004,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32353,7 +33035,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -32389,7 +33071,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32397,7 +33079,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__bf16_v2(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -32453,9 +33135,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     __nv_bfloat16 tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32476,7 +33158,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32504,7 +33186,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -32512,7 +33194,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__bf16_v3(__nv_bfloat16 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32552,9 +33234,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     float tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -32575,7 +33257,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -32603,7 +33285,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -32611,7 +33293,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v0(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32651,9 +33333,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32674,7 +33356,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32702,7 +33384,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32710,7 +33392,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v1(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32750,9 +33432,9 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32773,7 +33455,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -32801,7 +33483,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -32809,7 +33491,7 @@ extern "C" __global__ void __launch_bounds__(128) swiglu__f32_v2(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32849,9 +33531,9 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:292
+    // examples/llm.tile:298
     // v_i: index tile computed where it is used
-    // examples/llm.tile:293
+    // examples/llm.tile:299
     float tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32872,7 +33554,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 294's load, issued here with line 293's (the loads before their arithmetic)
+    // line 300's load, issued here with line 299's (the loads before their arithmetic)
     float tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -32900,7 +33582,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:294
+    // examples/llm.tile:300
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -32908,7 +33590,7 @@ extern "C" __global__ void __launch_bounds__(256) swiglu__f32_v3(float *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:295
+    // examples/llm.tile:301
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -32948,9 +33630,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     __half tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -32979,7 +33661,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     __half tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -33015,7 +33697,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -33023,7 +33705,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v0(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -33079,9 +33761,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33110,7 +33792,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33146,7 +33828,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33154,7 +33836,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v1(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -33210,9 +33892,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     __half tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33241,7 +33923,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2half_rn(((float)(0)));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     __half tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33277,7 +33959,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33285,7 +33967,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f16_v2(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -33341,9 +34023,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     __half tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -33364,7 +34046,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2half_rn(((float)(0)));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     __half tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -33392,7 +34074,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __half2float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -33400,7 +34082,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f16_v3(__half *v_gate, 
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __half2float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -33440,9 +34122,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     __nv_bfloat16 tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -33471,7 +34153,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
@@ -33507,7 +34189,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -33515,7 +34197,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v0(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 8) {
         const int tl_j = tl_c;
@@ -33571,9 +34253,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33602,7 +34284,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33638,7 +34320,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33646,7 +34328,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v1(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -33702,9 +34384,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     __nv_bfloat16 tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33733,7 +34415,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
             tl_t0[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -33769,7 +34451,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -33777,7 +34459,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__bf16_v2(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -33833,9 +34515,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     __nv_bfloat16 tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -33856,7 +34538,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : __float2bfloat16_rn(((float)(0)));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     __nv_bfloat16 tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -33884,7 +34566,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = __bfloat162float(tl_t0[tl_j]);
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -33892,7 +34574,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__bf16_v3(__nv_bfloat16 *
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = __bfloat162float(tl_t1[tl_j]);
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -33932,9 +34614,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 4;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     float tl_t0[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -33955,7 +34637,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     float tl_t1[16];
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
@@ -33983,7 +34665,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[16];
     #pragma unroll
     for (int tl_j = 0; tl_j < 16; ++tl_j) {
@@ -33991,7 +34673,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v0(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 16; tl_c += 4) {
         const int tl_j = tl_c;
@@ -34031,9 +34713,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -34054,7 +34736,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -34082,7 +34764,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34090,7 +34772,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v1(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -34130,9 +34812,9 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 4;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     float tl_t0[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -34153,7 +34835,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     float tl_t1[8];
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -34181,7 +34863,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34189,7 +34871,7 @@ extern "C" __global__ void __launch_bounds__(128) geglu__f32_v2(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -34229,9 +34911,9 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 1024;
     constexpr int v_warps = 8;
-    // examples/llm.tile:304
+    // examples/llm.tile:310
     // v_i: index tile computed where it is used
-    // examples/llm.tile:305
+    // examples/llm.tile:311
     float tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34252,7 +34934,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
             tl_t0[tl_j + 3] = tl_m3 ? tl_p[3] : ((float)(0));
         }
     }
-    // line 306's load, issued here with line 305's (the loads before their arithmetic)
+    // line 312's load, issued here with line 311's (the loads before their arithmetic)
     float tl_t1[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -34280,7 +34962,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_g[tl_j] = tl_t0[tl_j];
     }
-    // examples/llm.tile:306
+    // examples/llm.tile:312
     float v_u[4];
     #pragma unroll
     for (int tl_j = 0; tl_j < 4; ++tl_j) {
@@ -34288,7 +34970,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
         const int tl_i0 = (tl_l >> 0) & 1023;
         v_u[tl_j] = tl_t1[tl_j];
     }
-    // examples/llm.tile:307
+    // examples/llm.tile:313
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
         const int tl_j = tl_c;
@@ -34320,7 +35002,7 @@ extern "C" __global__ void __launch_bounds__(256) geglu__f32_v3(float *v_gate, f
 }
 
 /* ce_fwd_bwd__f16, variant 0: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 325, 343), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 331, 349), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x, int *v_tgt, float *v_loss, __half *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34328,16 +35010,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:324
+    // examples/llm.tile:330
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:325
+    // examples/llm.tile:331
     __half *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:326
+    // examples/llm.tile:332
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:327
+    // examples/llm.tile:333
     float tl_t0 = __half2float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:328
+    // examples/llm.tile:334
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34345,7 +35027,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:329
+    // examples/llm.tile:335
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34353,11 +35035,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:330
+    // examples/llm.tile:336
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:331
+        // examples/llm.tile:337
         // v_c: index tile computed where it is used
-        // examples/llm.tile:332
+        // examples/llm.tile:338
         __half tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -34393,7 +35075,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:333
+        // examples/llm.tile:339
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34401,7 +35083,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:334
+        // examples/llm.tile:340
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34411,7 +35093,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:335
+        // examples/llm.tile:341
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34422,7 +35104,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:337
+    // examples/llm.tile:343
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -34450,7 +35132,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:338
+    // examples/llm.tile:344
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34486,18 +35168,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:339
+    // examples/llm.tile:345
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:340
+    // examples/llm.tile:346
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:341
+        // examples/llm.tile:347
         // v_c: index tile computed where it is used
-        // examples/llm.tile:342
+        // examples/llm.tile:348
         __half tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -34533,7 +35215,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((__half2float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:343
+        // examples/llm.tile:349
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -34582,7 +35264,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
 }
 
 /* ce_fwd_bwd__f16, variant 1: BLOCK = 8192, warps = 32 */
-/* indexing: 64-bit (lines 325, 343), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 331, 349), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_x, int *v_tgt, float *v_loss, __half *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34590,16 +35272,16 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 32;
-    // examples/llm.tile:324
+    // examples/llm.tile:330
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:325
+    // examples/llm.tile:331
     __half *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:326
+    // examples/llm.tile:332
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:327
+    // examples/llm.tile:333
     float tl_t0 = __half2float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:328
+    // examples/llm.tile:334
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34607,7 +35289,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:329
+    // examples/llm.tile:335
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34615,11 +35297,11 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:330
+    // examples/llm.tile:336
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:331
+        // examples/llm.tile:337
         // v_c: index tile computed where it is used
-        // examples/llm.tile:332
+        // examples/llm.tile:338
         __half tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -34655,7 +35337,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __half2float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:333
+        // examples/llm.tile:339
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34663,7 +35345,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:334
+        // examples/llm.tile:340
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34673,7 +35355,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:335
+        // examples/llm.tile:341
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34684,7 +35366,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:337
+    // examples/llm.tile:343
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -34712,7 +35394,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:338
+    // examples/llm.tile:344
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34748,18 +35430,18 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:339
+    // examples/llm.tile:345
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:340
+    // examples/llm.tile:346
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:341
+        // examples/llm.tile:347
         // v_c: index tile computed where it is used
-        // examples/llm.tile:342
+        // examples/llm.tile:348
         __half tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -34795,7 +35477,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_p[tl_j] = expf((__half2float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:343
+        // examples/llm.tile:349
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -34844,7 +35526,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
 }
 
 /* ce_fwd_bwd__bf16, variant 0: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 325, 343), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 331, 349), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloat16 *v_x, int *v_tgt, float *v_loss, __nv_bfloat16 *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -34852,16 +35534,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:324
+    // examples/llm.tile:330
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:325
+    // examples/llm.tile:331
     __nv_bfloat16 *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:326
+    // examples/llm.tile:332
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:327
+    // examples/llm.tile:333
     float tl_t0 = __bfloat162float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:328
+    // examples/llm.tile:334
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34869,7 +35551,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:329
+    // examples/llm.tile:335
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34877,11 +35559,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:330
+    // examples/llm.tile:336
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:331
+        // examples/llm.tile:337
         // v_c: index tile computed where it is used
-        // examples/llm.tile:332
+        // examples/llm.tile:338
         __nv_bfloat16 tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -34917,7 +35599,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:333
+        // examples/llm.tile:339
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34925,7 +35607,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:334
+        // examples/llm.tile:340
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34935,7 +35617,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:335
+        // examples/llm.tile:341
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -34946,7 +35628,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:337
+    // examples/llm.tile:343
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -34974,7 +35656,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:338
+    // examples/llm.tile:344
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35010,18 +35692,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:339
+    // examples/llm.tile:345
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:340
+    // examples/llm.tile:346
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:341
+        // examples/llm.tile:347
         // v_c: index tile computed where it is used
-        // examples/llm.tile:342
+        // examples/llm.tile:348
         __nv_bfloat16 tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -35057,7 +35739,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((__bfloat162float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:343
+        // examples/llm.tile:349
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -35106,7 +35788,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
 }
 
 /* ce_fwd_bwd__bf16, variant 1: BLOCK = 8192, warps = 32 */
-/* indexing: 64-bit (lines 325, 343), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 331, 349), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bfloat16 *v_x, int *v_tgt, float *v_loss, __nv_bfloat16 *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35114,16 +35796,16 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 32;
-    // examples/llm.tile:324
+    // examples/llm.tile:330
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:325
+    // examples/llm.tile:331
     __nv_bfloat16 *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:326
+    // examples/llm.tile:332
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:327
+    // examples/llm.tile:333
     float tl_t0 = __bfloat162float(*((v_row + v_t)));
     const float v_xt = tl_t0;
-    // examples/llm.tile:328
+    // examples/llm.tile:334
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35131,7 +35813,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:329
+    // examples/llm.tile:335
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35139,11 +35821,11 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:330
+    // examples/llm.tile:336
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:331
+        // examples/llm.tile:337
         // v_c: index tile computed where it is used
-        // examples/llm.tile:332
+        // examples/llm.tile:338
         __nv_bfloat16 tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -35179,7 +35861,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = __bfloat162float(tl_t1[tl_j]);
         }
-        // examples/llm.tile:333
+        // examples/llm.tile:339
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35187,7 +35869,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:334
+        // examples/llm.tile:340
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35197,7 +35879,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:335
+        // examples/llm.tile:341
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35208,7 +35890,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:337
+    // examples/llm.tile:343
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -35236,7 +35918,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:338
+    // examples/llm.tile:344
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35272,18 +35954,18 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:339
+    // examples/llm.tile:345
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:340
+    // examples/llm.tile:346
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:341
+        // examples/llm.tile:347
         // v_c: index tile computed where it is used
-        // examples/llm.tile:342
+        // examples/llm.tile:348
         __nv_bfloat16 tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
@@ -35319,7 +36001,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_p[tl_j] = expf((__bfloat162float(tl_t6[tl_j]) - v_lse));
         }
-        // examples/llm.tile:343
+        // examples/llm.tile:349
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 8) {
             const int tl_j = tl_c;
@@ -35368,7 +36050,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
 }
 
 /* ce_fwd_bwd__f32, variant 0: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (lines 325, 343), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 331, 349), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x, int *v_tgt, float *v_loss, float *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35376,16 +36058,16 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:324
+    // examples/llm.tile:330
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:325
+    // examples/llm.tile:331
     float *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:326
+    // examples/llm.tile:332
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:327
+    // examples/llm.tile:333
     float tl_t0 = *((v_row + v_t));
     const float v_xt = tl_t0;
-    // examples/llm.tile:328
+    // examples/llm.tile:334
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35393,7 +36075,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:329
+    // examples/llm.tile:335
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35401,11 +36083,11 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:330
+    // examples/llm.tile:336
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:331
+        // examples/llm.tile:337
         // v_c: index tile computed where it is used
-        // examples/llm.tile:332
+        // examples/llm.tile:338
         float tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -35433,7 +36115,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:333
+        // examples/llm.tile:339
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35441,7 +36123,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:334
+        // examples/llm.tile:340
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35451,7 +36133,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:335
+        // examples/llm.tile:341
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35462,7 +36144,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:337
+    // examples/llm.tile:343
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -35490,7 +36172,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:338
+    // examples/llm.tile:344
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35526,18 +36208,18 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:339
+    // examples/llm.tile:345
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:340
+    // examples/llm.tile:346
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:341
+        // examples/llm.tile:347
         // v_c: index tile computed where it is used
-        // examples/llm.tile:342
+        // examples/llm.tile:348
         float tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -35565,7 +36247,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
             const int tl_i0 = (tl_l >> 0) & 2047;
             v_p[tl_j] = expf((tl_t6[tl_j] - v_lse));
         }
-        // examples/llm.tile:343
+        // examples/llm.tile:349
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -35598,7 +36280,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
 }
 
 /* ce_fwd_bwd__f32, variant 1: BLOCK = 8192, warps = 32 */
-/* indexing: 64-bit (lines 325, 343), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 331, 349), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x, int *v_tgt, float *v_loss, float *v_dx, int v_rows, int v_V, float v_scale)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35606,16 +36288,16 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 8192;
     constexpr int v_warps = 32;
-    // examples/llm.tile:324
+    // examples/llm.tile:330
     const int v_r = ((int)blockIdx.x);
-    // examples/llm.tile:325
+    // examples/llm.tile:331
     float *const  v_row = (v_x + (((long long)(v_r)) * ((long long)(v_V))));
-    // examples/llm.tile:326
+    // examples/llm.tile:332
     int v_t = *((v_tgt + v_r));
-    // examples/llm.tile:327
+    // examples/llm.tile:333
     float tl_t0 = *((v_row + v_t));
     const float v_xt = tl_t0;
-    // examples/llm.tile:328
+    // examples/llm.tile:334
     float v_mx[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35623,7 +36305,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
-    // examples/llm.tile:329
+    // examples/llm.tile:335
     float v_s[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35631,11 +36313,11 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         const int tl_i0 = (tl_l >> 0) & 8191;
         v_s[tl_j] = ((float)0);
     }
-    // examples/llm.tile:330
+    // examples/llm.tile:336
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:331
+        // examples/llm.tile:337
         // v_c: index tile computed where it is used
-        // examples/llm.tile:332
+        // examples/llm.tile:338
         float tl_t1[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -35663,7 +36345,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_v[tl_j] = tl_t1[tl_j];
         }
-        // examples/llm.tile:333
+        // examples/llm.tile:339
         float v_nm[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35671,7 +36353,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_nm[tl_j] = tl_max(v_mx[tl_j], v_v[tl_j]);
         }
-        // examples/llm.tile:334
+        // examples/llm.tile:340
         float tl_n2[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35681,7 +36363,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
-        // examples/llm.tile:335
+        // examples/llm.tile:341
         float tl_n3[8];
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35692,7 +36374,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_mx[tl_j] = tl_n3[tl_j];
     }
-    // examples/llm.tile:337
+    // examples/llm.tile:343
     float v_top;
     {
         float tl_a = (-__int_as_float(0x7f800000));
@@ -35720,7 +36402,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         }
         v_top = tl_a;
     }
-    // examples/llm.tile:338
+    // examples/llm.tile:344
     float tl_t5[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -35756,18 +36438,18 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         tl_t4 = tl_a;
     }
     const float v_lse = (v_top + logf(tl_t4));
-    // examples/llm.tile:339
+    // examples/llm.tile:345
     {
         float *tl_p = (v_loss + v_r);
         const float tl_v0 = (v_lse - v_xt);
         const bool tl_m0 = true;
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
-    // examples/llm.tile:340
+    // examples/llm.tile:346
     for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
-        // examples/llm.tile:341
+        // examples/llm.tile:347
         // v_c: index tile computed where it is used
-        // examples/llm.tile:342
+        // examples/llm.tile:348
         float tl_t6[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -35795,7 +36477,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
             const int tl_i0 = (tl_l >> 0) & 8191;
             v_p[tl_j] = expf((tl_t6[tl_j] - v_lse));
         }
-        // examples/llm.tile:343
+        // examples/llm.tile:349
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
             const int tl_j = tl_c;
@@ -35828,7 +36510,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
 }
 
 /* embed_gather__f16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 356), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 362), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v_table, int *v_ids, __half *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35837,11 +36519,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:352
+    // examples/llm.tile:358
     // v_i: index tile computed where it is used
-    // examples/llm.tile:353
+    // examples/llm.tile:359
     // v_c: index tile computed where it is used
-    // examples/llm.tile:354
+    // examples/llm.tile:360
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -35868,9 +36550,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:355
+    // examples/llm.tile:361
     // v_m: index tile computed where it is used
-    // examples/llm.tile:356
+    // examples/llm.tile:362
     __half tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -35946,7 +36628,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f16_v0(__half *v
 }
 
 /* embed_gather__bf16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 356), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 362), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfloat16 *v_table, int *v_ids, __nv_bfloat16 *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -35955,11 +36637,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:352
+    // examples/llm.tile:358
     // v_i: index tile computed where it is used
-    // examples/llm.tile:353
+    // examples/llm.tile:359
     // v_c: index tile computed where it is used
-    // examples/llm.tile:354
+    // examples/llm.tile:360
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -35986,9 +36668,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:355
+    // examples/llm.tile:361
     // v_m: index tile computed where it is used
-    // examples/llm.tile:356
+    // examples/llm.tile:362
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -36064,7 +36746,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__bf16_v0(__nv_bfl
 }
 
 /* embed_gather__f32: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 356), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 362), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_table, int *v_ids, float *v_out, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36073,11 +36755,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:352
+    // examples/llm.tile:358
     // v_i: index tile computed where it is used
-    // examples/llm.tile:353
+    // examples/llm.tile:359
     // v_c: index tile computed where it is used
-    // examples/llm.tile:354
+    // examples/llm.tile:360
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -36104,9 +36786,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:355
+    // examples/llm.tile:361
     // v_m: index tile computed where it is used
-    // examples/llm.tile:356
+    // examples/llm.tile:362
     float tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -36158,7 +36840,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_gather__f32_v0(float *v_
 }
 
 /* embed_scatter_add__f16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 369), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 375), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__half *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36167,11 +36849,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:365
+    // examples/llm.tile:371
     // v_i: index tile computed where it is used
-    // examples/llm.tile:366
+    // examples/llm.tile:372
     // v_c: index tile computed where it is used
-    // examples/llm.tile:367
+    // examples/llm.tile:373
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -36198,9 +36880,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:368
+    // examples/llm.tile:374
     // v_m: index tile computed where it is used
-    // examples/llm.tile:369
+    // examples/llm.tile:375
     __half tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -36247,7 +36929,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f16_v0(__ha
 }
 
 /* embed_scatter_add__bf16: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 369), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 375), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__nv_bfloat16 *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36256,11 +36938,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:365
+    // examples/llm.tile:371
     // v_i: index tile computed where it is used
-    // examples/llm.tile:366
+    // examples/llm.tile:372
     // v_c: index tile computed where it is used
-    // examples/llm.tile:367
+    // examples/llm.tile:373
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -36287,9 +36969,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:368
+    // examples/llm.tile:374
     // v_m: index tile computed where it is used
-    // examples/llm.tile:369
+    // examples/llm.tile:375
     __nv_bfloat16 tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -36336,7 +37018,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__bf16_v0(__n
 }
 
 /* embed_scatter_add__f32: R = 4, BLOCK = 4096, warps = 8 */
-/* indexing: 64-bit (line 369), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 375), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(float *v_dout, int *v_ids, float *v_dtable, int v_n, int v_D)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36345,11 +37027,11 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
     constexpr int v_R = 4;
     constexpr int v_BLOCK = 4096;
     constexpr int v_warps = 8;
-    // examples/llm.tile:365
+    // examples/llm.tile:371
     // v_i: index tile computed where it is used
-    // examples/llm.tile:366
+    // examples/llm.tile:372
     // v_c: index tile computed where it is used
-    // examples/llm.tile:367
+    // examples/llm.tile:373
     int tl_t0[4];
     #pragma unroll
     for (int tl_c = 0; tl_c < 4; tl_c += 4) {
@@ -36376,9 +37058,9 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
         const int tl_i1 = 0;
         v_id[tl_j] = tl_t0[(((tl_j >> 0) & 3) << 0)];
     }
-    // examples/llm.tile:368
+    // examples/llm.tile:374
     // v_m: index tile computed where it is used
-    // examples/llm.tile:369
+    // examples/llm.tile:375
     float tl_t1[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 4) {
@@ -36425,7 +37107,7 @@ extern "C" __global__ void __launch_bounds__(256) embed_scatter_add__f32_v0(floa
 }
 
 /* gemm_nt: BM = 128, BN = 256, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 389, 390, 393), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36435,11 +37117,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
     constexpr int v_BN = 256;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    // examples/llm.tile:378
+    // examples/llm.tile:384
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:385
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:386
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -36447,7 +37129,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:387
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -36504,7 +37186,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:381
+        // examples/llm.tile:387
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -36563,7 +37245,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:385
+            // examples/llm.tile:391
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -36584,7 +37266,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:393
     #pragma unroll
     for (int tl_c = 0; tl_c < 128; tl_c += 2) {
         const int tl_j = tl_c;
@@ -36674,7 +37356,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_bk(float *d, unsigned 
 }
 #endif
 /* gemm_nt: BM = 128, BN = 256, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 383, 384, 387), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 389, 390, 393), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36707,11 +37389,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:384
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:385
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:386
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -36719,7 +37401,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:387
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -36745,11 +37427,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:378
+    // examples/llm.tile:384
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:379
+    // examples/llm.tile:385
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:380
+    // examples/llm.tile:386
     float v_acc[128];
     #pragma unroll
     for (int tl_j = 0; tl_j < 128; ++tl_j) {
@@ -36757,7 +37439,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 256 + ((tl_j >> 2) % 32) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:381
+    // examples/llm.tile:387
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -36781,7 +37463,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:387
+    // examples/llm.tile:393
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 4 boxes of 128 x 64, 2 at a time */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -36846,7 +37528,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
 #endif
 
 /* gemm_nn, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 4 */
-/* indexing: 64-bit (lines 404, 405, 408), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 410, 411, 414), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -36858,11 +37540,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_split_k = 4;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -36870,7 +37552,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo0 = 0, tl_hi0 = v_K, tl_st = v_BK;
@@ -36953,7 +37635,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:402
+        // examples/llm.tile:408
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -37012,7 +37694,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:406
+            // examples/llm.tile:412
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -37062,7 +37744,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
             v_acc[tl_j] = tl_s;
         }
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -37086,7 +37768,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
 }
 
 /* gemm_nn, variant 1: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
-/* indexing: 64-bit (lines 404, 405, 408), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 410, 411, 414), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37097,11 +37779,11 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_split_k = 1;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -37109,7 +37791,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 2) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -37187,7 +37869,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:402
+        // examples/llm.tile:408
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -37246,7 +37928,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:406
+            // examples/llm.tile:412
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -37267,7 +37949,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
         const int tl_j = tl_c;
@@ -37357,7 +38039,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128_2(float *d, float *e, 
 }
 #endif
 /* gemm_nn, variant 1: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
-/* indexing: 64-bit (lines 404, 405, 408), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 410, 411, 414), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37391,11 +38073,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -37403,7 +38085,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37430,11 +38112,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -37442,7 +38124,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     float tl_acc1[32]; /* the second N tile's accumulator (pid(1) + 1) */
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j)
@@ -37470,7 +38152,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 1 boxes of 64 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
         if (tl_tid == 0)
@@ -37502,11 +38184,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -37514,11 +38196,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
         #pragma unroll
         for (int tl_j = 0; tl_j < 32; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 1 boxes of 64 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
         if (tl_tid == 0)
@@ -37622,7 +38304,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n64(float *d, unsigned long
 }
 #endif
 /* gemm_nn, variant 1: BM = 64, BN = 64, BK = 64, warps = 4, split_k = 1 */
-/* indexing: 64-bit (lines 404, 405, 408), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 410, 411, 414), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37656,11 +38338,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -37668,7 +38350,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37694,11 +38376,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[32];
     #pragma unroll
     for (int tl_j = 0; tl_j < 32; ++tl_j) {
@@ -37706,7 +38388,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -37730,7 +38412,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 1 boxes of 64 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
         if (tl_tid == 0)
@@ -37766,7 +38448,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
 #endif
 
 /* gemm_nn, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 404, 405, 408), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 410, 411, 414), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -37777,11 +38459,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_split_k = 1;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -37789,7 +38471,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -37867,7 +38549,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:402
+        // examples/llm.tile:408
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -37926,7 +38608,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:406
+            // examples/llm.tile:412
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -37947,7 +38629,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -38037,7 +38719,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_2(float *d, float *e, 
 }
 #endif
 /* gemm_nn, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 404, 405, 408), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 410, 411, 414), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -38071,11 +38753,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38083,7 +38765,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -38112,11 +38794,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38124,7 +38806,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j)
@@ -38152,7 +38834,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -38185,11 +38867,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38197,11 +38879,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -38306,7 +38988,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_nn, variant 2: BM = 128, BN = 128, BK = 64, warps = 8, split_k = 1 */
-/* indexing: 64-bit (lines 404, 405, 408), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 410, 411, 414), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_c, int v_M, int v_N, int v_K, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -38340,11 +39022,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38352,7 +39034,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -38379,11 +39061,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:399
+    // examples/llm.tile:405
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:400
+    // examples/llm.tile:406
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:401
+    // examples/llm.tile:407
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38391,7 +39073,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:402
+    // examples/llm.tile:408
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -38415,7 +39097,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:408
+    // examples/llm.tile:414
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -38452,7 +39134,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
 #endif
 
 /* gemm_nn_sk: BM = 128, BN = 128, BK = 64, warps = 8 */
-/* indexing: 64-bit for ks, k0, k1, k, rk (lines 424, 425, 426, 428, 429, 430, 431, 434), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for ks, k0, k1, k, rk (lines 430, 431, 432, 434, 435, 436, 437, 440), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_nn_sk_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -38462,17 +39144,17 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_sk_v0(__nv_bfloat16 *v
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    // examples/llm.tile:422
+    // examples/llm.tile:428
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:429
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:424
+    // examples/llm.tile:430
     const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
-    // examples/llm.tile:425
+    // examples/llm.tile:431
     const long long v_k0 = (((long long)(((int)blockIdx.z))) * v_ks);
-    // examples/llm.tile:426
+    // examples/llm.tile:432
     const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
-    // examples/llm.tile:427
+    // examples/llm.tile:433
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38480,7 +39162,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_sk_v0(__nv_bfloat16 *v
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:428
+    // examples/llm.tile:434
     { /* v_acc += dot, 4-stage cp.async pipeline */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
@@ -38558,7 +39240,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_sk_v0(__nv_bfloat16 *v
             }
             tl_cp_commit();
         }
-        // examples/llm.tile:428
+        // examples/llm.tile:434
         int tl_it = 0;
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
@@ -38617,7 +39299,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_sk_v0(__nv_bfloat16 *v
                 }
                 tl_cp_commit();
             }
-            // examples/llm.tile:432
+            // examples/llm.tile:438
             const int tl_cs = tl_it % 4;
             #pragma unroll
             for (int tl_k = 0; tl_k < 64; tl_k += 16) {
@@ -38638,7 +39320,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_sk_v0(__nv_bfloat16 *v
         tl_cp_wait<0>();
         __syncthreads();
     }
-    // examples/llm.tile:434
+    // examples/llm.tile:440
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -38728,7 +39410,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_2(float *d, float *e, 
 }
 #endif
 /* gemm_nn_sk: BM = 128, BN = 128, BK = 64, warps = 8 */
-/* indexing: 64-bit for ks, k0, k1, k, rk (lines 424, 425, 426, 428, 429, 430, 431, 434), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for ks, k0, k1, k, rk (lines 430, 431, 432, 434, 435, 436, 437, 440), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -38761,17 +39443,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:422
+    // examples/llm.tile:428
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:429
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:424
+    // examples/llm.tile:430
     const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
-    // examples/llm.tile:425
+    // examples/llm.tile:431
     const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
-    // examples/llm.tile:426
+    // examples/llm.tile:432
     const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
-    // examples/llm.tile:427
+    // examples/llm.tile:433
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38779,7 +39461,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:428
+    // examples/llm.tile:434
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -38808,17 +39490,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:422
+    // examples/llm.tile:428
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:429
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:424
+    // examples/llm.tile:430
     const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
-    // examples/llm.tile:425
+    // examples/llm.tile:431
     const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
-    // examples/llm.tile:426
+    // examples/llm.tile:432
     const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
-    // examples/llm.tile:427
+    // examples/llm.tile:433
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38826,7 +39508,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:428
+    // examples/llm.tile:434
     float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j)
@@ -38854,7 +39536,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:434
+    // examples/llm.tile:440
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -38880,17 +39562,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:422
+    // examples/llm.tile:428
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:429
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:424
+    // examples/llm.tile:430
     const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
-    // examples/llm.tile:425
+    // examples/llm.tile:431
     const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
-    // examples/llm.tile:426
+    // examples/llm.tile:432
     const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
-    // examples/llm.tile:427
+    // examples/llm.tile:433
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -38898,11 +39580,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma(__nv_bflo
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:428
+    // examples/llm.tile:434
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
-    // examples/llm.tile:434
+    // examples/llm.tile:440
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -39000,7 +39682,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128(float *d, unsigned lon
 }
 #endif
 /* gemm_nn_sk: BM = 128, BN = 128, BK = 64, warps = 8 */
-/* indexing: 64-bit for ks, k0, k1, k, rk (lines 424, 425, 426, 428, 429, 430, 431, 434), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit for ks, k0, k1, k, rk (lines 430, 431, 432, 434, 435, 436, 437, 440), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, float *v_p, int v_M, int v_N, int v_K, int v_S, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -39033,17 +39715,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:422
+    // examples/llm.tile:428
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:429
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:424
+    // examples/llm.tile:430
     const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
-    // examples/llm.tile:425
+    // examples/llm.tile:431
     const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
-    // examples/llm.tile:426
+    // examples/llm.tile:432
     const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
-    // examples/llm.tile:427
+    // examples/llm.tile:433
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -39051,7 +39733,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:428
+    // examples/llm.tile:434
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -39078,17 +39760,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:422
+    // examples/llm.tile:428
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:423
+    // examples/llm.tile:429
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:424
+    // examples/llm.tile:430
     const long long v_ks = (((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) / (((long long)(v_BK))) + ((((((long long)(v_K))) / (((long long)(v_S))) + ((((long long)(v_K))) % (((long long)(v_S))) > 0))) % (((long long)(v_BK))) > 0)) * ((long long)(v_BK)));
-    // examples/llm.tile:425
+    // examples/llm.tile:431
     const long long v_k0 = (((long long)(tl_pid2)) * v_ks);
-    // examples/llm.tile:426
+    // examples/llm.tile:432
     const long long v_k1 = (((v_k0 + v_ks)) < (((long long)(v_K))) ? ((v_k0 + v_ks)) : (((long long)(v_K))));
-    // examples/llm.tile:427
+    // examples/llm.tile:433
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -39096,7 +39778,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:428
+    // examples/llm.tile:434
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = v_k0, tl_hi = v_k1, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -39120,7 +39802,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:434
+    // examples/llm.tile:440
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
         const int tl_j = tl_c;
@@ -39150,7 +39832,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_sk_v0_tma_1(__nv_bf
 #endif
 
 /* sum_slices__f16: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (line 445), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 451), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p, __half *v_y, int v_n, int v_S)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -39158,9 +39840,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:442
+    // examples/llm.tile:448
     // v_i: index tile computed where it is used
-    // examples/llm.tile:443
+    // examples/llm.tile:449
     float v_acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -39168,9 +39850,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:444
+    // examples/llm.tile:450
     for (int v_s = 0; v_s < v_S; v_s += 1) {
-        // examples/llm.tile:445
+        // examples/llm.tile:451
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -39201,7 +39883,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p,
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:447
+    // examples/llm.tile:453
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -39249,7 +39931,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f16_v0(float *v_p,
 }
 
 /* sum_slices__bf16: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (line 445), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 451), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p, __nv_bfloat16 *v_y, int v_n, int v_S)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -39257,9 +39939,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:442
+    // examples/llm.tile:448
     // v_i: index tile computed where it is used
-    // examples/llm.tile:443
+    // examples/llm.tile:449
     float v_acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -39267,9 +39949,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:444
+    // examples/llm.tile:450
     for (int v_s = 0; v_s < v_S; v_s += 1) {
-        // examples/llm.tile:445
+        // examples/llm.tile:451
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -39300,7 +39982,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:447
+    // examples/llm.tile:453
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 8) {
         const int tl_j = tl_c;
@@ -39348,7 +40030,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__bf16_v0(float *v_p
 }
 
 /* sum_slices__f32: BLOCK = 2048, warps = 8 */
-/* indexing: 64-bit (line 445), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (line 451), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p, float *v_y, int v_n, int v_S)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -39356,9 +40038,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p,
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
     constexpr int v_BLOCK = 2048;
     constexpr int v_warps = 8;
-    // examples/llm.tile:442
+    // examples/llm.tile:448
     // v_i: index tile computed where it is used
-    // examples/llm.tile:443
+    // examples/llm.tile:449
     float v_acc[8];
     #pragma unroll
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
@@ -39366,9 +40048,9 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p,
         const int tl_i0 = (tl_l >> 0) & 2047;
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:444
+    // examples/llm.tile:450
     for (int v_s = 0; v_s < v_S; v_s += 1) {
-        // examples/llm.tile:445
+        // examples/llm.tile:451
         float tl_t0[8];
         #pragma unroll
         for (int tl_c = 0; tl_c < 8; tl_c += 4) {
@@ -39399,7 +40081,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p,
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_acc[tl_j] = tl_n1[tl_j];
     }
-    // examples/llm.tile:447
+    // examples/llm.tile:453
     #pragma unroll
     for (int tl_c = 0; tl_c < 8; tl_c += 4) {
         const int tl_j = tl_c;
@@ -39431,7 +40113,7 @@ extern "C" __global__ void __launch_bounds__(256) sum_slices__f32_v0(float *v_p,
 }
 
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 472, 473, 477), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 478, 479, 483), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -39441,11 +40123,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
     constexpr int v_BN = 128;
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
-    // examples/llm.tile:467
+    // examples/llm.tile:473
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:468
+    // examples/llm.tile:474
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:469
+    // examples/llm.tile:475
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -39453,7 +40135,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:470
+    // examples/llm.tile:476
     { /* 4-stage cp.async ring: v_tb */
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
@@ -39488,7 +40170,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
             tl_cp_commit();
         }
         int tl_it = 0;
-        // examples/llm.tile:470
+        // examples/llm.tile:476
         for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
@@ -39524,9 +40206,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 4;
-            // examples/llm.tile:471
+            // examples/llm.tile:477
             // v_rk: index tile computed where it is used
-            // examples/llm.tile:472
+            // examples/llm.tile:478
             __nv_bfloat16 v_ta[32];
             #pragma unroll
             for (int tl_c = 0; tl_c < 32; tl_c += 8) {
@@ -39555,9 +40237,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
                     v_ta[tl_j + 7] = tl_m7 ? tl_p[7] : __float2bfloat16_rn(0.0f);
                 }
             }
-            // examples/llm.tile:473
+            // examples/llm.tile:479
             // v_tb: in its cp.async ring at byte (0 + tl_rs * 17408)
-            // examples/llm.tile:474
+            // examples/llm.tile:480
             { /* v_acc += dot: [128, 64] @ [64, 128] */
                 __syncthreads();
                 { /* v_ta to shared memory */
@@ -39595,11 +40277,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         }
         tl_cp_wait<0>();
     }
-    // examples/llm.tile:476
+    // examples/llm.tile:482
     // v_m: index tile computed where it is used
-    // examples/llm.tile:477
+    // examples/llm.tile:483
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:478
+    // examples/llm.tile:484
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 8) {
@@ -39727,7 +40409,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n256_at_2(float *d, float *
 }
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 472, 473, 477), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 478, 479, 483), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -39760,11 +40442,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:467
+    // examples/llm.tile:473
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:468
+    // examples/llm.tile:474
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:469
+    // examples/llm.tile:475
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -39772,7 +40454,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:470
+    // examples/llm.tile:476
     { /* v_acc += dot: wgmma on 4 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -39802,11 +40484,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs) * 2;
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:467
+    // examples/llm.tile:473
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:468
+    // examples/llm.tile:474
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:469
+    // examples/llm.tile:475
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -39814,8 +40496,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:470
-    // the epilogue's load at line 478, issued before the dot loop (its latency under the loop's)
+    // examples/llm.tile:476
+    // the epilogue's load at line 484, issued before the dot loop (its latency under the loop's)
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -39832,17 +40514,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
             tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
         }
     }
-    __nv_bfloat16 tl_t0_n1[64]; /* the second N tile's (pid(1) + 1) */
+    __align__(4) __nv_bfloat16 tl_t0_n1[64]; /* the second N tile's (pid(1) + 1) */
     { /* the second N tile's early loads: pid(1) + 1, when the program's grid has it */
     const int tl_pidn = tl_pid1 + 1;
     if (tl_pidn < tl_grid1) {
     const int tl_pid1 = tl_pidn;
     (void)tl_pid1;
-    // examples/llm.tile:467
+    // examples/llm.tile:473
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:468
+    // examples/llm.tile:474
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:469
+    // examples/llm.tile:475
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -39850,8 +40532,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:470
-    // the epilogue's load at line 478, issued before the dot loop (its latency under the loop's)
+    // examples/llm.tile:476
+    // the epilogue's load at line 484, issued before the dot loop (its latency under the loop's)
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -39869,8 +40551,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         }
     }
     #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j)
-        tl_t0_n1[tl_j] = tl_t0[tl_j];
+    for (int tl_j = 0; tl_j < 32; ++tl_j)
+        ((unsigned int *)tl_t0_n1)[tl_j] = ((const unsigned int *)tl_t0)[tl_j];
     }
     }
     float tl_acc1[64]; /* the second N tile's accumulator (pid(1) + 1) */
@@ -39900,11 +40582,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-    // examples/llm.tile:476
+    // examples/llm.tile:482
     // v_m: index tile computed where it is used
-    // examples/llm.tile:477
+    // examples/llm.tile:483
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:478
+    // examples/llm.tile:484
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -39937,11 +40619,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         if (tl_pidn < tl_grid1) {
         const int tl_pid1 = tl_pidn;
         (void)tl_pid1;
-    // examples/llm.tile:467
+    // examples/llm.tile:473
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:468
+    // examples/llm.tile:474
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:469
+    // examples/llm.tile:475
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -39949,18 +40631,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:470
+    // examples/llm.tile:476
         #pragma unroll
         for (int tl_j = 0; tl_j < 64; ++tl_j)
             v_acc[tl_j] = tl_acc1[tl_j];
         #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_t0[tl_j] = tl_t0_n1[tl_j];
-    // examples/llm.tile:476
+        for (int tl_j = 0; tl_j < 32; ++tl_j)
+            ((unsigned int *)tl_t0)[tl_j] = ((const unsigned int *)tl_t0_n1)[tl_j];
+    // examples/llm.tile:482
     // v_m: index tile computed where it is used
-    // examples/llm.tile:477
+    // examples/llm.tile:483
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:478
+    // examples/llm.tile:484
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
@@ -40065,7 +40747,7 @@ static __device__ __forceinline__ void tl_wgmma_bf16_n128_at(float *d, unsigned 
 }
 #endif
 /* gemm_dw: BM = 128, BN = 128, BK = 64, warps = 8 */
-/* indexing: 64-bit (lines 472, 473, 477), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
+/* indexing: 64-bit (lines 478, 479, 483), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloat16 *v_a, __nv_bfloat16 *v_b, __nv_bfloat16 *v_dw, int v_M, int v_N, int v_K, int v_add, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, const __grid_constant__ tl_tmap tl_tm2, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
@@ -40098,11 +40780,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:467
+    // examples/llm.tile:473
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:468
+    // examples/llm.tile:474
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:469
+    // examples/llm.tile:475
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -40110,7 +40792,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:470
+    // examples/llm.tile:476
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
@@ -40138,11 +40820,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
         const int tl_pid0 = tl_first + tl_r % tl_gs, tl_pid1 = (tl_r / tl_gs);
         (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/llm.tile:467
+    // examples/llm.tile:473
     // v_rm: index tile computed where it is used
-    // examples/llm.tile:468
+    // examples/llm.tile:474
     // v_rn: index tile computed where it is used
-    // examples/llm.tile:469
+    // examples/llm.tile:475
     float v_acc[64];
     #pragma unroll
     for (int tl_j = 0; tl_j < 64; ++tl_j) {
@@ -40150,8 +40832,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         v_acc[tl_j] = ((float)0);
     }
-    // examples/llm.tile:470
-    // the epilogue's load at line 478, issued before the dot loop (its latency under the loop's)
+    // examples/llm.tile:476
+    // the epilogue's load at line 484, issued before the dot loop (its latency under the loop's)
     __nv_bfloat16 tl_t0[64];
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -40191,11 +40873,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
-    // examples/llm.tile:476
+    // examples/llm.tile:482
     // v_m: index tile computed where it is used
-    // examples/llm.tile:477
+    // examples/llm.tile:483
     // v_at: pointer tile computed where it is used
-    // examples/llm.tile:478
+    // examples/llm.tile:484
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
         if (tl_tid == 0)
