@@ -498,6 +498,8 @@ static const char *walk_call(lw *L, const tilec_expr *e, const char *const *idx,
         const char *g = L->tg->grid_value ? L->tg->grid_value(L, e, a) : NULL;
         if (g) /* the target's own grid (the sm_90a twin's grouped order, a persistent twin's tiles) */
             return g;
+        if (a == 0 && e->builtin == BI_PID && L->order.rev) /* the heaviest blocks first (order.c) */
+            return "((int)gridDim.x - 1 - (int)blockIdx.x)";
         if (L->split && a == 2) /* split_k: grid axis 2 holds the K slices too (splitk.c) */
             return lower_fmt(L, "((int)%s.z / %d)", e->builtin == BI_PID ? "blockIdx" : "gridDim", L->split);
         return lower_fmt(L, "((int)%s.%s)", e->builtin == BI_PID ? "blockIdx" : "gridDim", ax[a]);

@@ -289,6 +289,11 @@ typedef struct lw {
     const char **dotacc; /* names updated as x = x + dot(a, b) */
     int ndotacc;
     int quiet;               /* failures set `failed` without a diagnostic */
+    /* order.c: pid(0) read in reverse, the loop whose trip count grows with it and its bound's definition */
+    struct lower_order {
+        int rev;
+        const tilec_stmt *loop, *def;
+    } order;
     /* the target lowered for (target.c): its dot, load/store and twin hooks */
     const struct lower_target *tg;
     /* the sm_90a target's state (wgmma.c, wgattn.c, wgstore.c, wgpair.c):
@@ -437,6 +442,10 @@ int lower_block_dots(const tilec_block *b);
 /* The remarks as lines "line N: ...", each dot loop's path then, where
  * one was missed, its reason; `twin`: the sm_90a twin was emitted. */
 void lower_remarks_render(lw *L, int twin, strbuf *out);
+/* order.c: decide L->order (pid(0) in reverse where every loop's trip
+ * count grows with it); its remark line into out */
+void lower_launch_order(lw *L);
+void lower_launch_order_remark(lw *L, strbuf *out);
 
 /* ---- mask.c: the bound checks of a vector run's elements ---- */
 

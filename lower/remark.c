@@ -206,6 +206,7 @@ int lower_block_dots(const tilec_block *b)
 
 void lower_remarks_render(lw *L, int twin, strbuf *out)
 {
+    lower_launch_order_remark(L, out);
     for (int i = 0; i < L->nrem; i++) {
         const lower_dot_remark *r = &L->rem[i];
         unsigned line = r->loop->loc.line;

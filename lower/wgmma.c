@@ -945,7 +945,10 @@ void lower_wg_preamble(lw *L)
     lower_line(L, "const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = %d * tl_n1;", WG_GROUP);
     lower_line(L, "const int tl_first = (tl_lin / tl_gw) * %d, tl_rest = tl_n0 - tl_first;", WG_GROUP);
     lower_line(L, "const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;", WG_GROUP, WG_GROUP);
-    lower_line(L, "tl_pid0 = tl_first + tl_r %% tl_gs;");
+    if (L->order.rev) /* the heaviest blocks first (order.c) */
+        lower_line(L, "tl_pid0 = tl_n0 - 1 - (tl_first + tl_r %% tl_gs);");
+    else
+        lower_line(L, "tl_pid0 = tl_first + tl_r %% tl_gs;");
     lower_line(L, "tl_pid1 = tl_r / tl_gs;");
     L->ind--;
     lower_line(L, "}");
@@ -1353,11 +1356,14 @@ static int batch_in_y(const wg_plan *w)
  * 1: the batch the slowest, M tiles grouped with the N tiles of its
  * product, so the blocks resident at once share A's row panels as the
  * plain product's do. */
-static void persist_pids(strbuf *tu, int pax, int mpair, int yz)
+static void persist_pids(strbuf *tu, int pax, int mpair, int yz, int rev)
 {
     /* paired (wgpair.c): the order over pairs of tiles along axis `in` (tl_g1 of them), pid(in) the pair's
      * first; two M tiles a block: over pairs along axis 0 (tl_g0), pid(0) the pair's first */
     const char *g0 = mpair ? "tl_g0" : "tl_grid0";
+    /* pid(0) in reverse where the loops grow with it (order.c): the last tile (pair) first */
+    const char *p0 = rev ? (mpair ? "(tl_g0 - 1 - (" : "tl_grid0 - 1 - (") : mpair ? "(" : "";
+    const char *s0 = rev ? (mpair ? ")) * 2" : ")") : mpair ? ") * 2" : "";
     if (mpair)
         sb_puts(tu, "        const int tl_g0 = (tl_grid0 + 1) / 2;\n");
     int in = pax ? pax : yz ? 2 : 1, sl = 3 - in;
@@ -1370,7 +1376,7 @@ static void persist_pids(strbuf *tu, int pax, int mpair, int yz)
                   "        const int tl_gs = tl_rest < %d ? tl_rest : %d, tl_r = tl_lin %% tl_gw;\n"
                   "        const int tl_pid0 = %stl_first + tl_r %% tl_gs%s, tl_pid%d = (tl_r / tl_gs)%s;\n"
                   "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n",
-              g0, sl, sl, WG_GROUP, WG_GROUP, g0, WG_GROUP, WG_GROUP, mpair ? "(" : "", mpair ? ") * 2" : "", in,
+              g0, sl, sl, WG_GROUP, WG_GROUP, g0, WG_GROUP, WG_GROUP, p0, s0, in,
               pax ? " * 2" : "");
 }
 
@@ -1411,7 +1417,7 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   nt);
     }
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w));
+    persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w), C->order.rev);
     sb_add(tu, pb + P->tw.body, P->tw.epi - P->tw.body);
     sb_puts(tu, "        }\n");
     if (w->gather)
@@ -1420,7 +1426,7 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
     if (!w->gather || w->creg)
         sb_printf(tu, "        tl_setmaxnreg_inc<%d>();\n", w->gather ? w->creg : 232);
     sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-    persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w));
+    persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w), C->order.rev);
     if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
         lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.epi, C->nt);
         lower_wg_pair_epilogue(tu, C);

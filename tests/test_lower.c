@@ -452,3 +452,66 @@ Test(lower, a_bound_check_the_grid_proves_costs_nothing, .timeout = 120)
     tilec_ctx_free(ctx);
     free(two);
 }
+
+/* Variant 0 of kernel `r` in text: its CUDA source, then its remarks (freed by the caller). */
+static char *lower_with_remarks(const char *text)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "o.tile", text, strlen(text), &m), TILEC_OK, "%s", text);
+    tilec_kernel_code code;
+    cr_assert_eq(tilec_lower_kernel(ctx, m, tilec_module_find_kernel(m, "r"), 0, &code), TILEC_OK, "%s", text);
+    size_t a = strlen(code.source), b = strlen(code.remarks);
+    char *s = malloc(a + b + 1);
+    memcpy(s, code.source, a);
+    memcpy(s + a, code.remarks, b + 1);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return s;
+}
+
+/* A loop over keys whose bound is set by DEFS and spelt HI, from LO. */
+#define ORDER_KERNEL(DEFS, LO, HI)                                                                 \
+    "kernel r(x: *f32, y: *f32, S: i32, causal: i32)\n"                                            \
+    "    grid (cdiv(S, BM)) hints { BM = 64, warps = 4 }\n"                                        \
+    "{\n"                                                                                          \
+    "    let rm = pid(0) * BM + range(BM);\n"                                                      \
+    "    let acc = zeros(f32, BM);\n" DEFS "    for n0 in " LO " .. " HI " {\n"                    \
+    "        acc = acc + load(x + n0 + rm, rm < S, 0.0);\n"                                        \
+    "    }\n"                                                                                      \
+    "    store(y + rm, acc, rm < S);\n"                                                            \
+    "}\n"
+
+/* Issue 30 (attention at S = 1024 and 4096): where every loop's trip count
+ * is a nondecreasing function of pid(0) and one's grows (causal attention's
+ * `hi = minimum(S, (pid(0) + 1) * BM)`), pid(0) is read in reverse so the
+ * blocks with the most steps start first (lower/order.c); decided from what
+ * the bound does as pid(0) grows, however it is spelt, and not where a
+ * bound may shrink, may move either way, or is set under a test of pid(0). */
+Test(lower, launch_order_reverses_where_the_loops_grow_with_pid0)
+{
+    static const struct {
+        const char *defs, *lo, *hi;
+        int rev;
+    } cases[] = {
+        {"    let hi = S;\n    if causal != 0 {\n        hi = minimum(S, (pid(0) + 1) * BM);\n    }\n", "0", "hi", 1},
+        {"    let end = BM + BM * pid(0);\n", "0", "minimum(end, S)", 1},
+        {"    let lo = 0 - pid(0);\n", "lo", "S", 1},                  /* the start falls: more steps */
+        {"", "0", "S", 0},                                                /* every block the same */
+        {"", "pid(0) * BM", "S", 0},                                      /* fewer steps as pid(0) grows */
+        {"    let hi = (pid(0) % 2) * BM;\n", "0", "hi", 0},             /* either way */
+        {"    let hi = S;\n    if pid(0) > 2 {\n        hi = (pid(0) + 1) * BM;\n    }\n", "0", "hi", 0}, /* under a test of pid(0) */
+        {"    let hi = S;\n    hi = hi - pid(0);\n", "0", "minimum(hi, (pid(0) + 1) * BM)", 0}, /* a part shrinks */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, ORDER_KERNEL("%s", "%s", "%s"), cases[i].defs, cases[i].lo, cases[i].hi);
+        char *s = lower_with_remarks(text);
+        int rev = strstr(s, "((int)gridDim.x - 1 - (int)blockIdx.x)") != NULL;
+        cr_expect_eq(rev, cases[i].rev, "case %zu:\n%s\n%s", i, text, s);
+        cr_expect_eq(strstr(s, "launch order: pid(0) reversed") != NULL, cases[i].rev, "case %zu:\n%s", i, s);
+        cr_expect_eq(strstr(s, "blockIdx.x") != NULL, 1, "case %zu", i);
+        free(s);
+    }
+}

@@ -124,9 +124,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -163,7 +163,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
     // examples/attention.tile:24
     if ((v_causal != 0)) {
         // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:27
     { /* 2-stage cp.async ring: v_tk, v_tv */
@@ -330,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
@@ -546,7 +546,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:33
                 float tl_t5[4];
@@ -673,11 +673,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -796,7 +796,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
         const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
         tl_pid1 = tl_r / tl_gs;
     }
     constexpr int v_BM = 128;
@@ -1308,9 +1308,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -1347,7 +1347,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
     // examples/attention.tile:24
     if ((v_causal != 0)) {
         // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:27
     { /* 2-stage cp.async ring: v_tk, v_tv */
@@ -1514,7 +1514,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
@@ -1730,7 +1730,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:33
                 float tl_t5[4];
@@ -1857,11 +1857,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -1980,7 +1980,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
         const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
         tl_pid1 = tl_r / tl_gs;
     }
     constexpr int v_BM = 128;
@@ -2492,9 +2492,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -2531,7 +2531,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
     // examples/attention.tile:24
     if ((v_causal != 0)) {
         // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:27
     { /* 2-stage cp.async ring: v_tk, v_tv */
@@ -2698,7 +2698,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
@@ -2914,7 +2914,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:33
                 float tl_t5[2];
@@ -3041,11 +3041,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -3156,7 +3156,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
         const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
         tl_pid1 = tl_r / tl_gs;
     }
     constexpr int v_BM = 64;
@@ -3654,9 +3654,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v3(__half *v_q, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -3693,7 +3693,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v3(__half *v_q, 
     // examples/attention.tile:24
     if ((v_causal != 0)) {
         // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:27
     { /* 2-stage cp.async ring: v_tk, v_tv */
@@ -3860,7 +3860,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v3(__half *v_q, 
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:28
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:29
@@ -4076,7 +4076,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v3(__half *v_q, 
                 for (int tl_j = 0; tl_j < 128; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:33
                 float tl_t5[4];
@@ -4203,11 +4203,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v3(__half *v_q, 
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -4326,7 +4326,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
         const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
         const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
         tl_pid1 = tl_r / tl_gs;
     }
     constexpr int v_BM = 128;
@@ -4838,9 +4838,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -4877,7 +4877,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
     // examples/attention.tile:58
     if ((v_causal != 0)) {
         // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:61
     { /* 2-stage cp.async ring: v_tk, v_tv */
@@ -5044,7 +5044,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
@@ -5260,7 +5260,7 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:67
                 float tl_t5[2];
@@ -5387,11 +5387,11 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -5502,7 +5502,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
         const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
         const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
         tl_pid1 = tl_r / tl_gs;
     }
     constexpr int v_BM = 64;
@@ -5996,9 +5996,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -6035,7 +6035,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
     // examples/attention.tile:58
     if ((v_causal != 0)) {
         // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:61
     { /* 2-stage cp.async ring: v_tk, v_tv */
@@ -6202,7 +6202,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
@@ -6418,7 +6418,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
                 for (int tl_j = 0; tl_j < 32; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:67
                 float tl_t5[2];
@@ -6545,11 +6545,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -6660,7 +6660,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
         const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
         tl_pid1 = tl_r / tl_gs;
     }
     constexpr int v_BM = 128;
@@ -7154,9 +7154,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -7193,7 +7193,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
     // examples/attention.tile:58
     if ((v_causal != 0)) {
         // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:61
     { /* 2-stage cp.async ring: v_tk, v_tv */
@@ -7360,7 +7360,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
@@ -7576,7 +7576,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
                 for (int tl_j = 0; tl_j < 16; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:67
                 float tl_t5[2];
@@ -7703,11 +7703,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -7818,7 +7818,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
         const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
         tl_pid1 = tl_r / tl_gs;
     }
     constexpr int v_BM = 128;
@@ -8312,9 +8312,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v3(__half *v_q,
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
         } else {
@@ -8351,7 +8351,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v3(__half *v_q,
     // examples/attention.tile:58
     if ((v_causal != 0)) {
         // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
+        v_hi = ((((long long)(v_S))) < ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((((int)gridDim.x - 1 - (int)blockIdx.x) + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:61
     { /* 2-stage cp.async ring: v_tk, v_tv */
@@ -8518,7 +8518,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v3(__half *v_q,
                 tl_cp_commit();
             }
             const int tl_rs = tl_it % 2;
-            if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
+            if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
                 // examples/attention.tile:62
                 // v_rn: index tile computed where it is used
                 // examples/attention.tile:63
@@ -8734,7 +8734,7 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v3(__half *v_q,
                 for (int tl_j = 0; tl_j < 64; ++tl_j) {
                     const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
                     const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
+                    v_sm[tl_j] = ((((v_n0 + ((long long)(tl_i1))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) >= (v_n0 + ((long long)(tl_i1)))))) ? v_s[tl_j] : (-__int_as_float(0x7f800000)));
                 }
                 // examples/attention.tile:67
                 float tl_t5[2];
@@ -8861,11 +8861,11 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v3(__half *v_q,
         const int tl_j = tl_c;
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
         const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
-        const bool tl_m0 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
-        const bool tl_m1 = (((((int)blockIdx.x) * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
@@ -8976,7 +8976,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v3_tma(__hal
         const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
         const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
         const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
         tl_pid1 = tl_r / tl_gs;
     }
     constexpr int v_BM = 128;
