@@ -1034,6 +1034,9 @@ void lower_wg_pair_open(strbuf *out, const char *ind, int a, const char *what);
  * element copied alone splits its half out of the word its load wrote, and ptxas did so before the
  * loop, waiting there on every early load. */
 int lower_wg_early_words(const val *v);
+/* the copy loop of an early tile v from src to dst (register arrays), in words where
+ * lower_wg_early_words says so, each line after ind */
+void lower_wg_early_copy(strbuf *out, const char *ind, const val *v, const char *dst, const char *src);
 /* Two M tiles a block (BM = 64, the `warps` hint two warp groups or more, N tiles not paired): the remark's
  * words, and w->mpair_ok; NULL where it does not apply at all. */
 const char *lower_wg_mpair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w);

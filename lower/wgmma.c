@@ -429,13 +429,7 @@ static void early_pair(lw *L, size_t at)
     sb_puts(&L->out, early);
     for (int i = 0; i < L->tw.nearly; i++) {
         const val *v = L->tw.early[i].v;
-        int w = lower_wg_early_words(v); /* 32-bit words: no half split out before the loop */
-        lower_line(L, "#pragma unroll");
-        lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", w ? v->ly.E / 2 : v->ly.E);
-        if (w)
-            lower_line(L, "    ((unsigned int *)%s_n1)[tl_j] = ((const unsigned int *)%s)[tl_j];", v->c, v->c);
-        else
-            lower_line(L, "    %s_n1[tl_j] = %s[tl_j];", v->c, v->c);
+        lower_wg_early_copy(&L->out, lower_fmt(L, "%*s", 4 * L->ind, ""), v, lower_fmt(L, "%s_n1", v->c), v->c);
     }
     lower_line(L, "}");
     lower_line(L, "}");
@@ -589,14 +583,14 @@ static int k_affine(lw *L, const tilec_expr *e, const char *var, int64_t *a, int
     }
 }
 
-/* Is operand i (0: A, 1: B) of plan w K-major (K its unit-stride axis,
- * the map's columns)? Else MN-major: K the map's rows. */
 /* The arrivals a stage's full barrier waits for: a gather twin's producer
  * threads twice each (wggather.c), plus the expect_tx of the thread that
  * issues its TMA boxes (A's im2col, B's tiles) where there are any; else
  * the one TMA producer thread. */
 static int wg_full_arrivals(const wg_plan *w) { return w->gather ? 2 * w->producers + (w->btma || w->atma) : 1; }
 
+/* Is operand i (0: A, 1: B) of plan w K-major (K its unit-stride axis,
+ * the map's columns)? Else MN-major: K the map's rows. */
 static int wg_kmajor(const wg_plan *w, int i) { return i ? w->bk : !w->amn; }
 
 /* Loop iterations a stage of plan w (its loads matched, the loop's scope

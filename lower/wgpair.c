@@ -195,6 +195,16 @@ void lower_wg_pair_acc(lw *L, const char *acc)
 
 int lower_wg_early_words(const val *v) { return tilec_dtype_size(v->ty.dtype) == 2 && v->ly.E % 2 == 0; }
 
+void lower_wg_early_copy(strbuf *out, const char *ind, const val *v, const char *dst, const char *src)
+{
+    int w = lower_wg_early_words(v); /* 32-bit words: no half split out before the loop */
+    sb_printf(out, "%s#pragma unroll\n%sfor (int tl_j = 0; tl_j < %d; ++tl_j)\n", ind, ind, w ? v->ly.E / 2 : v->ly.E);
+    if (w)
+        sb_printf(out, "%s    ((unsigned int *)%s)[tl_j] = ((const unsigned int *)%s)[tl_j];\n", ind, dst, src);
+    else
+        sb_printf(out, "%s    %s[tl_j] = %s[tl_j];\n", ind, dst, src);
+}
+
 void lower_wg_pair_open(strbuf *out, const char *ind, int a, const char *what)
 {
     sb_printf(out,
@@ -218,16 +228,9 @@ void lower_wg_pair_epilogue(strbuf *tu, const lw *C)
               (long long)(C->tw.plan.N / 2), C->tw.acc);
     for (int i = 0; i < C->tw.nearly; i++) { /* its early tiles (wgmma.c, early_pair), as they were copied */
         const val *v = C->tw.early[i].v;
-        if (lower_wg_early_words(v))
-            sb_printf(tu, "        #pragma unroll\n"
-                          "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
-                          "            ((unsigned int *)%s)[tl_j] = ((const unsigned int *)%s_n1)[tl_j];\n",
-                      v->ly.E / 2, v->c, v->c);
-        else
-            sb_printf(tu, "        #pragma unroll\n"
-                          "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
-                          "            %s[tl_j] = %s_n1[tl_j];\n",
-                      v->ly.E, v->c, v->c);
+        char n1[128];
+        snprintf(n1, sizeof n1, "%s_n1", v->c);
+        lower_wg_early_copy(tu, "        ", v, v->c, n1);
     }
     lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
     sb_puts(tu, "        }\n        }\n");
