@@ -134,6 +134,8 @@ typedef struct wg_plan {
     int vstore;                   /* a gather twin's store (no tensor map): its tile staged in shared memory as
                                    * the TMA store's, then 16-byte stores of whole rows by every consumer
                                    * thread (wgstore.c); maps[2].elem_bytes its elements' size */
+    const tilec_stmt *vstore_miss; /* a gather twin's final store that is not vstore ... */
+    const char *vstore_no;        /* ... and the remark's text saying why, or NULL */
     uint32_t ring_base;           /* the ring's shared-memory offset (before alignment) */
     int persist_ok;               /* the persistent schedule may apply (wgmma.c, lower_wg_persist) */
     const char *persist_no;       /* a gather twin's: why it may not (the remark), or NULL */

@@ -155,6 +155,8 @@ static const char *mem_twin(const lw *L, const lower_mem_remark *r)
     if (st && r->e == st->value) /* wgstore.c */
         return L->tw.plan.vstore ? "; sm_90a twin: staged in shared memory, 16-byte stores of whole rows"
                                  : "; sm_90a twin: TMA store";
+    if (L->tw.plan.vstore_no && L->tw.plan.vstore_miss && r->e == L->tw.plan.vstore_miss->value)
+        return L->tw.plan.vstore_no; /* wgstore.c: why a gather twin's store is not staged */
     return r->twin == 2 ? "; sm_90a twin: cp.async by its producer warps" : r->twin ? "; sm_90a twin: TMA" : "";
 }
 

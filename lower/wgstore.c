@@ -35,29 +35,45 @@ static int ws_match(lw *L, const tilec_stmt *s, tilec_tma_map *m, const tilec_ex
 }
 
 /* The store statement s as a tile of the twin's accumulators written by
- * rows: store(P + R[:, None] * S + C[None, :], value, mask) of f16, bf16
- * or f32, its columns C unit-stride (so a row's 16 bytes are one
- * st.global.v4 where aligned), any mask and pointer that read no register
- * tile (both walked again at a 16-byte chunk's indices); *size its
- * elements' bytes. */
-static int ws_rows_match(lw *L, const tilec_stmt *s, unsigned *size)
+ * rows: store(ptr, value, mask) of f16, bf16 or f32 whose pointer tile is
+ * unit-stride along the columns in runs of whole 16-byte chunks (the
+ * axis analysis: any row offsets, e.g. P + R[:, None] * S + C[None, :]),
+ * so a chunk is one st.global.v4 where aligned; any mask and pointer that
+ * read no register tile (both walked again at a 16-byte chunk's indices);
+ * *size its elements' bytes. Else 0 and *why the reason, for the remark. */
+static int ws_rows_match(lw *L, const tilec_stmt *s, unsigned *size, const char **why)
 {
     const wg_plan *w = &L->tw.plan;
     const tilec_expr *e = s->value;
-    lower_ptraff pa;
+    *why = NULL;
     if (s->kind != TILEC_ST_EXPR || !tilec_is_builtin(e, BI_STORE) || e->nargs < 2)
         return 0;
     const tilec_type *pt = lower_ty(L, e->args[0]);
-    if (pt->rank != 2 || pt->dims[0] != w->M || pt->dims[1] != w->N ||
-        (pt->dtype != TILEC_DT_F16 && pt->dtype != TILEC_DT_BF16 && pt->dtype != TILEC_DT_F32))
+    if (pt->rank != 2 || pt->dims[0] != w->M || pt->dims[1] != w->N) {
+        *why = lower_fmt(L, "it stores a %s tile, not the product's [%lld, %lld]", lower_dims_text(L, pt->dims, pt->rank),
+                         (long long)w->M, (long long)w->N);
         return 0;
-    if (!lower_ptr_affine(L, e->args[0], &pa) || pa.stride[1] >= 0 || pa.stride[0] < 0 || pa.z ||
-        L->k->params[pa.base].type.dtype != pt->dtype)
+    }
+    if (pt->dtype != TILEC_DT_F16 && pt->dtype != TILEC_DT_BF16 && pt->dtype != TILEC_DT_F32) {
+        *why = lower_fmt(L, "its elements are %s (f16, bf16 or f32 are staged)", tilec_dtype_name(pt->dtype));
         return 0;
-    if (!lower_axinfo_of(L, e->args[0])->virt || (e->nargs > 2 && !lower_axinfo_of(L, e->args[2])->virt))
+    }
+    const lower_axinfo *pi = lower_axinfo_of(L, e->args[0]);
+    if (!pi->virt || (e->nargs > 2 && !lower_axinfo_of(L, e->args[2])->virt)) {
+        *why = "its address or mask reads a tile held in registers";
         return 0;
+    }
     *size = tilec_dtype_size(pt->dtype);
-    return w->N * *size % WS_ROW == 0; /* whole 128-byte rows of the staging's boxes */
+    int64_t vec = 16 / *size; /* a chunk's elements: contiguous where the columns' runs hold whole chunks */
+    if (pi->rank != 2 || pi->ax[1].contig < vec || pi->ax[1].contig % vec) {
+        *why = lower_fmt(L, "its columns are not unit-stride in runs of %lld elements (16 bytes)", (long long)vec);
+        return 0;
+    }
+    if (w->N * *size % WS_ROW) { /* whole 128-byte rows of the staging's boxes */
+        *why = lower_fmt(L, "a row of %lld elements is not whole 128-byte rows", (long long)w->N);
+        return 0;
+    }
+    return 1;
 }
 
 void lower_wg_store_note(lw *L, const tilec_stmt *s)
@@ -86,12 +102,22 @@ void lower_wg_store_note(lw *L, const tilec_stmt *s)
     unsigned miss_line = L->miss_line;
     if (w->gather) { /* no tensor maps (an im2col box is no store's map): vstore */
         unsigned size = 0;
-        if (s == last && !other && ws_rows_match(L, last, &size) &&
-            w->M * w->N * (int64_t)size <= w->S * w->stage_bytes) {
+        const char *why = NULL;
+        if (s != last)
+            return; /* not the kernel's final store: its own stores, no remark */
+        if (other)
+            why = "statements other than lets lie between the loop and it";
+        else if (ws_rows_match(L, last, &size, &why) && w->M * w->N * (int64_t)size > w->S * w->stage_bytes)
+            why = lower_fmt(L, "its tile's %lld bytes do not fit in the ring's %lld", (long long)(w->M * w->N * size),
+                            (long long)(w->S * w->stage_bytes));
+        else if (!why) {
             w->store = last;
             w->vstore = 1;
             w->maps[2].elem_bytes = size;
+            return;
         }
+        w->vstore_miss = last;
+        w->vstore_no = why ? lower_fmt(L, "; sm_90a twin: 4-byte stores from the fragments (not staged: %s)", why) : NULL;
         return;
     }
     int ok = s == last && !other && ws_match(L, last, &w->maps[2], &w->R[2], &w->C[2], &w->Z[2], &w->Ra[2], &w->Ca[2]);
@@ -200,8 +226,9 @@ static int ws_rows(lw *L, const tilec_stmt *s, const lay *y)
 {
     const wg_plan *w = &L->tw.plan;
     unsigned size = 0;
+    const char *why;
     lay wy;
-    if (!L->tw.done || s != w->store || !ws_rows_match(L, s, &size) || size != w->maps[2].elem_bytes ||
+    if (!L->tw.done || s != w->store || !ws_rows_match(L, s, &size, &why) || size != w->maps[2].elem_bytes ||
         !lower_wg_layout(L, w->M, w->N, &wy) || !lower_same_layout(L, y, &wy))
         return 0; /* the names mean something else here: the plain store */
     const tilec_expr *e = s->value, *value = e->args[1];

@@ -636,10 +636,39 @@ Test(wgconv, rows_store_whole_rows_through_shared_memory)
     cr_assert_not_null(code.tma.name, "the edited kernel: a gather twin");
     cr_expect(!strstr(code.source, "16-byte stores of whole rows") && !strstr(code.layouts, "16-byte stores of whole rows"),
               "a store whose unit stride is along the rows keeps the fragments' stores");
+    cr_expect(strstr(code.layouts, "sm_90a twin: 4-byte stores from the fragments (not staged: its columns are not "
+                                   "unit-stride in runs of 8 elements (16 bytes))"),
+              "the remark says why the store is not staged:\n%s", code.layouts);
     tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
     free(src);
+}
+
+/* The staged store is decided from the pointer's analysis (unit-stride
+ * columns in whole 16-byte runs), not from its spelling: conv2d_f16's
+ * tile of 8 x 16 output pixels, whose rows are (img * OH + oh) * OW + ow
+ * with oh and ow divided out of range(BM) (no row offset of the form
+ * start + range(n)), stages its tile as the rows kernels do, in every
+ * variant. Before session 48 it kept the fragments' 4-byte stores. */
+Test(wgconv, tiled_pixels_store_whole_rows_too)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, CONV);
+    for (int v = 0; v < 8; v++) {
+        tilec_kernel_code code;
+        lower_variant(ctx, m, "conv2d_f16", v, &code);
+        cr_assert_not_null(code.tma.name, "conv2d_f16 variant %d: an sm_90a twin", v);
+        const char *twin = strstr(code.source, code.tma.name);
+        cr_assert_not_null(twin);
+        const char *st = strstr(twin, "{ /* the tile into the ring (128-byte swizzle, ");
+        cr_expect(st && strstr(st, "*(uint4 *)tl_p = tl_vec;"), "conv2d_f16 variant %d: the twin stages its tile", v);
+        cr_expect(strstr(code.layouts, "sm_90a twin: staged in shared memory, 16-byte stores of whole rows"),
+                  "conv2d_f16 variant %d: the remark:\n%s", v, code.layouts);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
 }
 
 /* The im2col box only where the mask is TMA's zero fill: without the

@@ -644,24 +644,51 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
     // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:53
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -1212,24 +1239,51 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
     // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:53
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -1780,24 +1834,51 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
     // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:53
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -2308,24 +2389,51 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
     // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:53
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -2833,24 +2941,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
     // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:53
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -3401,24 +3536,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
     // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:53
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -3929,24 +4091,51 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
     // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:53
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -4497,24 +4686,51 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
     // examples/conv2d.tile:52
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:53
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
+            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -5109,24 +5325,51 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -5721,24 +5964,51 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -6333,24 +6603,51 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -6905,24 +7202,51 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -7474,24 +7798,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -8086,24 +8437,51 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -8658,24 +9036,51 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(128); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 7) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 7) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 8192 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(128);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 4; ++tl_n) {
+            const int tl_u = tl_n * 128 + tl_tid;
+            const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
@@ -9270,24 +9675,51 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
     // examples/conv2d.tile:86
     // v_pix: index tile computed where it is used
     // examples/conv2d.tile:87
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-        const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
+        tl_bar_consumers(256); /* every wgmma has read its stage */
+        #pragma unroll
+        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
+            const int tl_j = tl_c;
+            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+            const unsigned tl_b = (unsigned)tl_i1 * 2;
+            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
+            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
+            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
             unsigned int tl_vec;
             ((__half *)&tl_vec)[0] = tl_v0;
             ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
+            *(unsigned int *)(tl_so + tl_o) = tl_vec;
+        }
+        tl_bar_consumers(256);
+        #pragma unroll
+        for (int tl_n = 0; tl_n < 8; ++tl_n) {
+            const int tl_u = tl_n * 256 + tl_tid;
+            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
+            const int tl_i1 = 0 + tl_k * 8;
+            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
+            __half *tl_p = ((v_y + (((((v_img * ((long long)(v_OH))) + (v_oh0 + ((long long)((tl_i0 / v_PW))))) * ((long long)(v_OW))) + (v_ow0 + ((long long)((tl_i0 % v_PW))))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+            const bool tl_m0 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
+            const bool tl_m1 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
+            const bool tl_m2 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
+            const bool tl_m3 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
+            const bool tl_m4 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
+            const bool tl_m5 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
+            const bool tl_m6 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
+            const bool tl_m7 = ((((v_oh0 + ((long long)((tl_i0 / v_PW)))) < ((long long)(v_OH))) && ((v_ow0 + ((long long)((tl_i0 % v_PW)))) < ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
+                *(uint4 *)tl_p = tl_vec;
+            } else {
+                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
+                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
+                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
+                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
+                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
+                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
+                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
+                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
+            }
         }
     }
 }
