@@ -46,6 +46,11 @@ tables. Usage (from the repository root, on the GPU machine):
           convolution as users wrote it from the docs (tests/conv_forms) at
           four ResNet-50 layers against cuDNN; not part of a plain run
 
+  python3 bench/harness/bench.py --family llmforms --out llmforms.jsonl
+          LLM kernels as users wrote them from the docs (tests/llm_forms:
+          RMSNorm, SwiGLU, cross-entropy, RoPE) at the llm family's sizes,
+          against torch eager and torch.compile; not part of a plain run
+
   python3 bench/harness/bench.py --family matmul --family handtuned --out tuned.jsonl --no-compile
           issue 31: the benchmark's f16 and bf16 GEMMs (bench/harness/gemm.tile:
           no tile hints, the compiler's default space, docs/tuning.md) beside
@@ -533,7 +538,16 @@ LLM_TILE = "examples/llm.tile"
 BF16 = getattr(torch, "bfloat16", None)  # None under the CPU tests' stand-in torch
 
 
-def w_llm_rmsnorm(r, c, eps=1e-6):
+def llm_form_names(form, name, kernel):
+    """A workload's (name, family, tile, kernel): the llm family's own, or,
+    with form = (path, kernel) of tests/llm_forms, that file's kernel
+    (the llmforms family, the same arguments)."""
+    if form is None:
+        return f"llm {name}", "llm", LLM_TILE, kernel
+    return f"llmform {form[1]} {name}", "llmforms", form[0], form[1]
+
+
+def w_llm_rmsnorm(r, c, eps=1e-6, form=None):
     """RMSNorm forward as HF Llama computes it (w * bf16(x * rstd))."""
     def make():
         return {"x": randn(r, c, dtype=BF16), "w": (1 + 0.1 * randn(c)).to(BF16),
@@ -548,7 +562,7 @@ def w_llm_rmsnorm(r, c, eps=1e-6):
         xd = t["x"].double()
         return t["w"].double() * xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps)
     return Workload(
-        f"llm rmsnorm fwd bf16 {r}x{c}", "llm", LLM_TILE, "rmsnorm_fwd", make,
+        *llm_form_names(form, f"rmsnorm fwd bf16 {r}x{c}", "rmsnorm_fwd"), make,
         lambda t: ([t["x"], t["w"], t["y"], t["rstd"], r, c, eps], "y"), torch_fn, ref, 2 * (2 * r * c + c) + 4 * r,
         tol=1e-2)
 
@@ -636,7 +650,7 @@ def w_llm_layernorm_bwd(r, c, rpp=16, eps=1e-5):
         torch_fn, ref, 2 * (3 * r * c + 3 * c) + 8 * r, tol=1e-2, tilec_fn=run)
 
 
-def w_llm_rope(tokens, heads, d=128):
+def w_llm_rope(tokens, heads, d=128, form=None):
     """RoPE on q [tokens, heads, 128] (HF's rotate_half); tilec reads cos and
     sin [tokens, 64], torch HF's [tokens, 128] (both halves the same)."""
     def make():
@@ -652,14 +666,14 @@ def w_llm_rope(tokens, heads, d=128):
         q1, q2 = q[..., : d // 2], q[..., d // 2:]
         return q * cos[:, None, :] + torch.cat([-q2, q1], -1) * sin[:, None, :]
     return Workload(
-        f"llm rope bf16 {tokens}x{heads}x{d}", "llm", LLM_TILE, "rope", make,
+        *llm_form_names(form, f"rope bf16 {tokens}x{heads}x{d}", "rope"), make,
         lambda t: ([t["q"], t["cos"], t["sin"], t["out"], tokens, heads], "out"),
         lambda t: rot(t["q"], t["cos2"], t["sin2"]),
         lambda t: rot(t["q"].double(), t["cos2"].double(), t["sin2"].double()), 2 * (2 * tokens * heads * d + tokens * d),
         tol=1e-2)
 
 
-def w_llm_glu(kind, r, c):
+def w_llm_glu(kind, r, c, form=None):
     def act(x):
         return F.silu(x) if kind == "swiglu" else F.gelu(x)
 
@@ -667,7 +681,7 @@ def w_llm_glu(kind, r, c):
         return {"g": randn(r, c, dtype=BF16), "u": randn(r, c, dtype=BF16),
                 "out": torch.empty(r, c, device=DEV, dtype=BF16)}
     return Workload(
-        f"llm {kind} bf16 {r}x{c}", "llm", LLM_TILE, kind, make,
+        *llm_form_names(form, f"{kind} bf16 {r}x{c}", kind), make,
         lambda t: ([t["g"], t["u"], t["out"], r * c], "out"), lambda t: act(t["g"]) * t["u"],
         lambda t: act(t["g"].double()) * t["u"].double(), 2 * 3 * r * c, tol=1e-2)
 
@@ -680,7 +694,7 @@ def _ce_formula(x, tgt, scale):
     return loss, g * scale
 
 
-def w_llm_ce(r, v):
+def w_llm_ce(r, v, form=None):
     """Cross-entropy forward + backward in one pass: each row's loss and the
     logits' gradient of the mean loss, bf16 logits."""
     def make():
@@ -691,7 +705,7 @@ def w_llm_ce(r, v):
         loss, g = _ce_formula(t["x"].float(), t["tgt"], 1.0 / r)
         return loss, g.to(BF16)
     return Workload(
-        f"llm cross-entropy fwd+bwd bf16 {r}x{v}", "llm", LLM_TILE, "ce_fwd_bwd", make,
+        *llm_form_names(form, f"cross-entropy fwd+bwd bf16 {r}x{v}", "ce_fwd_bwd"), make,
         lambda t: ([t["x"], t["tgt"], t["loss"], t["dx"], r, v, 1.0 / r], ("loss", "dx")), torch_fn,
         lambda t: _ce_formula(t["x"].double(), t["tgt"], 1.0 / r), 2 * 2 * r * v + 8 * r, tol=1e-2)
 
@@ -814,13 +828,32 @@ def llm_workloads():
             w_llm_glu("geglu", 8192, 14336), w_llm_ce(4096, V), w_llm_embed(8192, V, D), w_llm_embed_bwd(8192, V, D)]
 
 
+LLM_FORMS_DIR = "tests/llm_forms"  # LLM kernels as users wrote them from the docs (tests/llm_forms/README.md)
+
+
+def llm_form_workloads():
+    """Every kernel of tests/llm_forms at the llm family's size of its op,
+    named by its `/// op:` line (run with --family llmforms)."""
+    make = {"rmsnorm": lambda f: w_llm_rmsnorm(8192, 4096, form=f),
+            "swiglu": lambda f: w_llm_glu("swiglu", 8192, 14336, form=f),
+            "ce": lambda f: w_llm_ce(4096, 128256, form=f),
+            "rope": lambda f: w_llm_rope(8192, 32, form=f)}
+    w = []
+    for path, text, kernel in corpus(LLM_FORMS_DIR):
+        op = re.search(r"^/// op: *(\w+)", text, re.M)
+        if not op or op.group(1) not in make:
+            raise ValueError(f"{path}: needs a `/// op: NAME` line, NAME one of {', '.join(sorted(make))}")
+        w.append(make[op.group(1)]((path, kernel)))
+    return w
+
+
 def llm_table(records):
     """The llm family as one markdown table: per workload, tilec's time
     (Python side: what a user calls), torch eager's, torch.compile's and the
     ratios, and (the fused linear cross-entropy) each side's peak memory."""
     dev, mem, checks = {}, {}, {}
     for r in records:
-        if r.get("family") != "llm" and not str(r.get("workload", "")).startswith("llm "):
+        if r.get("family") not in ("llm", "llmforms") and not str(r.get("workload", "")).startswith(("llm ", "llmform ")):
             continue
         if r.get("kind") == "device" and "median_ms" in r:
             dev.setdefault(r["workload"], {})[r["side"]] = r["median_ms"]
@@ -841,7 +874,7 @@ def llm_table(records):
         extra = "; ".join(f"{k}: {v:.3f} ms" for k, v in d.items() if k.startswith("torch chunked"))
         m = "; ".join(f"{k} {v / 2 ** 20:.0f}" for k, v in mem.get(w, {}).items())
         status = "" if checks.get(w, {}).get("ok", True) else " (WRONG)"
-        lines.append(f"| {w[4:]}{status}{' (' + extra + ')' if extra else ''} | {ms(t)} | {ms(e)} | {ms(c)} | "
+        lines.append(f"| {w[4:] if w.startswith('llm ') else w}{status}{' (' + extra + ')' if extra else ''} | {ms(t)} | {ms(e)} | {ms(c)} | "
                      f"{ratio(e)} | {ratio(c)} | {m} |")
     return "\n".join(lines)
 
@@ -1127,6 +1160,7 @@ def workloads():
     w.extend(form_workloads())  # run only when asked: --family forms (or --only form)
     w.extend(attn_form_workloads())  # run only when asked: --family attnforms
     w.extend(conv_form_workloads())  # run only when asked: --family convforms
+    w.extend(llm_form_workloads())  # run only when asked: --family llmforms
     for dt in ("f16", "bf16"):  # issue 31's hand-tuned reference: run only when asked (--family handtuned)
         for s in (1024, 2048, 4096, 8192):
             w.append(w_matmul(s, s, s, dt, hand=True))
@@ -1788,7 +1822,7 @@ def main():
                 continue
             if args.family and w.family not in args.family and not ("issue31" in args.family and issue31_selects(w)):
                 continue
-            if w.family in ("forms", "attnforms", "convforms", "tuned", "handtuned", "llm") and not args.family and not args.only:
+            if w.family in ("forms", "attnforms", "convforms", "llmforms", "tuned", "handtuned", "llm") and not args.family and not args.only:
                 continue  # issue 29's forms, issue 31's tuned rows and hand-tuned GEMMs, issue 35's LLM set: runs of their own (--family)
             try:
                 r.workload(w)
@@ -1803,7 +1837,7 @@ def main():
         elif any(rec.get("workload", "").endswith(" tuned") and rec.get("workload", "").split()[0] in
                  ("softmax", "layernorm") for rec in r.records):
             print("\n" + rows_tuned_table(r.records), flush=True)
-        if args.family and "llm" in args.family:
+        if args.family and ("llm" in args.family or "llmforms" in args.family):
             print("\n" + llm_table(r.records), flush=True)
         if args.family and "handtuned" in args.family and "issue31" not in args.family:
             print("\n" + gemm_tuned_table(r.records), flush=True)
