@@ -109,7 +109,7 @@ static const char *mat_elem(lw *L, val *v, const char *const *idx, int same, con
     const char *reg = direct ? NULL : lower_lin_reg(L, v, idx, cur);
     if (mode == PREP) {
         if (!direct && !reg)
-            lower_spill(L, v);
+            lower_spill(L, v, cur);
         return NULL;
     }
     if (reg)

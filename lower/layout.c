@@ -219,15 +219,34 @@ int lower_dot_layout(lw *L, const tilec_type *at, int64_t M, int64_t N, lay *y)
 }
 
 /* Write a materialized value to its shared-memory buffer (row-major). */
-void lower_spill(lw *L, val *v)
+void lower_spill(lw *L, val *v, const lay *to)
 {
     for (int i = 0; i < L->nspilled; i++)
         if (L->spilled[i] == v)
             return;
     if (v->smem < 0)
         v->smem = (int)lower_alloc_smem(L, v->ly.numel * lower_vsize(&v->ty));
-    lower_note(L, "  line %u: %s converted through shared memory (%lld bytes)", L->line, v->c,
-               (long long)(v->ly.numel * lower_vsize(&v->ty)));
+    /* two layouts --emit layouts prints alike differ in the order of a
+     * thread's elements: say how, or the report reads as a conversion
+     * between equal layouts */
+    const char *how = "";
+    strbuf a, b;
+    sb_init(&a);
+    sb_init(&b);
+    if (to && to->rank == v->ly.rank) {
+        lower_lin_describe(L, &v->ly, &a);
+        lower_lin_describe(L, to, &b);
+        if (!strcmp(sb_str(&a), sb_str(&b)))
+            how = v->ly.run != to->run
+                      ? lower_fmt(L, ": the same counts, but runs of %d contiguous elements a thread where the tile "
+                                     "it meets holds runs of %d", v->ly.run, to->run)
+                      : ": the same counts, its elements in another order";
+    }
+    L->failed |= a.failed | b.failed;
+    sb_free(&a);
+    sb_free(&b);
+    lower_note(L, "  line %u: %s converted through shared memory (%lld bytes)%s", L->line, v->c,
+               (long long)(v->ly.numel * lower_vsize(&v->ty)), how);
     lower_line(L, "__syncthreads();");
     lower_line(L, "{ /* %s to shared memory */", v->c);
     L->ind++;

@@ -32,23 +32,56 @@ static int reduce_axis_of(lw *L, const tilec_expr *e) { return lower_axis(L, e, 
 
 /* A vector meeting an [M, N] tile in a binary operator: a row ([N],
  * [1, N]) or a column ([M, 1]) stretched over it. */
+/* Operand o of an elementwise result t of rank 3 or more, broadcast along
+ * one axis (o's size 1 there, t's more; the same sizes elsewhere): that
+ * axis, else -1. */
+static int bcast_axis_n(const tilec_type *t, const tilec_type *o)
+{
+    int ax = -1;
+    if (o->rank != t->rank || o->ptr)
+        return -1;
+    for (int i = 0; i < t->rank; i++) {
+        if (o->dims[i] == t->dims[i] && (t->dims[i] > 1 || ax != i))
+            continue;
+        if (o->dims[i] != 1 || ax >= 0)
+            return -1;
+        ax = i;
+    }
+    return ax;
+}
+
 static void plan_bcast(lw *L, const tilec_expr *e)
 {
     const tilec_type *t = lower_ty(L, e);
+    if (t->rank >= 3) { /* `x * c` with x [R, 2, 64] and c [R, 1, 64] */
+        for (int i = 0; i < 2; i++) {
+            const tilec_type *o = lower_ty(L, e->args[i]);
+            int ax = bcast_axis_n(t, o), known = 0;
+            for (int k = 0; ax >= 0 && k < L->nbcastn; k++)
+                known |= lower_same_shape(&L->bcastn[k], t) && L->bcastn_ax[k] == ax;
+            if (ax >= 0 && !known && L->nbcastn < LP_MAX) {
+                L->bcastn[L->nbcastn] = *t;
+                L->bcastn_ax[L->nbcastn++] = ax;
+            }
+        }
+        return;
+    }
     if (t->rank != 2 || t->dims[0] == 1 || t->dims[1] == 1)
         return;
     for (int i = 0; i < 2; i++) {
         const tilec_type *o = lower_ty(L, e->args[i]);
         int ax = o->rank == 1 || (o->rank == 2 && o->dims[0] == 1) ? 1 : o->rank == 2 && o->dims[1] == 1 ? 0 : -1;
-        int known = 0;
+        int known = 0, fl = tilec_dtype_class(o->dtype) == 'f';
         if (ax < 0 || o->ptr)
             continue;
         for (int k = 0; k < L->nbcast; k++)
-            known |= L->bcast[k][0] == t->dims[0] && L->bcast[k][1] == t->dims[1] && L->bcast[k][2] == ax;
+            known |= L->bcast[k][0] == t->dims[0] && L->bcast[k][1] == t->dims[1] && L->bcast[k][2] == ax &&
+                     L->bcast[k][3] == fl;
         if (!known && L->nbcast < LP_MAX) {
             L->bcast[L->nbcast][0] = t->dims[0];
             L->bcast[L->nbcast][1] = t->dims[1];
-            L->bcast[L->nbcast++][2] = ax;
+            L->bcast[L->nbcast][2] = ax;
+            L->bcast[L->nbcast++][3] = fl;
         }
     }
 }
@@ -165,8 +198,24 @@ void lower_plan(lw *L)
             L->rows_mma = 1;
 }
 
+static lay expand(const lw *L, const lay *x, const tilec_type *t);
+
 lay lower_pick(lw *L, const tilec_type *t)
 {
+    /* a tile of rank 3 or more broadcast along its one size-1 axis: the
+     * slice of the full tile's layout there, so that each thread holds
+     * the elements its part of the full tile meets */
+    for (int i = 0; i < L->nbcastn && t->rank >= 3; i++) {
+        int ax = L->bcastn_ax[i];
+        tilec_type full = L->bcastn[i];
+        if (bcast_axis_n(&full, t) != ax)
+            continue;
+        full.dtype = t->dtype;
+        lay x = lower_pick(L, &full), s;
+        unsigned r, l, w;
+        s = lower_lin_slice(L, &x, ax, &r, &l, &w);
+        return expand(L, &s, t);
+    }
     for (int i = 0; i < L->nrowred; i++) {
         const int64_t *rr = L->rowred[i];
         if (t->rank == 2 && t->dims[0] == rr[0] && t->dims[1] == rr[1]) {
@@ -194,8 +243,12 @@ lay lower_pick(lw *L, const tilec_type *t)
         }
     /* a vector broadcast against an [M, N] tile: the slice of that tile's
      * layout along the other axis, so that each thread holds the elements
-     * its own part of the tile meets (no shared memory at the broadcast) */
-    for (int pass = 0; pass < 2 && t->rank == 1; pass++) /* a dot's result first (a bias) */
+     * its own part of the tile meets (no shared memory at the broadcast);
+     * a dot's result first (a bias), then a broadcast of a vector of t's
+     * kind (a float's, not an index's: of a square tile, `h[:, None] * D +
+     * d[None, :]` spans the other axis than `x * c[None, :]`), then any */
+    int fl = tilec_dtype_class(t->dtype) == 'f';
+    for (int pass = 0; pass < 3 && t->rank == 1; pass++)
         for (int i = 0; i < L->nbcast; i++) {
             int ax = (int)L->bcast[i][2];
             tilec_type rt = *t;
@@ -204,7 +257,7 @@ lay lower_pick(lw *L, const tilec_type *t)
             rt.dims[1] = L->bcast[i][1];
             const tilec_expr *d = dot_of(L, rt.dims[0], rt.dims[1]);
             lay x;
-            if (L->bcast[i][ax] != t->dims[0] || (!pass && !d))
+            if (L->bcast[i][ax] != t->dims[0] || (!pass && !d) || (pass == 1 && L->bcast[i][3] != fl))
                 continue;
             if (!d || !lower_dot_layout(L, lower_ty(L, d->args[0]), rt.dims[0], rt.dims[1], &x))
                 x = lower_pick(L, &rt);

@@ -159,8 +159,10 @@ lay lower_lin_rows(const lw *L, const tilec_type *t)
     if (t->rank != 2 || canon.repl)
         return canon;
     int cb = lg(t->dims[1]), rb = lg(t->dims[0]), tb = lg(L->nt), wb = tb - 5;
-    /* up to 16 bytes per access: 4 f32, 8 f16 */
-    int vb = tilec_dtype_size(t->dtype) <= 2 ? 3 : 2;
+    /* up to 16 bytes per access: 4 f32, 8 f16; 8 of an f32 tile too where a
+     * load or store at its shape moves f16 or bf16 (lower_chunk_elems), so a
+     * zeros(f32, ...) accumulator meets the cast of a bf16 load in registers */
+    int vb = tilec_dtype_size(t->dtype) <= 2 || lower_chunk_elems(L, t) == 8 ? 3 : 2;
     int n = cb + rb, v = cb < vb ? cb : vb;
     if (n - tb < v)
         return canon;

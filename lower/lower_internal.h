@@ -319,8 +319,12 @@ typedef struct lw {
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
     int nrowred;
-    int64_t bcast[LP_MAX][3]; /* [M, N] tiles a vector is broadcast against: M, N, the axis it spans */
+    int64_t bcast[LP_MAX][4]; /* [M, N] tiles a vector is broadcast against: M, N, the axis it spans, 1 for a
+                               * floating-point vector */
     int nbcast;
+    tilec_type bcastn[LP_MAX]; /* tiles of rank 3 or more a tile with one size-1 axis is broadcast against ... */
+    int bcastn_ax[LP_MAX];     /* ... along that axis */
+    int nbcastn;
     const tilec_expr *dots[LP_MAX];
     int ndots;
     int rows_mma; /* mma accumulators with the warps along the rows */
@@ -510,7 +514,8 @@ void lower_emit_index(lw *L, const lay *y, const char *j);
 const char *lower_linear(lw *L, int rank, const int64_t *dims, const char *const *idx);
 void lower_loop_begin(lw *L, const lay *y);
 void lower_loop_end(lw *L);
-void lower_spill(lw *L, val *v);
+/* to: the layout of the tile v meets (the note says how two layouts printed alike differ), or NULL. */
+void lower_spill(lw *L, val *v, const lay *to);
 
 /* ---- linlay.c: layouts as maps of bits ---- */
 

@@ -141,7 +141,7 @@ static void reduce_axis(lw *L, const red *rd, int axis, val *v, const tilec_type
     val *x = rd->x;
     const tilec_type *xt = &x->ty;
     lower_line(L, "/* %s%s along axis %d through shared memory */", rd->arg ? "arg" : "", rd->op, axis);
-    lower_spill(L, x);
+    lower_spill(L, x, NULL);
     v->ly = lower_canon(L, t);
     lower_line(L, "%s %s[%d];", lower_ctype(t->dtype), v->c, v->ly.E);
     lower_loop_begin(L, &v->ly);

@@ -318,7 +318,7 @@ void lower_emit_scan(lw *L, const tilec_expr *e, val *v)
     if (scan_regs(L, e, k, axis, &g, v))
         return;
     val *x = lower_operand(L, e->args[0]);
-    lower_spill(L, x);
+    lower_spill(L, x, NULL);
     g.lanes = g.len < 32 ? g.len : 32;
     g.lpw = 32 / g.lanes;
     g.lines = g.numel / g.len;

@@ -69,6 +69,24 @@ class FormsFamilyTests(unittest.TestCase):
             self.assertEqual(w.kernel, w.tile.split("/")[-1][:-len(".tile")], "each file's kernel is named as the file")
         self.assertIn("convform conv_gemm f16 1x1 s2 56x56 C256 K512 N32", [w.name for w in ws])
 
+    def test_every_llm_form_is_a_workload_of_its_op(self):
+        """tests/llm_forms: each file once, at the llm family's size of the
+        op its `/// op:` line names, its kernel named as the file."""
+        files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "llm_forms")) if f.endswith(".tile"))
+        self.assertGreaterEqual(len(files), 12)
+        ws = self.bench.llm_form_workloads()
+        self.assertEqual(len(ws), len(files))
+        for w in ws:
+            self.assertEqual(w.family, "llmforms")
+            stem = w.tile.split("/")[-1][:-len(".tile")]
+            self.assertEqual(w.kernel, stem, "each file's kernel is named as the file")
+            self.assertTrue(w.name.startswith(f"llmform {stem} "), w.name)
+        names = [w.name for w in ws]
+        self.assertIn("llmform rmsnorm_loop rmsnorm fwd bf16 8192x4096", names)
+        self.assertIn("llmform ce_online cross-entropy fwd+bwd bf16 4096x128256", names)
+        self.assertIn("llmform rope_halves rope bf16 8192x32x128", names)
+        self.assertIn("llmform swiglu_tuned swiglu bf16 8192x14336", names)
+
     def test_every_form_is_a_workload_with_a_known_convention(self):
         files = sorted(f for f in os.listdir(os.path.join(ROOT, "tests", "forms")) if f.endswith(".tile"))
         ws = self.bench.form_workloads(4096)
