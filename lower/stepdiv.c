@@ -14,6 +14,10 @@
  * quotient and D a scalar computed before the loop, and keeps one counter
  * pair for each distinct (N, D); the walker (expr.c) reads a counter for
  * each such division; lower_stepdiv_advance moves them on by one step.
+ * A numerator is followed through the names let to it (`let tap = q0 /
+ * cp; tap / S`), and a remainder spelt `N - (N / D) * D` (C's N % D) reads
+ * the remainder counter of N / D: tests/conv_forms/conv_gemm.tile spells
+ * its tap so, and divided by S every step before (session 48).
  * The counters equal C's division when the divisors are positive, the
  * loop starts at 0 or above and steps up (then every numerator is at
  * least 0); a run-time flag checks that once, and otherwise each step
@@ -26,9 +30,11 @@
  * remainder plus its gain (the step, or a quotient's gain, each below
  * 2^31) stays below 2^32. In 64 bits the advance cost two instructions an
  * add, compare and subtract: in the SASS of conv2d.tile's twins about 40
- * of a step's 170 instructions (session 43). A wider divisor keeps the
- * 64-bit counters (its quotient by a 32-bit numerator is 0, which a
- * truncated divisor would not give). Without the flag (a divisor not
+ * of a step's 170 instructions (session 43). A wider divisor (`cdiv(C,
+ * BK) * BK`, 64-bit where it may pass 2^31 - 1) is clamped to 2^31 for
+ * the counters (tl_ddP): a numerator below 2^31 has quotient 0 by either,
+ * which a truncated divisor would not give; a counter read as a wider
+ * value goes through (int). Without the flag (a divisor not
  * positive, a negative start) each step divides as written, in 64 bits,
  * and keeps the value's low 32 bits: the source's i32 value. The caller
  * may ask for 64 bits (narrow 0): the gather twins of two blocks an SM,
