@@ -14,6 +14,10 @@
  * quotient and D a scalar computed before the loop, and keeps one counter
  * pair for each distinct (N, D); the walker (expr.c) reads a counter for
  * each such division; lower_stepdiv_advance moves them on by one step.
+ * A numerator is followed through the names let to it (`let tap = q0 /
+ * cp; tap / S`), and a remainder spelt `N - (N / D) * D` (C's N % D) reads
+ * the remainder counter of N / D: tests/conv_forms/conv_gemm.tile spells
+ * its tap so, and divided by S every step before (session 48).
  * The counters equal C's division when the divisors are positive, the
  * loop starts at 0 or above and steps up (then every numerator is at
  * least 0); a run-time flag checks that once, and otherwise each step
@@ -26,9 +30,11 @@
  * remainder plus its gain (the step, or a quotient's gain, each below
  * 2^31) stays below 2^32. In 64 bits the advance cost two instructions an
  * add, compare and subtract: in the SASS of conv2d.tile's twins about 40
- * of a step's 170 instructions (session 43). A wider divisor keeps the
- * 64-bit counters (its quotient by a 32-bit numerator is 0, which a
- * truncated divisor would not give). Without the flag (a divisor not
+ * of a step's 170 instructions (session 43). A wider divisor (`cdiv(C,
+ * BK) * BK`, 64-bit where it may pass 2^31 - 1) is clamped to 2^31 for
+ * the counters (tl_ddP): a numerator below 2^31 has quotient 0 by either,
+ * which a truncated divisor would not give; a counter read as a wider
+ * value goes through (int). Without the flag (a divisor not
  * positive, a negative start) each step divides as written, in 64 bits,
  * and keeps the value's low 32 bits: the source's i32 value. The caller
  * may ask for 64 bits (narrow 0): the gather twins of two blocks an SM,
@@ -43,6 +49,7 @@ enum { SD_MAX = 8, SD_NODES = 32 };
 typedef struct sd_pair {
     int parent;      /* the pair whose quotient is the numerator, or -1: the loop variable */
     const char *den; /* the divisor, as C */
+    int clamp;       /* a divisor wider than 32 bits under 32-bit counters: tl_ddP, it clamped to 2^31 */
 } sd_pair;
 
 struct lower_stepdiv {
@@ -75,13 +82,44 @@ static int sd_invariant(lw *L, const lower_stepdiv *s, const tilec_expr *d)
 }
 
 /* The pair of numerator n: -1 for the loop variable, the pair of a
- * division already kept, -2 for anything else. */
-static int sd_numerator(lower_stepdiv *s, const tilec_expr *n)
+ * division already kept (through the names let to it: `let tap = q0 /
+ * cp; tap / S`), -2 for anything else. */
+static int sd_numerator(lw *L, lower_stepdiv *s, const tilec_expr *n)
 {
+    n = lower_look(L, n);
     if (n->kind == TILEC_EX_NAME && !strcmp(n->name, s->var))
         return -1;
     int k = sd_pair_of(s, n);
     return k >= 0 && !s->node_mod[k] ? s->node_pair[k] : -2;
+}
+
+/* Are a and b the same numerator: one node through the names let to it,
+ * or one name (the loop variable). */
+static int sd_same(lw *L, const tilec_expr *a, const tilec_expr *b)
+{
+    a = lower_look(L, a);
+    b = lower_look(L, b);
+    return a == b || (a->kind == TILEC_EX_NAME && b->kind == TILEC_EX_NAME && !strcmp(a->name, b->name));
+}
+
+/* A remainder spelt by subtraction, `n - (n / d) * d` (or `d * (n / d)`),
+ * `n / d` a quotient kept (through names): that division's index, else
+ * -1. It is C's n % d, which the remainder counter holds (conv_gemm of
+ * tests/conv_forms: `q0 - tap * cp`, `tap - r * S`). */
+static int sd_sub_mod(lw *L, const lower_stepdiv *s, const tilec_expr *e)
+{
+    if (e->kind != TILEC_EX_BINARY || e->op != TILEC_OP_SUB)
+        return -1;
+    const tilec_expr *m = lower_look(L, e->args[1]);
+    if (m->kind != TILEC_EX_BINARY || m->op != TILEC_OP_MUL)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        const tilec_expr *q = lower_look(L, m->args[i]);
+        int k = sd_pair_of(s, q);
+        if (k >= 0 && !s->node_mod[k] && sd_same(L, q->args[0], e->args[0]) && sd_same(L, q->args[1], m->args[1 - i]))
+            return k;
+    }
+    return -1;
 }
 
 static void sd_scan(lw *L, lower_stepdiv *s, const tilec_expr *e, int depth)
@@ -96,10 +134,18 @@ static void sd_scan(lw *L, lower_stepdiv *s, const tilec_expr *e, int depth)
     }
     for (uint32_t i = 0; i < e->nargs; i++)
         sd_scan(L, s, e->args[i], depth + 1);
+    int sub = sd_sub_mod(L, s, e);
+    if (sub >= 0 && sd_pair_of(s, e) < 0 && s->nnodes < SD_NODES && lower_ty(L, e)->rank == 0) {
+        s->node[s->nnodes] = e; /* the remainder counter of that division's pair */
+        s->node_pair[s->nnodes] = s->node_pair[sub];
+        s->node_mod[s->nnodes] = 1;
+        s->nnodes++;
+        return;
+    }
     if (e->kind != TILEC_EX_BINARY || (e->op != TILEC_OP_DIV && e->op != TILEC_OP_MOD) || lower_ty(L, e)->rank ||
         tilec_dtype_class(lower_ty(L, e)->dtype) != 's' || sd_pair_of(s, e) >= 0 || s->nnodes == SD_NODES)
         return;
-    int parent = sd_numerator(s, e->args[0]); /* the numerator's divisions are kept first (scanned above) */
+    int parent = sd_numerator(L, s, e->args[0]); /* the numerator's divisions are kept first (scanned above) */
     if (parent == -2 || !sd_invariant(L, s, e->args[1]))
         return;
     const char *den = lower_walk(L, e->args[1], NULL, 0, NULL, EMIT);
@@ -109,11 +155,9 @@ static void sd_scan(lw *L, lower_stepdiv *s, const tilec_expr *e, int depth)
     if (p == s->npairs) {
         if (p == SD_MAX)
             return;
-        s->pair[p] = (sd_pair){parent, den};
+        s->pair[p] = (sd_pair){parent, den, tilec_dtype_size(lower_ty(L, e->args[1])->dtype) > 4};
         s->npairs++;
     }
-    if (tilec_dtype_size(lower_ty(L, e->args[1])->dtype) > 4)
-        s->wide = 1;
     s->node[s->nnodes] = e;
     s->node_pair[s->nnodes] = p;
     s->node_mod[s->nnodes] = e->op == TILEC_OP_MOD;
@@ -129,6 +173,13 @@ static const char *sd_num(lw *L, const lower_stepdiv *s, int p, const char *v)
 
 /* The counters' C type. */
 static const char *sd_type(const lower_stepdiv *s) { return s->wide ? "long long" : "unsigned"; }
+
+/* Pair p's divisor as the counters divide by it: a wider one clamped
+ * (tl_ddP) where they are 32-bit. */
+static const char *sd_den(lw *L, const lower_stepdiv *s, int p)
+{
+    return s->pair[p].clamp && !s->wide ? lower_fmt(L, "tl_dd%d", p) : s->pair[p].den;
+}
 
 void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads, int n, int narrow)
 {
@@ -155,8 +206,12 @@ void lower_stepdiv_begin(lw *L, const char *var, const tilec_expr *const *loads,
                s->nnodes, s->nnodes > 1 ? "s" : "");
     lower_line(L, "const bool tl_dok = %s;", sb_str(&ok));
     sb_free(&ok);
+    for (int p = 0; p < s->npairs; p++)
+        if (s->pair[p].clamp && !s->wide) /* q0 < 2^31 <= the clamped divisor: quotient 0, remainder q0, as unclamped */
+            lower_line(L, "const unsigned tl_dd%d = (unsigned)((%s) < 2147483648LL ? (%s) : 2147483648LL);", p,
+                       s->pair[p].den, s->pair[p].den);
     for (int p = 0; p < s->npairs; p++) {
-        const char *num = sd_num(L, s, p, "tl_lo"), *d = s->pair[p].den, *t = sd_type(s);
+        const char *num = sd_num(L, s, p, "tl_lo"), *d = sd_den(L, s, p), *t = sd_type(s);
         lower_line(L, "%s tl_dq%d = tl_dok ? (%s)(%s) / (%s)(%s) : 0, tl_dr%d = tl_dok ? (%s)(%s) %% (%s)(%s) : 0;", t, p, t,
                    num, t, d, p, t, num, t, d);
     }
@@ -188,8 +243,8 @@ void lower_stepdiv_advance(lw *L)
         const char *gain = s->pair[p].parent < 0 ? lower_fmt(L, "(%s)tl_st", t) : lower_fmt(L, "tl_dn%d", s->pair[p].parent);
         lower_line(L, "%s tl_dn%d = 0;", t, p);
         lower_line(L, "tl_dr%d += %s;", p, gain);
-        lower_line(L, "while (tl_dr%d >= (%s)(%s)) {", p, t, s->pair[p].den);
-        lower_line(L, "    tl_dr%d -= (%s)(%s);", p, t, s->pair[p].den);
+        lower_line(L, "while (tl_dr%d >= (%s)(%s)) {", p, t, sd_den(L, s, p));
+        lower_line(L, "    tl_dr%d -= (%s)(%s);", p, t, sd_den(L, s, p));
         lower_line(L, "    ++tl_dn%d;", p);
         lower_line(L, "}");
         lower_line(L, "tl_dq%d += tl_dn%d;", p, p);
@@ -254,5 +309,7 @@ const char *lower_stepdiv_ref(lw *L, const tilec_expr *e)
     int k = sd_pair_of(s, e);
     if (k < 0)
         return NULL;
-    return lower_fmt(L, "((%s)tl_d%c%d)", lower_ctype(lower_ty(L, e)->dtype), s->node_mod[k] ? 'r' : 'q', s->node_pair[k]);
+    tilec_dtype t = lower_ty(L, e)->dtype;
+    return lower_fmt(L, "((%s)%stl_d%c%d)", lower_ctype(t), !s->wide && tilec_dtype_size(t) > 4 ? "(int)" : "",
+                     s->node_mod[k] ? 'r' : 'q', s->node_pair[k]); /* 32-bit counters: the i32 value, signed */
 }

@@ -751,6 +751,34 @@ Test(forms, attention_from_the_docs_takes_the_twin)
  * variant; conv_taps.tile's loops over r, s and the channels stay on
  * mma.sync (a dot loop inside other loops is no twin's), and the remark
  * says why. Every file of the folder is in the list. */
+/* conv_gemm spells the filter tap's split as the docs let one: `let tap
+ * = q0 / cp`, `tap / S` through that name, the remainders by subtraction
+ * (`q0 - tap * cp`, `tap - r * S`), and cp = cdiv(C, BK) * BK, which may
+ * pass 2^31 - 1 (64-bit). Its persistent twin's producer must read step
+ * counters for all of them, 32-bit, as conv2d_f16_rows's does (q0 / cp /
+ * s1, q0 % cp): before, it divided the tap by S in 64 bits every step and
+ * advanced 64-bit counters (11-27% slower on the 3x3 layers, session 47). */
+static void check_tap_counters(const tilec_kernel_code *code, uint32_t v)
+{
+    const char *twin = code->tma.name ? strstr(code->source, code->tma.name) : NULL;
+    cr_assert_not_null(twin, "variant %u: no sm_90a twin", v);
+    cr_expect(strstr(twin, "const unsigned tl_dd0 = (unsigned)((v_cp) < 2147483648LL ? (v_cp) : 2147483648LL);") &&
+                  strstr(twin, "unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(tl_dd0) : 0") &&
+                  strstr(twin, "unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_S) : 0") &&
+                  !strstr(twin, "long long tl_dq"),
+              "conv_gemm variant %u: 32-bit counters for q0 / cp (cp clamped) and tap / S", v);
+    const char *loop = strstr(twin, "for (int v_q0 = tl_lo;");
+    cr_assert_not_null(loop);
+    const char *fallback = strstr(loop, "if (!tl_dok) {"), *after = fallback ? strchr(fallback, '}') : NULL;
+    const char *adv = after ? strstr(after, "if (tl_dok) { /* the counters one step on */") : NULL;
+    cr_assert(after && adv, "conv_gemm variant %u: the step's fallback and advance", v);
+    char *body = strndup(after, (size_t)(adv - after));
+    cr_expect(!strstr(body, "/ ((long long)(v_S))") && !strstr(body, "% ((long long)(v_S))") &&
+                  !strstr(body, "tl_dq0) * v_cp") && strstr(body, "const int tl_ac = (int)((((long long)(int)tl_dr0) +"),
+              "conv_gemm variant %u: the step divides by no S, the channel offset is the remainder counter:\n%s", v, body);
+    free(body);
+}
+
 Test(forms, conv_from_the_docs)
 {
     cr_expect_eq(tiles_in("tests/conv_forms"), 2, "tests/conv_forms has a .tile this test does not list");
@@ -770,11 +798,12 @@ Test(forms, conv_from_the_docs)
         for (uint32_t v = 0; v < nv; v++) {
             tilec_kernel_code code;
             cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, &code), TILEC_OK, "%s variant %u", path, v);
-            if (!f)
+            if (!f) {
                 cr_expect(code.tma.name && code.tma.maps[0].im2col == TILEC_TMA_IM2COL_OUT &&
                               strstr(code.remarks, "A by TMA's im2col mode (one box of "),
                           "%s variant %u:\n%s", path, v, code.remarks);
-            else {
+                check_tap_counters(&code, v);
+            } else {
                 cr_expect(!code.tma.name && strstr(code.remarks, "dot loop: cp.async pipeline + mma.sync") &&
                               strstr(code.remarks, "not on wgmma + TMA: "),
                           "%s variant %u:\n%s", path, v, code.remarks);
