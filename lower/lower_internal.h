@@ -142,6 +142,14 @@ typedef struct wg_plan {
     int persist;                  /* this twin walks the tiles in a persistent grid */
     int64_t epi_off;              /* the store's staging, from the aligned ring: 0 (the ring), or past it */
     int epi_parts;                /* a persistent twin stages its tile in this many parts (wgstore.c) */
+    /* a persistent gather twin's B resident (wgmma.c, persist_plan): where B's tile and the loop's bounds are
+     * the same for every tile a block walks (bres_ok; else bres_no says why), B's region past A's ring holds
+     * bres_cap k-steps' slots (bres_extra bytes more than the ring's S), the block's first tile copies B's
+     * steps into them and the ring carries A alone, where a tile's steps are at most bres_cap and the grid is
+     * one tile along each axis of bres_axes (bit a - 1: pid(a), a = 1, 2), a run-time test; else the ring */
+    int bres_ok, bres, bres_cap, bres_axes;
+    const char *bres_no;
+    int64_t bres_extra;
     /* wgattn.c: a loop of dots on cp.async rings (attention) on wgmma */
     int attn;                     /* 1: this twin is wgattn.c's, not the TMA dot loop's */
     int nfn;                      /* the register-A wgmma forms its dots use ... */
@@ -1000,6 +1008,10 @@ int lower_wg_finish(lw *L, lw *P, strbuf *tu, tilec_tma_meta *meta, const char *
 /* The persistent schedule for w (a ring and a separate store staging): 0
  * when it does not apply. */
 int lower_wg_persist(wg_plan *w);
+/* A persistent gather twin with B resident (w->bres): `tl_res`, whether
+ * this launch keeps it (a tile's steps fit w->bres_cap slots, the grid
+ * one tile along w->bres_axes), from tl_lo, tl_hi, tl_st. */
+void lower_wg_res_test(lw *L, const wg_plan *w);
 /* A persistent twin's store staging past the ring, in bytes. */
 int64_t lower_wg_staging(const wg_plan *w);
 /* Bytes of the tile the epilogue stages in shared memory (a TMA store's
@@ -1023,6 +1035,10 @@ void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t ep
  * reading pid(a) before the epilogue); sets w->pair_ok, w->pax and its
  * stages, or says why not in w->how. */
 void lower_wg_pair_note(lw *L, const tilec_stmt *loop, const char *acc, wg_plan *w);
+/* Is e (NULL: yes) the same for every pid(ax), through the lets before
+ * `loop` and in its body? 0 where it may read pid(ax) or a name this
+ * cannot follow. */
+int lower_wg_pid_free(lw *L, const tilec_expr *e, const tilec_stmt *loop, int ax);
 /* The N of the twin's loop (its wgmma, B's boxes): 2N when paired. */
 int64_t lower_wg_n(const wg_plan *w);
 /* The paired consumers' second accumulator, zeroed (before the loop). */

@@ -19,7 +19,9 @@
  * Where one producer warp group copies, a B that is a plain strided tile
  * at a computed row (a filter tap's rows of an RSCK filter) goes by TMA
  * instead, through one tensor map, where each step proves its box's rows
- * unmasked (b_by_tma).
+ * unmasked (b_by_tma). On a persistent grid B may stay resident across
+ * the block's tiles (w->bres: wgmma.c, persist_plan): step j's B then goes
+ * to slot j in the block's first tile only (tl_bw, tl_bj).
  * docs/lowering.md ("wgmma with gathered operands") says why cp.async
  * and not TMA's im2col mode for A. */
 #include <stdint.h>
@@ -227,20 +229,23 @@ static void tma_issue(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
         return;
     lower_line(L, "if (tl_tid == 0) {");
     L->ind++;
+    const char *bt = w->bres ? "tl_bt && tl_bw" : "tl_bt"; /* B resident: its boxes in the block's first tile only */
     lower_line(L, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? %lldu : 0u)%s);", (long long)aslot,
-               w->btma ? lower_fmt(L, " + (tl_bt ? %lldu : 0u)", (long long)bslot) : "");
+               w->btma ? lower_fmt(L, " + (%s ? %lldu : 0u)", w->bres ? "(tl_bt && tl_bw)" : "tl_bt", (long long)bslot)
+                       : "");
     lower_line(L, "if (tl_at) {");
     L->ind++;
     lower_wg_im2col_copy(L, w, lower_fmt(L, "tl_ring + tl_s * %lldu", (long long)aslot));
     L->ind--;
     lower_line(L, "}");
     if (w->btma) {
-        lower_line(L, "if (tl_bt) {");
+        lower_line(L, "if (%s) {", bt);
         L->ind++;
         for (int b = 0; b < (int)(w->N / w->maps[1].box_cols); b++)
-            lower_line(L, "tl_tma_2d(tl_ring + %lld + tl_s * %lld + %lld, &tl_tm1, (int)tl_bcol + %d, (int)tl_brow, "
+            lower_line(L, "tl_tma_2d(tl_ring + %lld + %s * %lld + %lld, &tl_tm1, (int)tl_bcol + %d, (int)tl_brow, "
                           "tl_full + tl_s * 8);",
-                       (long long)(w->S * aslot), (long long)bslot, (long long)b * w->K * GA_ROW, b * (int)w->maps[1].box_cols);
+                       (long long)(w->S * aslot), w->bres ? "tl_bj" : "tl_s", (long long)bslot,
+                       (long long)b * w->K * GA_ROW, b * (int)w->maps[1].box_cols);
         L->ind--;
         lower_line(L, "}");
     }
@@ -285,6 +290,12 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
         lower_wg_im2col_pre(L, w);
     if (!w->persist)
         lower_line(L, "int tl_it = 0;");
+    if (w->bres) { /* B resident (wgmma.c, persist_plan): step j of a tile in B's slot j */
+        lower_line(L, "const int tl_it0 = tl_it;");
+        lower_wg_res_test(L, w);
+        lower_line(L, "const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, "
+                      "or the block's first tile into the resident slots */");
+    }
     /* with values of the tap kept (hoist.c): an outer loop over taps that
      * sets them, an inner one over the steps of one tap */
     int taps = L->hoist && L->hoist->ntaps;
@@ -300,6 +311,8 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
         L->ind++;
     }
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
+    if (w->bres)
+        lower_line(L, "const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */");
     lower_line(L, "if (tl_it >= %d)", S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
     if (w->atma)
@@ -313,7 +326,8 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
      * one, each chunk's arithmetic behind the last chunk's branch. Not where two blocks share an SM: the
      * producer's 56 registers spilled with it (the kept registers, reloaded each step). */
     const char *ad = lower_fmt(L, "tl_r0 + tl_s * %lld", (long long)aslot), *aat = swizzled(L, w->M, w->arow, es);
-    const char *bd = lower_fmt(L, "tl_r0 + %lld + tl_s * %lld", (long long)(S * aslot), (long long)bslot),
+    const char *bd = lower_fmt(L, "tl_r0 + %lld + %s * %lld", (long long)(S * aslot), w->bres ? "tl_bj" : "tl_s",
+                               (long long)bslot),
                *bat = swizzled(L, w->K, GA_ROW, es);
     if (L->hoist)
         L->hoist->cur = 0; /* which load's kept registers the copies read */
@@ -357,7 +371,7 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
         lower_line(L, "}");
     }
     if (w->btma && !pb) {
-        lower_line(L, "if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */");
+        lower_line(L, "if (%s) { /* B's box partly masked: its chunks by cp.async */", w->bres ? "!tl_bt && tl_bw" : "!tl_bt");
         L->ind++;
         lower_emit_async_load_at(L, w->ld[1], bd, bat, 0, LOWER_ASYNC_ONE);
         L->ind--;

@@ -28,6 +28,8 @@ enum { WG_GROUP = 8, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 192 * 
 /* the stages of a small K tile: as deep in K as WG_MAX_STAGES of 64
  * (WG_K_DEPTH), at most WG_STAGES_CAP */
 enum { WG_K_DEPTH = WG_MAX_STAGES * 64, WG_STAGES_CAP = 16 };
+/* the most k-steps of a resident B (persist_plan): 64 of 64 halves, K = 4096 */
+enum { WG_RES_SLOTS = 64 };
 
 /* The consumer warps of an M tile: one warp group (4 warps, 16 rows each)
  * per m64 row of wgmma; 0 when the twin takes no such tile (two groups
@@ -766,6 +768,34 @@ static const char *wg_how(lw *L, const wg_plan *w, int say_warps)
     return lower_fmt(L, "%s%s%s", a, k, wp);
 }
 
+/* Whether a persistent gather twin (A by the im2col copy) may keep B
+ * resident (persist_plan): B by TMA (its copy one thread's, into whole
+ * boxes), and B's load and the loop's bounds the same for every tile the
+ * block walks: free of pid(0) (the tiles' own axis), and of pid(1) and
+ * pid(2) or else tested at run time for a grid of one tile along them
+ * (w->bres_axes). Sets w->bres_ok, or w->bres_no. */
+static void b_fixed(lw *L, const tilec_stmt *loop, const tilec_expr *bld, wg_plan *w)
+{
+    const tilec_expr *e[5] = {bld->nargs > 0 ? bld->args[0] : NULL, bld->nargs > 1 ? bld->args[1] : NULL, loop->lo,
+                              loop->hi, loop->step};
+    w->bres_ok = w->bres_axes = 0;
+    w->bres_no = NULL;
+    if (!w->btma) {
+        w->bres_no = "B is copied by cp.async (no tensor map of its rows)";
+        return;
+    }
+    for (int ax = 0; ax < 3; ax++)
+        for (int i = 0; i < 5; i++)
+            if (!lower_wg_pid_free(L, e[i], loop, ax)) {
+                if (!ax) {
+                    w->bres_no = "B's tile or the loop's bounds vary with pid(0), the axis of the tiles a block walks";
+                    return;
+                }
+                w->bres_axes |= 1 << (ax - 1);
+            }
+    w->bres_ok = 1;
+}
+
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
 {
     if (L->tw.on)
@@ -809,6 +839,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->kt = K;
     w->iters = ok && !w->gather ? wg_stage_iters(L, loop, w, &w->one_why) : 1;
     wg_trips(L, loop, w);
+    if (ok && w->gather && w->atma)
+        b_fixed(L, loop, pp->load[1], w);
     lower_leave(L);
     if (!ok)
         return;
@@ -856,6 +888,9 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
 /* A persistent twin's store staging past the ring, in bytes (one part). */
 static int persist_plan(wg_plan *w);
 
+/* Bytes of B's slot in a stage (a gather twin's: no pair) */
+static int64_t b_slot_of(const wg_plan *w) { return w->N * w->K * (int64_t)w->maps[w->gather ? w->atma : 1].elem_bytes; }
+
 int64_t lower_wg_store_bytes(const wg_plan *w)
 {
     return w->nmaps == 3 || w->vstore ? w->M * w->N * (int64_t)w->maps[2].elem_bytes : 0;
@@ -863,8 +898,8 @@ int64_t lower_wg_store_bytes(const wg_plan *w)
 
 int64_t lower_wg_staging(const wg_plan *w)
 {
-    /* two M tiles a block: a staging each */
-    return w->persist ? (w->mpair ? 2 : 1) * lower_wg_store_bytes(w) / w->epi_parts : 0;
+    /* two M tiles a block: a staging each; B's resident slots past the ring's ahead of it (persist_plan) */
+    return w->persist ? (w->mpair ? 2 : 1) * lower_wg_store_bytes(w) / w->epi_parts + (w->bres ? w->bres_extra : 0) : 0;
 }
 
 /* The persistent schedule for plan w (wgmma.c's twin of a variant that
@@ -918,7 +953,17 @@ static int persist_plan(wg_plan *w)
     w->S = S;
     w->persist = 1;
     w->epi_parts = parts;
-    w->epi_off = w->S * w->stage_bytes;
+    w->bres = 0;
+    if (w->bres_ok) { /* B's region: S slots, and as many more as fit beside the staging */
+        int64_t bslot = b_slot_of(w), room = SMEM_LIMIT - w->other - lower_wg_block(S, w->stage_bytes, tile / parts);
+        int64_t more = room > 0 ? room / bslot : 0;
+        if (S + more > WG_RES_SLOTS)
+            more = WG_RES_SLOTS > S ? WG_RES_SLOTS - S : 0;
+        w->bres = 1;
+        w->bres_cap = (int)(S + more);
+        w->bres_extra = more * bslot;
+    }
+    w->epi_off = w->S * w->stage_bytes + (w->bres ? w->bres_extra : 0);
     return 1;
 }
 
@@ -1124,6 +1169,14 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
     lower_line(L, "}");
 }
 
+void lower_wg_res_test(lw *L, const wg_plan *w)
+{
+    lower_line(L, "const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < %d)%s%s; "
+                  "/* B resident: its steps fit the %d slots%s */",
+               w->bres_cap, w->bres_axes & 1 ? " && tl_grid1 == 1" : "", w->bres_axes & 2 ? " && tl_grid2 == 1" : "",
+               w->bres_cap, w->bres_axes ? " and every tile has the same B" : "");
+}
+
 /* The consumer warp groups: wait for a slot, K/16 k16 steps of wgmma on
  * it, then wait for the previous slot's and hand that one back (one
  * group of wgmma in flight while the next slot is awaited). A is K-major
@@ -1138,6 +1191,8 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     int S = w->S;
     if (w->persist) { /* tl_it counts on across the block's tiles; this tile's first */
         lower_line(L, "const int tl_it0 = tl_it;");
+        if (w->bres)
+            lower_wg_res_test(L, w);
     } else {
         if (!w->gather || w->creg) /* a gather twin's producer needs registers for its addresses (wggather.c) */
             lower_line(L, "tl_setmaxnreg_inc<%d>();", w->gather ? w->creg : 232);
@@ -1151,8 +1206,8 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     /* each consumer warp group its 64 rows of A (MN-major: its box of 64 along M) */
     lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %lld;", (long long)a_slot(w),
                (long long)(w->amn ? w->K * WG_ROW_BYTES : 64 * w->arow));
-    lower_line(L, "const unsigned tl_b = tl_ring + %lld + tl_s * %lld;", (long long)(S * a_slot(w)),
-               (long long)b_slot(w));
+    lower_line(L, "const unsigned tl_b = tl_ring + %lld + %s * %lld;", (long long)(S * a_slot(w)),
+               w->bres ? "(tl_res ? tl_it - tl_it0 : tl_s)" : "tl_s", (long long)b_slot(w));
     lower_line(L, "tl_wg_fence();");
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_q = 0; tl_q < %d; ++tl_q)", (int)(w->K / 16));

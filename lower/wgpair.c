@@ -117,6 +117,8 @@ static int pid_is(lw *L, const tilec_expr *e, const tilec_stmt *loop, int ax, in
     return !e || (pid_affine(L, e, loop, ax, &a, 0) && a == want);
 }
 
+int lower_wg_pid_free(lw *L, const tilec_expr *e, const tilec_stmt *loop, int ax) { return pid_is(L, e, loop, ax, 0); }
+
 /* Does e + add (add maybe NULL) have pid(ax) coefficient `want` and no other dependence on it? */
 static int pid_sum_is(lw *L, const tilec_expr *e, const tilec_expr *add, const tilec_stmt *loop, int ax, int64_t want)
 {

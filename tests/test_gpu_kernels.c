@@ -996,10 +996,14 @@ static const int conv_shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 7
                                      {3, 8, 9, 16, 48, 1, 2, 0}, {2, 10, 10, 72, 64, 5, 2, 2},
                                      /* the rows kernels only: more tiles than the H200's 132 SMs (at BM 128, BN 128:
                                       * 144 and 150), so that a block of the persistent twin walks two */
-                                     {4, 48, 48, 64, 200, 1, 1, 0}, {6, 40, 40, 16, 136, 3, 1, 1}};
+                                     {4, 48, 48, 64, 200, 1, 1, 0}, {6, 40, 40, 16, 136, 3, 1, 1},
+                                     /* one N tile (K <= BN) and 137 tiles at BM 128: B resident on the persistent
+                                      * twin (lower/wgmma.c, persist_plan) where it walks (TILEC_TMA_PERSIST=1); C 16
+                                      * below BK, B's boxes partly masked, its chunks by cp.async */
+                                     {4, 66, 66, 16, 64, 3, 1, 1}, {1, 132, 132, 64, 32, 3, 1, 1}};
 
 /* Every variant of kernel (fused: relu(conv + bias), the bias after w)
- * at conv_shapes (the last two, the walking ones, where walk is set). */
+ * at conv_shapes (the last four, the walking ones, where walk is set). */
 static void check_conv(const char *file, const char *kernel, int fused, int walk)
 {
     uint32_t nv = variants_of(file, kernel);

@@ -511,7 +511,7 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
                                                                   "\"r\"(tl_aw), \"r\"(tl_ah), \"r\"(tl_an)"),
                   "variant %u: one im2col copy a step", v);
         char want[128];
-        snprintf(want, sizeof want, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? %uu : 0u) + (tl_bt ? ", bm[v] * bk[v] * 2);
+        snprintf(want, sizeof want, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? %uu : 0u) + ((tl_bt && tl_bw) ? ", bm[v] * bk[v] * 2);
         cr_expect(strstr(twin, want) && strstr(twin, "&tl_tm1, (int)tl_bcol + 0, (int)tl_brow") &&
                       strstr(twin, "tl_mbar_init(tl_full0 + tl_s * 8, 257);") &&
                       strstr(twin, "if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */"),
@@ -582,6 +582,40 @@ Test(wgconv, rows_spelt_otherwise_read_a_by_the_im2col_mode)
     }
 }
 
+/* Variant v of kernel lowered into code: a copy of its source (free it)
+ * cut before the one-tile twin NAME_1, *twin the persistent twin in it,
+ * *one the one-tile twin in code->source. */
+static char *rows_twins(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, tilec_kernel_code *code,
+                        const char **twin, const char **one)
+{
+    lower_variant(ctx, m, kernel, v, code);
+    cr_assert_not_null(code->tma.name, "%s variant %d: an sm_90a twin", kernel, v);
+    char one_name[128];
+    snprintf(one_name, sizeof one_name, "%s_1(", code->tma.name);
+    char *src = strdup(code->source), *cut = strstr(src, one_name);
+    cr_assert(cut, "%s variant %d: the one-tile twin", kernel, v);
+    cut[0] = '\0';
+    *twin = strstr(src, code->tma.name);
+    *one = strstr(code->source, one_name);
+    cr_assert_not_null(*twin);
+    return src;
+}
+
+/* conv2d_f16_rows with `from` replaced by `to`, lowered into code (a
+ * context and module of its own: free them and the returned source). */
+static char *rows_edited(const char *from, const char *to, tilec_ctx **ctx, tilec_module **m, tilec_kernel_code *code)
+{
+    size_t cap;
+    char *src = conv_src(64, &cap), *rows = strstr(src, "kernel conv2d_f16_rows");
+    cr_assert_not_null(rows);
+    edit_src(rows, cap - (size_t)(rows - src), from, to);
+    *ctx = tilec_ctx_new();
+    *m = NULL;
+    lower_src(*ctx, m, "conv2d_f16_rows", src, code);
+    cr_assert_not_null(code->tma.name, "the edited kernel: a gather twin");
+    return src;
+}
+
 /* The rows twins' epilogue (lower/wgstore.c, vstore): the tile staged in
  * shared memory as a TMA store's boxes (past the ring on the persistent
  * grid, in the ring on the one-tile twin), then 16-byte stores of whole
@@ -594,19 +628,13 @@ Test(wgconv, rows_store_whole_rows_through_shared_memory)
     tilec_module *m = parse(ctx, CONV);
     static const char *const kernels[] = {"conv2d_f16_rows", "conv2d_nhwc_rows"};
     /* the ring's bytes (stages x stage) of each variant: the persistent twin's staging begins there */
-    static const long ring[] = {196608, 196608, 147456, 147456, 98304}, tile[] = {32768, 32768, 16384, 16384, 8192};
+    /* (B's region holds its resident slots past the ring's stages: rows_keep_b_resident) */
+    static const long ring[] = {196608, 196608, 212992, 212992, 221184}, tile[] = {32768, 32768, 16384, 16384, 8192};
     for (uint32_t kf = 0; kf < 2; kf++)
         for (int v = 0; v < 5; v++) {
             tilec_kernel_code code;
-            lower_variant(ctx, m, kernels[kf], v, &code);
-            cr_assert_not_null(code.tma.name, "%s variant %d: an sm_90a twin", kernels[kf], v);
-            char one_name[128], want[160];
-            snprintf(one_name, sizeof one_name, "%s_1(", code.tma.name);
-            char *src = strdup(code.source), *one = strstr(src, one_name);
-            cr_assert(one, "%s variant %d: the one-tile twin", kernels[kf], v);
-            one[0] = '\0';
-            const char *twin = strstr(src, code.tma.name), *one_twin = strstr(code.source, one_name);
-            cr_assert_not_null(twin);
+            const char *twin, *one_twin;
+            char *src = rows_twins(ctx, m, kernels[kf], v, &code, &twin, &one_twin), want[160];
             snprintf(want, sizeof want, "& ~1023u) - tl_sa(tl_smem)) + %ld;", ring[v]);
             const char *st = strstr(twin, "then 16-byte stores of whole rows */");
             cr_expect(st && strstr(twin, "{ /* the tile into its staging (128-byte swizzle, ") && strstr(st, want) &&
@@ -624,16 +652,9 @@ Test(wgconv, rows_store_whole_rows_through_shared_memory)
         }
     tilec_module_free(m);
     tilec_ctx_free(ctx);
-    size_t cap;
-    char *src = conv_src(64, &cap), *rows = strstr(src, "kernel conv2d_f16_rows");
-    cr_assert_not_null(rows);
-    edit_src(rows, cap - (size_t)(rows - src), "store(y + p[:, None] * K + k[None, :], cast(acc, f16)",
-             "store(y + p[:, None] + k[None, :] * K, cast(acc, f16)");
-    ctx = tilec_ctx_new();
-    m = NULL;
     tilec_kernel_code code;
-    lower_src(ctx, &m, "conv2d_f16_rows", src, &code);
-    cr_assert_not_null(code.tma.name, "the edited kernel: a gather twin");
+    char *src = rows_edited("store(y + p[:, None] * K + k[None, :], cast(acc, f16)",
+                            "store(y + p[:, None] + k[None, :] * K, cast(acc, f16)", &ctx, &m, &code);
     cr_expect(!strstr(code.source, "16-byte stores of whole rows") && !strstr(code.layouts, "16-byte stores of whole rows"),
               "a store whose unit stride is along the rows keeps the fragments' stores");
     cr_expect(strstr(code.layouts, "sm_90a twin: 4-byte stores from the fragments (not staged: its columns are not "
@@ -669,6 +690,62 @@ Test(wgconv, tiled_pixels_store_whole_rows_too)
     }
     tilec_module_free(m);
     tilec_ctx_free(ctx);
+}
+
+/* B resident on the persistent rows twin (wgmma.c, persist_plan): B's
+ * region past A's ring holds as many k-steps' slots as fit beside the
+ * staging; where a tile's steps fit them and the grid has one N tile (a
+ * run-time test, tl_res), the block's first tile copies B's steps into
+ * slot j of step j (by TMA, or its chunks by cp.async where the box is
+ * partly masked), later tiles copy A alone, and the consumers read B's
+ * slot j; else the ring as before. The one-tile twin beside it keeps the
+ * ring. A B that varies with pid(0) stays in the ring, and the remark
+ * says why. */
+Test(wgconv, rows_keep_b_resident)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, CONV);
+    static const char *const kernels[] = {"conv2d_f16_rows", "conv2d_nhwc_rows"};
+    static const int cap[] = {6, 12, 14, 10, 21}, kib[] = {16, 8, 8, 16, 8};
+    for (uint32_t kf = 0; kf < 2; kf++)
+        for (int v = 0; v < 5; v++) {
+            tilec_kernel_code code;
+            const char *twin, *one_twin;
+            char *src = rows_twins(ctx, m, kernels[kf], v, &code, &twin, &one_twin), want[256];
+            snprintf(want, sizeof want, "const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) "
+                                        "/ tl_st < %d) && tl_grid1 == 1;", cap[v]);
+            const char *res = strstr(twin, want), *res2 = res ? strstr(res + 1, want) : NULL;
+            cr_expect(res && res2 && !strstr(res2 + 1, want), "%s variant %d: the producer's and the consumers' test",
+                      kernels[kf], v);
+            cr_expect(strstr(twin, "const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x;") &&
+                          strstr(twin, "const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s;") &&
+                          strstr(twin, " + ((tl_bt && tl_bw) ? ") && strstr(twin, "if (tl_bt && tl_bw) {") &&
+                          strstr(twin, " + tl_bj * ") && strstr(twin, "if (!tl_bt && tl_bw) {") &&
+                          strstr(twin, " + (tl_res ? tl_it - tl_it0 : tl_s) * "),
+                      "%s variant %d: B's boxes in the block's first tile, into slot j, read from it", kernels[kf], v);
+            cr_expect(!strstr(one_twin, "bool tl_res") && !strstr(one_twin, "tl_bj"), "%s variant %d: the one-tile twin's ring",
+                      kernels[kf], v);
+            snprintf(want, sizeof want, "B resident: a block copies B's steps once, in its first tile, into %d slots of "
+                                        "%d KiB and the ring carries A alone, where a tile's steps are at most %d and the "
+                                        "grid has one tile along B's axis", cap[v], kib[v], cap[v]);
+            cr_expect(strstr(code.layouts, want), "%s variant %d: the remark:\n%s", kernels[kf], v, code.layouts);
+            cr_expect(code.tma.smem_bytes <= 227 * 1024, "%s variant %d: %u bytes", kernels[kf], v, code.tma.smem_bytes);
+            free(src);
+            tilec_kernel_code_free(&code);
+        }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    tilec_kernel_code code;
+    char *src = rows_edited("let b = load(w + (q0 / cp * C + c)[:, None]",
+                            "let b = load(w + (q0 / cp * C + pid(0) % 1 + c)[:, None]", &ctx, &m, &code);
+    cr_expect(!strstr(code.source, "bool tl_res") &&
+                  strstr(code.layouts, "B not resident: B's tile or the loop's bounds vary with pid(0), the axis of the "
+                                       "tiles a block walks"),
+              "a B that reads pid(0) stays in the ring:\n%s", code.layouts);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    free(src);
 }
 
 /* The im2col box only where the mask is TMA's zero fill: without the
@@ -725,5 +802,24 @@ Test(wgconv, sass_of_the_rows_twin_has_an_im2col_copy, .timeout = 300)
     for (const char *p = strstr(t, "STG.E.128"); p; p = strstr(p + 1, "STG.E.128"))
         n128++;
     cr_expect_eq(n128, 8, "8 STG.E.128 in the epilogue (%d)", n128);
+    free(t);
+}
+
+/* The twin with B resident (rows_keep_b_resident): the 128 x 64 twin of
+ * the 3x3 56x56 C64 layer (variant 2) still has one im2col copy and B's
+ * TMA copy in the producer's loop (predicated on tl_bw), wgmma, no local
+ * memory. */
+Test(wgconv, sass_of_the_rows_twin_with_b_resident, .timeout = 300)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *t = twin_sass(tool, "conv2d_f16_rows", 2);
+    cr_assert_not_null(t, "the sm_90a cubin has the twin");
+    const char *i = strstr(t, "UTMALDG.4D.IM2COL"), *b = strstr(t, "UTMALDG.2D");
+    cr_expect(i && !strstr(i + 1, "UTMALDG.4D.IM2COL") && b && !strstr(b + 1, "UTMALDG.2D"),
+              "one im2col copy and one B box in the producer's loop");
+    cr_expect(strstr(t, "HGMMA.64x64x16.F32"), "wgmma");
+    cr_expect(!strstr(t, "LDL") && !strstr(t, "STL"), "no local memory in the twin");
     free(t);
 }

@@ -10081,12 +10081,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
             unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
                 const int tl_s = tl_it % 6;
+                const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                 if (tl_it >= 6)
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -10094,13 +10098,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
                 if (tl_tid == 0) {
-                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 16384u : 0u));
+                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + ((tl_bt && tl_bw) ? 16384u : 0u));
                     if (tl_at) {
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
-                    if (tl_bt) {
-                        tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                    if (tl_bt && tl_bw) {
+                        tl_tma_2d(tl_ring + 98304 + tl_bj * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + 98304 + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -10127,13 +10131,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
                         }
                     }
                 }
-                if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -10212,12 +10216,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
+            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -10962,6 +10967,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
             bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 12) && tl_grid1 == 1; /* B resident: its steps fit the 12 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
@@ -10978,6 +10986,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                 }
                 do { /* the steps of one tap */
                     const int tl_s = tl_it % 12;
+                    const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -10985,13 +10994,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                     const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
                     if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + (tl_bt ? 8192u : 0u));
+                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                         if (tl_at) {
                             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                         }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                        if (tl_bt && tl_bw) {
+                            tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
                     if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -11018,13 +11027,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                             }
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 4; ++tl_q) {
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                             const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -11106,12 +11115,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 12) && tl_grid1 == 1; /* B resident: its steps fit the 12 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 2; ++tl_q)
@@ -11787,7 +11797,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -11833,7 +11843,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -11844,12 +11854,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 14) && tl_grid1 == 1; /* B resident: its steps fit the 14 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
                 const int tl_s = tl_it % 6;
+                const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                 if (tl_it >= 6)
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -11857,12 +11871,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
                 if (tl_tid == 0) {
-                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 8192u : 0u));
+                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                     if (tl_at) {
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
-                    if (tl_bt) {
-                        tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                    if (tl_bt && tl_bw) {
+                        tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -11889,13 +11903,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
                         }
                     }
                 }
-                if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -11972,14 +11986,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 14) && tl_grid1 == 1; /* B resident: its steps fit the 14 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -11995,7 +12010,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 212992;
         tl_bar_consumers(256); /* every thread has read the staging's last part */
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -12618,7 +12633,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -12664,7 +12679,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -12675,12 +12690,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
                 const int tl_s = tl_it % 6;
+                const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                 if (tl_it >= 6)
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -12688,13 +12707,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
                 if (tl_tid == 0) {
-                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + (tl_bt ? 16384u : 0u));
+                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 16384u : 0u));
                     if (tl_at) {
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
-                    if (tl_bt) {
-                        tl_tma_2d(tl_ring + 49152 + tl_s * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 49152 + tl_s * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                    if (tl_bt && tl_bw) {
+                        tl_tma_2d(tl_ring + 49152 + tl_bj * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + 49152 + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -12721,13 +12740,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
                         }
                     }
                 }
-                if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -12804,14 +12823,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 49152 + tl_s * 16384;
+            const unsigned tl_b = tl_ring + 49152 + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -12827,7 +12847,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 212992;
         tl_bar_consumers(128); /* every thread has read the staging's last part */
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -13476,7 +13496,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 106496, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -13522,7 +13542,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -13556,6 +13576,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
             bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 21) && tl_grid1 == 1; /* B resident: its steps fit the 21 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
@@ -13572,6 +13595,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                 }
                 do { /* the steps of one tap */
                     const int tl_s = tl_it % 6;
+                    const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                     if (tl_it >= 6)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -13579,12 +13603,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                     const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
                     if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + (tl_bt ? 8192u : 0u));
+                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                         if (tl_at) {
                             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                         }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        if (tl_bt && tl_bw) {
+                            tl_tma_2d(tl_ring + 49152 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
                     if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -13611,13 +13635,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                             }
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 4; ++tl_q) {
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                             const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -13697,14 +13721,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 21) && tl_grid1 == 1; /* B resident: its steps fit the 21 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 49152 + tl_s * 8192;
+            const unsigned tl_b = tl_ring + 49152 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -13720,7 +13745,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 221184;
         tl_bar_consumers(128); /* every thread has read the staging's last part */
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -14483,12 +14508,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
             unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
                 const int tl_s = tl_it % 6;
+                const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                 if (tl_it >= 6)
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -14496,13 +14525,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
                 if (tl_tid == 0) {
-                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 16384u : 0u));
+                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + ((tl_bt && tl_bw) ? 16384u : 0u));
                     if (tl_at) {
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
-                    if (tl_bt) {
-                        tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                    if (tl_bt && tl_bw) {
+                        tl_tma_2d(tl_ring + 98304 + tl_bj * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + 98304 + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -14529,13 +14558,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
                         }
                     }
                 }
-                if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -14614,12 +14643,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
+            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -15430,6 +15460,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
             bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 12) && tl_grid1 == 1; /* B resident: its steps fit the 12 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
@@ -15446,6 +15479,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                 }
                 do { /* the steps of one tap */
                     const int tl_s = tl_it % 12;
+                    const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                     if (tl_it >= 12)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -15453,13 +15487,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                     const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
                     if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + (tl_bt ? 8192u : 0u));
+                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                         if (tl_at) {
                             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                         }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                        if (tl_bt && tl_bw) {
+                            tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
                     if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -15486,13 +15520,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                             }
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 4; ++tl_q) {
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                             const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -15574,12 +15608,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 12) && tl_grid1 == 1; /* B resident: its steps fit the 12 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 2; ++tl_q)
@@ -16321,7 +16356,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -16367,7 +16402,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -16378,12 +16413,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
             unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 14) && tl_grid1 == 1; /* B resident: its steps fit the 14 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
                 const int tl_s = tl_it % 6;
+                const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                 if (tl_it >= 6)
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -16391,12 +16430,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
                 if (tl_tid == 0) {
-                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 8192u : 0u));
+                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                     if (tl_at) {
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
-                    if (tl_bt) {
-                        tl_tma_2d(tl_ring + 98304 + tl_s * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                    if (tl_bt && tl_bw) {
+                        tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -16423,13 +16462,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
                         }
                     }
                 }
-                if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 4; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -16506,14 +16545,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 14) && tl_grid1 == 1; /* B resident: its steps fit the 14 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 8192;
+            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -16551,7 +16591,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     }
     // examples/conv2d.tile:154
     { /* the tile into its staging (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 212992;
         tl_bar_consumers(256); /* every thread has read the staging's last part */
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -17218,7 +17258,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 163840, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -17264,7 +17304,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -17275,12 +17315,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
             unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
                 const int tl_s = tl_it % 6;
+                const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                 if (tl_it >= 6)
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -17288,13 +17332,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
                 if (tl_tid == 0) {
-                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + (tl_bt ? 16384u : 0u));
+                    tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 16384u : 0u));
                     if (tl_at) {
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
-                    if (tl_bt) {
-                        tl_tma_2d(tl_ring + 49152 + tl_s * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 49152 + tl_s * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                    if (tl_bt && tl_bw) {
+                        tl_tma_2d(tl_ring + 49152 + tl_bj * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + 49152 + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -17321,13 +17365,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
                         }
                     }
                 }
-                if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                     #pragma unroll
                     for (int tl_q = 0; tl_q < 8; ++tl_q) {
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -17404,14 +17448,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 49152 + tl_s * 16384;
+            const unsigned tl_b = tl_ring + 49152 + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -17449,7 +17494,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     }
     // examples/conv2d.tile:154
     { /* the tile into its staging (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 147456;
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 212992;
         tl_bar_consumers(128); /* every thread has read the staging's last part */
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -18142,7 +18187,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 106496, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 6; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
@@ -18188,7 +18233,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -18222,6 +18267,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
             bool tl_tnew = true; /* whether a step moved the tap (the counters' advance; stays true when they are refused) */
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
+            const int tl_it0 = tl_it;
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 21) && tl_grid1 == 1; /* B resident: its steps fit the 21 slots and every tile has the same B */
+            const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
@@ -18238,6 +18286,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                 }
                 do { /* the steps of one tap */
                     const int tl_s = tl_it % 6;
+                    const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
                     if (tl_it >= 6)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
@@ -18245,12 +18294,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                     const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
                     if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + (tl_bt ? 8192u : 0u));
+                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                         if (tl_at) {
                             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                         }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 49152 + tl_s * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        if (tl_bt && tl_bw) {
+                            tl_tma_2d(tl_ring + 49152 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
                     if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -18277,13 +18326,13 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                             }
                         }
                     }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
+                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
                         #pragma unroll
                         for (int tl_q = 0; tl_q < 4; ++tl_q) {
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                             const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -18363,14 +18412,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 21) && tl_grid1 == 1; /* B resident: its steps fit the 21 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 49152 + tl_s * 8192;
+            const unsigned tl_b = tl_ring + 49152 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -18408,7 +18458,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     }
     // examples/conv2d.tile:154
     { /* the tile into its staging (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 98304;
+        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 221184;
         tl_bar_consumers(128); /* every thread has read the staging's last part */
         #pragma unroll
         for (int tl_c = 0; tl_c < 32; tl_c += 2) {
