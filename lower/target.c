@@ -134,6 +134,7 @@ typedef struct twin_ran {
     char mpair_why[200];   /* why one M tile a block runs where the plan named two; "" */
     char persist_why[200]; /* why one tile a block runs where the plan named a persistent grid; "" */
     unsigned early_line;   /* its consumers load the epilogue's tile of this .tile line before the loop; 0 */
+    int early_tma;         /* ... by TMA into the store's staging */
     int single;            /* a persistent gather twin's one-tile twin beside it (gather_single) */
 } twin_ran;
 
@@ -164,7 +165,8 @@ static void twin_remark(lw *R, const twin_ran *t)
     if (t->persist_why[0])
         h = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s", h, t->persist_why);
     if (t->early_line)
-        h = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop", h, t->early_line);
+        h = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop%s", h, t->early_line,
+                      t->early_tma ? ", by TMA into the store's staging" : "");
     R->tw.plan.how = h;
 }
 
@@ -214,6 +216,7 @@ static int persist_twin(const lw *R, const wg_plan *base, wg_plan *w, const char
         }
         int r = lower_wg_finish(&C, &P, tu, meta, name);
         w->early_line = C.tw.plan.early_line;
+        w->early_tma = C.tw.plan.early_tma;
         if (!r && why)
             persist_why(&C, &P, why, nwhy);
         lower_free(&P);
@@ -353,6 +356,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
                       : plan->mpair_ok ? "one M tile a block"
                                        : "one N tile a block";
             t.early_line = w.early_line;
+            t.early_tma = w.early_tma;
             t.persist_why[0] = '\0';
         }
         if (r <= 0)
