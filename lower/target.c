@@ -135,6 +135,7 @@ typedef struct twin_ran {
     char persist_why[200]; /* why one tile a block runs where the plan named a persistent grid; "" */
     unsigned early_line;   /* its consumers load the epilogue's tile of this .tile line before the loop; 0 */
     int early_tma;         /* ... by TMA into the store's staging */
+    int one_tma;           /* a pair's one-tile twin (single_twin) reads it so */
     int single;            /* a persistent gather twin's one-tile twin beside it (gather_single) */
 } twin_ran;
 
@@ -166,7 +167,9 @@ static void twin_remark(lw *R, const twin_ran *t)
         h = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s", h, t->persist_why);
     if (t->early_line)
         h = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop%s", h, t->early_line,
-                      t->early_tma ? ", by TMA into the store's staging" : "");
+                      t->early_tma ? ", by TMA into the store's staging"
+                      : t->one_tma ? " (its one-tile twin: by TMA into the store's staging)"
+                                   : "");
     R->tw.plan.how = h;
 }
 
@@ -259,9 +262,11 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
 /* Beside a paired twin `tname` (lower/wgpair.c), the persistent twin of
  * one tile a unit, `tname`_1, with the same parameters and tensor maps,
  * which the runtime launches where too few pairs would leave
- * multiprocessors idle; meta's shared memory the larger of the two.
+ * multiprocessors idle; meta's shared memory the larger of the two;
+ * *staged: whether it reads the epilogue's tile by TMA into its store's
+ * staging (wgmma.c, staged_load), which the pairs do not.
  * 1, or -1 out of memory (none made is no error: the pairs run alone). */
-static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
+static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, int *staged)
 {
     wg_plan base = R->tw.plan, w;
     base.pair_ok = 0;
@@ -275,6 +280,7 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
         if (one.smem_bytes > meta->smem_bytes)
             meta->smem_bytes = one.smem_bytes;
         free(one.name);
+        *staged = w.early_tma;
     }
     return r < 0 ? -1 : 1;
 }
@@ -364,7 +370,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         if (!r && plan->persist_no && !t.persist_why[0]) /* a gather twin not planned on one (wgmma.c) */
             snprintf(t.persist_why, sizeof t.persist_why, "%s", plan->persist_no);
         if (r > 0 && w.pair)       /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
-            r = single_twin(R, tname, tu, meta);
+            r = single_twin(R, tname, tu, meta, &t.one_tma);
         else if (r > 0 && w.gather) /* and beside a gather twin */
             r = (t.single = gather_single(R, tname, tu, meta)) < 0 ? -1 : r;
     }
