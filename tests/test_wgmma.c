@@ -402,14 +402,7 @@ static int sass_waits(const char *line, int *wb)
  * (lower_wg_early_words) leaves the words whole until the epilogue. */
 Test(wgmma, paired_early_loads_not_waited_before_the_loop, .timeout = 300)
 {
-    const char *tool = cuobjdump();
-    if (!tool)
-        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", "examples/llm.tile", "gemm_dw", 0, "sm_90a");
-    const char *twin = strstr(sass, "Function : gemm_dw_v0_tma\n");
-    cr_assert_not_null(twin, "the paired twin:\n%.2000s", sass);
-    const char *next = strstr(twin + 1, "Function : ");
-    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    char *t = sass_function("examples/llm.tile", "gemm_dw", 0, "Function : gemm_dw_v0_tma\n");
     const char *mma = strstr(t, "HGMMA."), *ld = strstr(t, "LDG.E ");
     cr_assert(mma && ld && ld < mma, "dW loaded before the first HGMMA");
     while (ld > t && ld[-1] != '\n')
@@ -435,7 +428,6 @@ Test(wgmma, paired_early_loads_not_waited_before_the_loop, .timeout = 300)
     cr_expect_eq(waited, 0, "%d instructions wait on the dW loads before the first HGMMA", waited);
     cr_expect(!strstr(t, "STL") && !strstr(t, "LDL"), "no local memory in the paired twin");
     free(t);
-    free(sass);
 }
 
 /* gemm_dw's one-tile twin reads its dW tile by TMA into the store's
@@ -445,20 +437,12 @@ Test(wgmma, paired_early_loads_not_waited_before_the_loop, .timeout = 300)
  * stage), no local memory. */
 Test(wgmma, one_tile_twin_reads_dw_by_tma, .timeout = 300)
 {
-    const char *tool = cuobjdump();
-    if (!tool)
-        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", "examples/llm.tile", "gemm_dw", 0, "sm_90a");
-    const char *twin = strstr(sass, "Function : gemm_dw_v0_tma_1\n");
-    cr_assert_not_null(twin, "the one-tile twin:\n%.2000s", sass);
-    const char *next = strstr(twin + 1, "Function : ");
-    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    char *t = sass_function("examples/llm.tile", "gemm_dw", 0, "Function : gemm_dw_v0_tma_1\n");
     cr_expect_eq(count_of(t, "LDG.E"), 0, "no LDG.E in the one-tile twin (dW by TMA): %d", count_of(t, "LDG.E"));
     cr_expect_eq(count_of(t, "UTMALDG"), 6, "4 UTMALDG of the producer's and 2 of dW's, not %d", count_of(t, "UTMALDG"));
     cr_expect_eq(count_of(t, "UTMASTG"), 2, "the store's two boxes");
     cr_expect(!strstr(t, "STL") && !strstr(t, "LDL"), "no local memory in the one-tile twin");
     free(t);
-    free(sass);
 }
 
 /* In the SASS of an FFMA, its three source registers and how many of them
