@@ -535,6 +535,8 @@ const char *lower_walk(lw *L, const tilec_expr *e, const char *const *idx, int s
         return kept;
     if (L->stepdiv && mode == EMIT && (kept = lower_stepdiv_ref(L, e)) != NULL) /* a step counter (stepdiv.c) */
         return kept;
+    if (e == L->tw.sload) /* read by TMA into the store's staging: the staging loop's element (wgstore.c) */
+        return mode == EMIT ? lower_ld_elem(L, lower_fmt(L, "tl_r%d", L->tw.sq), lower_ty(L, e)->dtype) : NULL;
     matnode *mn = lower_find_mat(L, e);
     if (mn)
         return mat_elem(L, mn->v, idx, same, cur, mode);

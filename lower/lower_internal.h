@@ -194,6 +194,7 @@ typedef struct wg_plan {
     lower_im2col ic;
     unsigned early_line;          /* a persistent twin's consumers load the epilogue's tile of this .tile line before
                                    * the loop (wgmma.c, early_issue; 0: none): the remark says so (lower/target.c) */
+    int early_tma;                /* ... that tile read by TMA into the store's staging (wgmma.c, staged_load) */
     int64_t other;                /* shared memory the twin's passes allocate besides its ring block (lower_wg_block):
                                    * the statements after the loop (a conversion, a reduction); 0 until a lowering
                                    * of the twin measured it (lower/target.c), then the stages leave room for it */
@@ -322,6 +323,11 @@ typedef struct lw {
          * early_issue): lower_find_mat finds them in every statement after it */
         matnode early[WG_MAX_EARLY];
         int nearly;
+        /* the epilogue's read of the tile it stores, by TMA into the store's staging (wgmma.c,
+         * staged_load): the load, its scalar condition (NULL: always), the element of the run the
+         * store's staging loop is at (wgstore.c, ws_value: lower_walk names tl_r<sq>) */
+        const tilec_expr *sload, *scond;
+        int sq;
     } tw;
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
     /* layplan.c: shapes reduced along their rows, the dots, the report */

@@ -134,6 +134,8 @@ typedef struct twin_ran {
     char mpair_why[200];   /* why one M tile a block runs where the plan named two; "" */
     char persist_why[200]; /* why one tile a block runs where the plan named a persistent grid; "" */
     unsigned early_line;   /* its consumers load the epilogue's tile of this .tile line before the loop; 0 */
+    int early_tma;         /* ... by TMA into the store's staging */
+    int one_tma;           /* a pair's one-tile twin (single_twin) reads it so */
     int single;            /* a persistent gather twin's one-tile twin beside it (gather_single) */
     int bres_cap;          /* a persistent gather twin's resident B: its slots (wgmma.c, persist_plan); 0 none */
     int64_t bres_slot;     /* ... their bytes each */
@@ -174,7 +176,10 @@ static void twin_remark(lw *R, const twin_ran *t)
     if (t->persist_why[0])
         h = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s", h, t->persist_why);
     if (t->early_line)
-        h = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop", h, t->early_line);
+        h = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop%s", h, t->early_line,
+                      t->early_tma ? ", by TMA into the store's staging"
+                      : t->one_tma ? " (its one-tile twin: by TMA into the store's staging)"
+                                   : "");
     R->tw.plan.how = h;
 }
 
@@ -224,6 +229,7 @@ static int persist_twin(const lw *R, const wg_plan *base, wg_plan *w, const char
         }
         int r = lower_wg_finish(&C, &P, tu, meta, name);
         w->early_line = C.tw.plan.early_line;
+        w->early_tma = C.tw.plan.early_tma;
         if (!r && why)
             persist_why(&C, &P, why, nwhy);
         lower_free(&P);
@@ -266,9 +272,11 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
 /* Beside a paired twin `tname` (lower/wgpair.c), the persistent twin of
  * one tile a unit, `tname`_1, with the same parameters and tensor maps,
  * which the runtime launches where too few pairs would leave
- * multiprocessors idle; meta's shared memory the larger of the two.
+ * multiprocessors idle; meta's shared memory the larger of the two;
+ * *staged: whether it reads the epilogue's tile by TMA into its store's
+ * staging (wgmma.c, staged_load), which the pairs do not.
  * 1, or -1 out of memory (none made is no error: the pairs run alone). */
-static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
+static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, int *staged)
 {
     wg_plan base = R->tw.plan, w;
     base.pair_ok = 0;
@@ -282,6 +290,7 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
         if (one.smem_bytes > meta->smem_bytes)
             meta->smem_bytes = one.smem_bytes;
         free(one.name);
+        *staged = w.early_tma;
     }
     return r < 0 ? -1 : 1;
 }
@@ -363,6 +372,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
                       : plan->mpair_ok ? "one M tile a block"
                                        : "one N tile a block";
             t.early_line = w.early_line;
+            t.early_tma = w.early_tma;
             t.persist_why[0] = '\0';
             t.bres_cap = w.bres ? w.bres_cap : 0;
             t.bres_slot = w.N * w.K * (int64_t)w.maps[1].elem_bytes;
@@ -372,7 +382,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         if (!r && plan->persist_no && !t.persist_why[0]) /* a gather twin not planned on one (wgmma.c) */
             snprintf(t.persist_why, sizeof t.persist_why, "%s", plan->persist_no);
         if (r > 0 && w.pair)       /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
-            r = single_twin(R, tname, tu, meta);
+            r = single_twin(R, tname, tu, meta, &t.one_tma);
         else if (r > 0 && w.gather) /* and beside a gather twin */
             r = (t.single = gather_single(R, tname, tu, meta)) < 0 ? -1 : r;
     }

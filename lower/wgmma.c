@@ -406,6 +406,88 @@ static int early_loads(lw *L, const tilec_stmt *loop, const tilec_expr **ld, int
     return k;
 }
 
+/* e reads ld at the element it computes: ld itself, or an operator or a
+ * cast of tiles of ld's shape over it (no broadcast, no transpose). */
+static int elementwise_of(lw *L, const tilec_expr *e, const tilec_expr *ld)
+{
+    if (e == ld)
+        return 1;
+    if (!lower_same_shape(lower_ty(L, e), lower_ty(L, ld)) ||
+        (e->kind != TILEC_EX_BINARY && e->kind != TILEC_EX_UNARY && !tilec_is_builtin(e, BI_CAST)))
+        return 0;
+    for (uint32_t i = 0; i < e->nargs; i++)
+        if (elementwise_of(L, e->args[i], ld))
+            return 1;
+    return 0;
+}
+
+/* The early load ld read by TMA into the store's staging instead of the
+ * consumers' registers: a one-tile persistent twin whose store goes out by
+ * TMA (wgstore.c) from a staging of the whole tile (one part, a 2-D map),
+ * ld the tile that store writes, read element by element where the store
+ * writes it (the value reads it through operators and casts of the tile's
+ * shape: elementwise_of), its pointer the store's, its mask the store's
+ * (the map's bounds: the copy engine fills what lies past them with 0) or
+ * that && a scalar (*cond: no copy where it is false, the epilogue adds 0)
+ * and its other 0. gemm_dw's dW += G^T h read (examples/llm.tile): the
+ * staging is free from the previous tile's store on, so the read runs
+ * under the loop on the copy engine, no register or load instruction of
+ * the consumers' (docs/lowering.md, "The epilogue"). */
+static int staged_load(lw *L, const tilec_expr *ld, const tilec_expr **cond)
+{
+    const wg_plan *w = &L->tw.plan;
+    const tilec_expr *st = w->store ? w->store->value : NULL;
+    *cond = NULL;
+    if (!st || w->vstore || w->nmaps != 3 || w->pair || w->mpair || !w->persist || w->epi_parts > 1 || w->Z[2] ||
+        st->nargs != 3 || ld->nargs != 3 || !elementwise_of(L, st->args[1], ld) ||
+        lower_ty(L, ld)->dtype != lower_ty(L, st->args[0])->dtype || !lower_same_first(L, ld->args[0], st->args[0]))
+        return 0;
+    const tilec_expr *o = ld->args[2], *mk = ld->args[1];
+    if ((o->kind != TILEC_EX_INT || o->ival) && (o->kind != TILEC_EX_FLOAT || o->fval != 0.0))
+        return 0;
+    if (lower_same_first(L, mk, st->args[2]))
+        return 1;
+    if (mk->kind != TILEC_EX_BINARY || mk->op != TILEC_OP_ANDAND || lower_ty(L, mk->args[1])->rank ||
+        !lower_same_first(L, mk->args[0], st->args[2]))
+        return 0;
+    *cond = mk->args[1];
+    return 1;
+}
+
+/* staged_load's copy, issued by consumer thread 0 once the previous
+ * tile's store has read the staging (its own cp.async.bulk group), on the
+ * mbarrier after the ring's (tl_full0 + 16 S: lower_wg_block's 1024 bytes
+ * of alignment room hold it, the base being 16-aligned); where cond is
+ * false a plain arrival completes the phase. */
+static void staged_issue(lw *L, const tilec_expr *ld, const tilec_expr *cond)
+{
+    const wg_plan *w = &L->tw.plan;
+    const tilec_tma_map *m = &w->maps[2];
+    const char *col, *row;
+    lower_wg_coords(L, w, 2, &col, &row);
+    const char *c = "true";
+    if (cond) {
+        lower_walk(L, cond, NULL, 0, NULL, PREP);
+        c = lower_walk(L, cond, NULL, 0, NULL, EMIT);
+    }
+    int nb = (int)(w->N * m->elem_bytes / WG_ROW_BYTES);
+    const char *bar = lower_fmt(L, "tl_full0 + %d", 16 * w->S);
+    lower_line(L, "// the epilogue's load at line %u, by TMA into the store's staging (its map, layout and swizzle), "
+                  "issued before the dot loop", ld->loc.line);
+    lower_line(L, "const bool tl_sc = %s;", c);
+    lower_line(L, "if (tl_tid == 0) {");
+    lower_line(L, "    tl_bulk_wait_read(); /* the previous tile's store has read the staging */");
+    lower_line(L, "    if (tl_sc) {");
+    lower_line(L, "        tl_mbar_expect(%s, %lld);", bar, (long long)(w->M * w->N * m->elem_bytes));
+    for (int b = 0; b < nb; b++)
+        lower_line(L, "        tl_tma_2d(tl_ring0 + %lld, &tl_tm2, %s + %u, %s, %s);",
+                   (long long)(w->epi_off + b * w->M * WG_ROW_BYTES), col, b * m->box_cols, row, bar);
+    lower_line(L, "    } else {");
+    lower_line(L, "        tl_mbar_arrive(%s); /* nothing read: the epilogue adds 0 */", bar);
+    lower_line(L, "    }");
+    lower_line(L, "}");
+}
+
 /* A paired twin's consumers (wgpair.c) load the second N tile's early
  * tiles too: the text of the lets before the loop (body..pre) and of the
  * early loads (at..) again, in a block where tl_pid<a> is pid(a) + 1, a
@@ -473,6 +555,14 @@ static void early_issue(lw *L, const tilec_stmt *loop, const val *acc)
     }
     size_t at = L->out.n; /* the producer's pass: the same values and shared memory, no text */
     int nsync = L->nsync;
+    const tilec_expr *cond;
+    if (n == 1 && staged_load(L, ld[0], &cond)) {
+        staged_issue(L, ld[0], cond);
+        L->tw.sload = ld[0];
+        L->tw.scond = cond;
+        L->tw.plan.early_tma = 1;
+        n = 0;
+    }
     for (int j = 0; j < n && !L->failed; j++) {
         lower_line(L, "// the epilogue's load at line %u, issued before the dot loop (its latency under the loop's)",
                    ld[j]->loc.line);
@@ -1449,10 +1539,13 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   "            tl_mbar_init(tl_full0 + tl_s * 8, %d);\n"
                   "            tl_mbar_init(tl_empty0 + tl_s * 8, %d);\n"
                   "        }\n"
+                  "%s"
                   "        tl_mbar_fence_init();\n"
                   "    }\n"
                   "    __syncthreads();\n",
-              w->S, wg_full_arrivals(w), C->nwarps * (w->mpair ? 2 : 1));
+              w->S, wg_full_arrivals(w), C->nwarps * (w->mpair ? 2 : 1),
+              w->early_tma ? lower_fmt(C, "        tl_mbar_init(tl_full0 + %d, 1); /* the epilogue's tile read by TMA "
+                                          "(staged_issue) */\n", 16 * w->S) : "");
     sb_printf(tu, "    const int tl_units = %s * %s * %s;\n", w->mpair ? "((tl_grid0 + 1) / 2)" : "tl_grid0",
               w->pair && w->pax == 1 ? "((tl_grid1 + 1) / 2)" : "tl_grid1",
               w->pair && w->pax == 2 ? "((tl_grid2 + 1) / 2)" : "tl_grid2");

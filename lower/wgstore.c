@@ -163,10 +163,20 @@ static void ws_stage(lw *L, const tilec_expr *value, const tilec_type *pt, const
         lower_line(L, "if (tl_b / %d / %d != %d)", WS_ROW, bpp, part);
         lower_line(L, "    continue;");
     }
-    for (int q = 0; q < nq; q++)
+    const char *o = lower_fmt(L, "const unsigned tl_o = (tl_b / %d%s) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
+                              WS_ROW, part ? lower_fmt(L, " - %d", part * bpp) : "", (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
+    if (L->tw.sload) { /* the tile read into the staging (wgmma.c, staged_issue) where this run is written */
+        lower_line(L, "%s", o);
+        for (int q = 0; q < nq; q++)
+            lower_line(L, "const %s tl_r%d = tl_sc ? *(const %s *)(tl_so + tl_o + %d) : %s;", lower_ctype(pt->dtype), q,
+                       lower_ctype(pt->dtype), q * (int)size, lower_st_elem(L, "0.0f", pt->dtype));
+    }
+    for (int q = 0; q < nq; q++) {
+        L->tw.sq = q; /* lower_walk names tl_r<q> for the staged load */
         ws_value(L, value, pt, y, q);
-    lower_line(L, "const unsigned tl_o = (tl_b / %d%s) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
-               WS_ROW, part ? lower_fmt(L, " - %d", part * bpp) : "", (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
+    }
+    if (!L->tw.sload)
+        lower_line(L, "%s", o);
     lower_line(L, "%s tl_vec;", vt);
     for (int q = 0; q < nq; q++)
         lower_line(L, "((%s *)&tl_vec)[%d] = tl_v%d;", lower_ctype(pt->dtype), q, q);
@@ -297,7 +307,10 @@ int lower_wg_store(lw *L, const tilec_stmt *s, const lay *y)
                w->mpair ? lower_fmt(L, " + tl_g * %lld", (long long)(lower_wg_staging(w) / 2)) : "");
     const char *z = lower_wg_batch(L, w, 2);
     for (int part = 0; part < parts; part++) {
-        if (w->persist) { /* a staging of its own, free once the last copies from it have read it */
+        if (L->tw.sload) { /* the tile read into the staging (wgmma.c, staged_issue), after the last store's read */
+            lower_line(L, "tl_mbar_wait(tl_full0 + %d, ((tl_u - (int)blockIdx.x) / (int)gridDim.x) & 1); /* the "
+                          "staging holds the tile line %u reads */", 16 * w->S, L->tw.sload->loc.line);
+        } else if (w->persist) { /* a staging of its own, free once the last copies from it have read it */
             lower_line(L, "if (tl_tid == 0)");
             lower_line(L, "    tl_bulk_wait_read();");
             lower_line(L, "tl_bar_consumers(%d);", L->nt);

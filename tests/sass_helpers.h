@@ -69,4 +69,22 @@ static inline char *disassemble_file(const char *tool, const char *opt, const ch
     return out;
 }
 
+/* The SASS of function `name` ("Function : NAME", its newline included
+ * where a longer name shares its start) of variant v of a kernel of
+ * `file` for sm_90a, up to the next function (a copy); the test is
+ * skipped without cuobjdump. */
+static inline char *sass_function(const char *file, const char *kernel, int v, const char *name)
+{
+    const char *tool = cuobjdump();
+    if (!tool)
+        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
+    char *sass = disassemble_file(tool, "-sass", file, kernel, v, "sm_90a");
+    const char *at = strstr(sass, name);
+    cr_assert_not_null(at, "the sm_90a cubin has %s:\n%.2000s", name, sass);
+    const char *next = strstr(at + 1, "Function : ");
+    char *t = strndup(at, next ? (size_t)(next - at) : strlen(at));
+    free(sass);
+    return t;
+}
+
 #endif

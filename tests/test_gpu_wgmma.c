@@ -535,20 +535,26 @@ Test(wgmma, epilogue_reads_back, .timeout = 300)
  * with nbat > 0 its head form mm_acc_head (nbat products, the head in
  * pid(1), the N tiles in pid(2)): c starts as random f16 values, against
  * the CPU in double. */
-static void run_acc(tilec_program *p, int nbat, int M, int N, int K)
+static void run_acc_as(tilec_program *p, int nbat, int add, int M, int N, int K);
+
+static void run_acc(tilec_program *p, int nbat, int M, int N, int K) { run_acc_as(p, nbat, -1, M, N, K); }
+
+/* run_acc's product; add 0 or 1: mm_acc_if with that flag (c = a @ b +
+ * (add ? c : 0)), -1: mm_acc or mm_acc_head. */
+static void run_acc_as(tilec_program *p, int nbat, int add, int M, int N, int K)
 {
     int nz = nbat ? nbat : 1;
     size_t na = (size_t)M * K * nz, nb = (size_t)K * N * nz, nc = (size_t)M * N * nz;
     float *a = malloc(na * 4 + 4), *b = malloc(nb * 4 + 4), *c0 = malloc(nc * 4 + 4), *got = malloc(nc * 4 + 4);
     uint16_t *ah = rand16(na, 0, a), *bh = rand16(nb, 0, b), *ch = rand16(nc, 0, c0), *got16 = malloc(nc * 2 + 2);
     double *want = ref_batched(a, b, nz, M, N, K);
-    for (size_t i = 0; i < nc; i++)
+    for (size_t i = 0; i < nc && add != 0; i++)
         want[i] += c0[i];
     uint64_t ba, bb, bc;
     uint64_t da = upload_at(ah, na * 2, 0, &ba), db = upload_at(bh, nb * 2, 0, &bb), dc = upload_at(ch, nc * 2, 0, &bc);
-    tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}, {.i32 = nbat}};
-    const char *kernel = nbat ? "mm_acc_head" : "mm_acc";
-    CHECK_RT(tilec_program_launch(p, kernel, 0, args, nbat ? 7 : 6, NULL));
+    tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}, {.i32 = add >= 0 ? add : nbat}};
+    const char *kernel = add >= 0 ? "mm_acc_if" : nbat ? "mm_acc_head" : "mm_acc";
+    CHECK_RT(tilec_program_launch(p, kernel, 0, args, nbat || add >= 0 ? 7 : 6, NULL));
     CHECK_RT(tilec_rt_synchronize(rt));
     CHECK_RT(tilec_rt_memcpy_dtoh(rt, got16, dc, nc * 2));
     int nan = 0;
@@ -557,8 +563,8 @@ static void run_acc(tilec_program *p, int nbat, int M, int N, int K)
         nan += isnan(got[i]) != 0;
     }
     double err = rel_l2(got, want, nc);
-    cr_expect(!nan && err < 2e-3, "%s, TILEC_TMA_PAIR=%s, %d heads, M=%d N=%d K=%d: %d NaN, rel. error %g", kernel,
-              getenv("TILEC_TMA_PAIR"), nbat, M, N, K, nan, err);
+    cr_expect(!nan && err < 2e-3, "%s, TILEC_TMA_PAIR=%s, %d heads, add %d, M=%d N=%d K=%d: %d NaN, rel. error %g",
+              kernel, getenv("TILEC_TMA_PAIR"), nbat, add, M, N, K, nan, err);
     tilec_rt_free(rt, ba);
     tilec_rt_free(rt, bb);
     tilec_rt_free(rt, bc);
@@ -593,6 +599,10 @@ Test(wgmma, epilogue_reads_its_output_paired, .timeout = 300)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             run_acc(p, 0, shapes[s][0], shapes[s][1], shapes[s][2]);
             run_acc(p, 3, shapes[s][0], shapes[s][1], shapes[s][2]); /* the pairs along pid(2) */
+            /* gemm_dw's flag: the one-tile twin's TMA read of c skipped (0: a plain arrival completes
+             * each tile's phase, c not added) and made (1) */
+            run_acc_as(p, 0, 0, shapes[s][0], shapes[s][1], shapes[s][2]);
+            run_acc_as(p, 0, 1, shapes[s][0], shapes[s][1], shapes[s][2]);
         }
         tilec_program_free(p);
         tilec_module_free(m);

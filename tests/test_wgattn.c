@@ -247,18 +247,9 @@ Test(wgattn, refusals_say_why)
  * function of the cubin); the test is skipped without cuobjdump. */
 static char *twin_sass_in(const char *file, const char *kernel, int v)
 {
-    const char *tool = cuobjdump();
-    if (!tool)
-        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", file, kernel, v, "sm_90a");
     char name[64];
     snprintf(name, sizeof name, "Function : %s_v%d_tma", kernel, v);
-    const char *twin = strstr(sass, name);
-    cr_assert_not_null(twin, "the sm_90a cubin has the twin %s:\n%.2000s", name, sass);
-    const char *next = strstr(twin + 1, "Function : ");
-    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
-    free(sass);
-    return t;
+    return sass_function(file, kernel, v, name);
 }
 
 static char *twin_sass(const char *kernel, int v) { return twin_sass_in(ATTN, kernel, v); }

@@ -402,14 +402,7 @@ static int sass_waits(const char *line, int *wb)
  * (lower_wg_early_words) leaves the words whole until the epilogue. */
 Test(wgmma, paired_early_loads_not_waited_before_the_loop, .timeout = 300)
 {
-    const char *tool = cuobjdump();
-    if (!tool)
-        cr_skip_test("SKIP: no cuobjdump (../shared/tools/sass installs one into /tmp/sass-tools)");
-    char *sass = disassemble_file(tool, "-sass", "examples/llm.tile", "gemm_dw", 0, "sm_90a");
-    const char *twin = strstr(sass, "Function : gemm_dw_v0_tma\n");
-    cr_assert_not_null(twin, "the paired twin:\n%.2000s", sass);
-    const char *next = strstr(twin + 1, "Function : ");
-    char *t = strndup(twin, next ? (size_t)(next - twin) : strlen(twin));
+    char *t = sass_function("examples/llm.tile", "gemm_dw", 0, "Function : gemm_dw_v0_tma\n");
     const char *mma = strstr(t, "HGMMA."), *ld = strstr(t, "LDG.E ");
     cr_assert(mma && ld && ld < mma, "dW loaded before the first HGMMA");
     while (ld > t && ld[-1] != '\n')
@@ -435,7 +428,21 @@ Test(wgmma, paired_early_loads_not_waited_before_the_loop, .timeout = 300)
     cr_expect_eq(waited, 0, "%d instructions wait on the dW loads before the first HGMMA", waited);
     cr_expect(!strstr(t, "STL") && !strstr(t, "LDL"), "no local memory in the paired twin");
     free(t);
-    free(sass);
+}
+
+/* gemm_dw's one-tile twin reads its dW tile by TMA into the store's
+ * staging (lower/wgmma.c, staged_load): no LDG.E for it (before: 32 a
+ * thread, in the accumulator's layout, each with a 2-byte fallback), two
+ * more UTMALDG than the producer's four (A's two boxes and B's two a
+ * stage), no local memory. */
+Test(wgmma, one_tile_twin_reads_dw_by_tma, .timeout = 300)
+{
+    char *t = sass_function("examples/llm.tile", "gemm_dw", 0, "Function : gemm_dw_v0_tma_1\n");
+    cr_expect_eq(count_of(t, "LDG.E"), 0, "no LDG.E in the one-tile twin (dW by TMA): %d", count_of(t, "LDG.E"));
+    cr_expect_eq(count_of(t, "UTMALDG"), 6, "4 UTMALDG of the producer's and 2 of dW's, not %d", count_of(t, "UTMALDG"));
+    cr_expect_eq(count_of(t, "UTMASTG"), 2, "the store's two boxes");
+    cr_expect(!strstr(t, "STL") && !strstr(t, "LDL"), "no local memory in the one-tile twin");
+    free(t);
 }
 
 /* In the SASS of an FFMA, its three source registers and how many of them
@@ -969,6 +976,72 @@ static const char *twin_text(const tilec_kernel_code *code)
 {
     const char *t = strstr(code->source, "_tma(");
     return t ? t : "";
+}
+
+/* Kernel `name`'s definition in code's source, up to the next
+ * __global__ (a copy; "" when it is not there). */
+static char *kernel_text(const tilec_kernel_code *code, const char *name)
+{
+    const char *k = strstr(code->source, name);
+    if (!k)
+        return strdup("");
+    const char *next = strstr(k + 1, "__global__");
+    return strndup(k, next ? (size_t)(next - k) : strlen(k));
+}
+
+/* A one-tile persistent twin whose epilogue adds the tile it stores
+ * (gemm_dw's dW += G^T h) reads that tile by TMA into the store's staging
+ * (lower/wgmma.c, staged_load): consumer thread 0 issues the two boxes
+ * through the store's map once the previous tile's store has read the
+ * staging, on the mbarrier after the ring's; the epilogue waits on it and
+ * adds each element where it writes it; the flag's condition (add != 0)
+ * skips the copy. Not the pairs (the second tile's dW has no staging),
+ * not a batched map (mm_acc_head), not a tile of another tensor (mm_add's
+ * d): their consumers load registers as before. */
+Test(wgmma, epilogue_tile_read_by_tma_into_the_staging)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "examples/llm.tile");
+    tilec_kernel_code code;
+    lower_variant(ctx, m, "gemm_dw", 0, &code);
+    char *one = kernel_text(&code, "gemm_dw_v0_tma_1("), *pair = kernel_text(&code, "gemm_dw_v0_tma(");
+    const char *c = strstr(one, "tl_setmaxnreg_inc"); /* the consumers' part: after the producer's loop */
+    const char *issue = c ? strstr(c, "by TMA into the store's staging") : NULL;
+    const char *loop = c ? strstr(c, "+= dot: wgmma") : NULL;
+    cr_expect(issue && loop && issue < loop, "the one-tile twin reads dW before its loop:\n%s", one);
+    cr_expect(strstr(one, "const bool tl_sc = (v_add != 0);"), "the flag's condition:\n%s", one);
+    cr_expect(strstr(one, "tl_mbar_init(tl_full0 + 96, 1);"), "its mbarrier after the 6 stages' 12:\n%s", one);
+    cr_expect(strstr(one, "tl_tma_2d(tl_ring0 + 196608, &tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), "
+                          "tl_full0 + 96);") &&
+                  strstr(one, "tl_tma_2d(tl_ring0 + 212992, &tl_tm2, ((tl_pid1 * v_BN) + 0) + 64,"),
+              "two boxes of 128 x 64 by the store's map into its staging:\n%s", one);
+    const char *wait = loop ? strstr(loop, "tl_mbar_wait(tl_full0 + 96,") : NULL;
+    cr_expect(wait && strstr(wait, "tl_r0 = tl_sc ? *(const __nv_bfloat16 *)(tl_so + tl_o + 0)") &&
+                  strstr(wait, "__bfloat162float(tl_r0)"),
+              "the epilogue waits, then adds each element where it writes it:\n%s", one);
+    cr_expect(!strstr(one, "tl_t0[") && !strstr(one, "v_dw +"), "no register tile, no pointer into dW:\n%s", one);
+    cr_expect(!strstr(pair, "store's staging") && strstr(pair, "tl_t0_n1"), "the pairs load registers:\n%s", pair);
+    cr_expect(strstr(code.remarks, "(its one-tile twin: by TMA into the store's staging)"), "the remark:\n%s",
+              code.remarks);
+    free(one);
+    free(pair);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    m = parse(ctx, "tests/gpu/epilogue_readback.tile");
+    static const char *const kernels[][2] = {
+        {"mm_acc", "mm_acc_v0_tma_1("}, {"mm_acc_if", "mm_acc_if_v0_tma_1("},
+        {"mm_acc_head", "mm_acc_head_v0_tma_1("}, {"mm_add", "mm_add_v0_tma("}};
+    static const int staged[] = {1, 1, 0, 0};
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+        lower_variant(ctx, m, kernels[i][0], 0, &code);
+        char *t = kernel_text(&code, kernels[i][1]);
+        cr_expect(strstr(t, "issued before the dot loop"), "%s: its tile read before the loop:\n%s", kernels[i][0], t);
+        cr_expect_eq(strstr(t, "by TMA into the store's staging") != NULL, staged[i], "%s:\n%s", kernels[i][0], t);
+        free(t);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
 }
 
 /* A persistent twin whose epilogue reads a tile (dW += G^T h: gemm_dw's

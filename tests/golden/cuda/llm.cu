@@ -40765,6 +40765,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
             tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
+        tl_mbar_init(tl_full0 + 96, 1); /* the epilogue's tile read by TMA (staged_issue) */
         tl_mbar_fence_init();
     }
     __syncthreads();
@@ -40833,21 +40834,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:476
-    // the epilogue's load at line 484, issued before the dot loop (its latency under the loop's)
-    __nv_bfloat16 tl_t0[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __nv_bfloat16 *tl_p = ((v_dw + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_N)))) + ((tl_pid1 * v_BN) + tl_i1));
-        const bool tl_m0 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + tl_i1) < v_N)) && (v_add != 0));
-        const bool tl_m1 = (((((tl_pid0 * v_BM) + tl_i0) < v_M) && (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_N)) && (v_add != 0));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
+    // the epilogue's load at line 484, by TMA into the store's staging (its map, layout and swizzle), issued before the dot loop
+    const bool tl_sc = (v_add != 0);
+    if (tl_tid == 0) {
+        tl_bulk_wait_read(); /* the previous tile's store has read the staging */
+        if (tl_sc) {
+            tl_mbar_expect(tl_full0 + 96, 32768);
+            tl_tma_2d(tl_ring0 + 196608, &tl_tm2, ((tl_pid1 * v_BN) + 0) + 0, ((tl_pid0 * v_BM) + 0), tl_full0 + 96);
+            tl_tma_2d(tl_ring0 + 212992, &tl_tm2, ((tl_pid1 * v_BN) + 0) + 64, ((tl_pid0 * v_BM) + 0), tl_full0 + 96);
         } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2bfloat16_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2bfloat16_rn(0.0f);
+            tl_mbar_arrive(tl_full0 + 96); /* nothing read: the epilogue adds 0 */
         }
     }
     { /* v_acc += dot: wgmma on 6 TMA stages, one producer warp group (sm_90a) */
@@ -40880,18 +40876,18 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
     // examples/llm.tile:484
     { /* store by TMA: the tile into its staging, 128-byte swizzle, then 2 boxes of 128 x 64 */
         unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem)) + 196608;
-        if (tl_tid == 0)
-            tl_bulk_wait_read();
-        tl_bar_consumers(256);
+        tl_mbar_wait(tl_full0 + 96, ((tl_u - (int)blockIdx.x) / (int)gridDim.x) & 1); /* the staging holds the tile line 484 reads */
         #pragma unroll
         for (int tl_c = 0; tl_c < 64; tl_c += 2) {
             const int tl_j = tl_c;
             const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
             const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             const unsigned tl_b = (unsigned)tl_i1 * 2;
-            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(tl_t0[tl_j])));
-            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(tl_t0[tl_j + 1])));
             const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
+            const __nv_bfloat16 tl_r0 = tl_sc ? *(const __nv_bfloat16 *)(tl_so + tl_o + 0) : __float2bfloat16_rn(0.0f);
+            const __nv_bfloat16 tl_r1 = tl_sc ? *(const __nv_bfloat16 *)(tl_so + tl_o + 2) : __float2bfloat16_rn(0.0f);
+            const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(tl_r0)));
+            const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(tl_r1)));
             unsigned int tl_vec;
             ((__nv_bfloat16 *)&tl_vec)[0] = tl_v0;
             ((__nv_bfloat16 *)&tl_vec)[1] = tl_v1;
