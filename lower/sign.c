@@ -23,7 +23,7 @@
  *   a and b the same value; a -inf;
  *   b = maximum(p, q) with a <= p or a <= q;
  *   b = max(t, ax)[.., None at ax, ..] with a <= t (a row max broadcast back
- *   along the axis it folded);
+ *   along the axis it folded), or b = max(t, 0) of a 1-D t (a scalar);
  *   a = where(k, p, q) with p <= b and q <= b; a = maximum(p, q) with both,
  *   minimum with either;
  *   a = x * c, b = y * c with x <= y and c a positive constant.
@@ -199,6 +199,8 @@ static int bcast_axis(const sv *b)
     return ax;
 }
 
+static int rank(sscan *s, const sv *v) { return v->e ? lower_ty(s->L, v->e)->rank : -1; }
+
 /* The axis a reduction folds, or -1. */
 static int red_axis(sscan *s, const sv *r)
 {
@@ -223,7 +225,8 @@ static int le(sscan *s, const sv *a, const sv *b, int bax, int d, unsigned *why)
         return 1;
     if (is_call(b, BI_MAXIMUM) && (le(s, a, b->a[0], bax, d + 1, why) || le(s, a, b->a[1], bax, d + 1, why)))
         return *why |= R_MAXIMUM, 1;
-    if (is_call(b, BI_MAX) && bax >= 0 && red_axis(s, b) == bax && le(s, a, b->a[0], -1, d + 1, why))
+    if (is_call(b, BI_MAX) && rank(s, a) == rank(s, b->a[0]) &&
+        ((bax >= 0 && red_axis(s, b) == bax) || (bax < 0 && rank(s, b) == 0)) && le(s, a, b->a[0], -1, d + 1, why))
         return *why |= R_REDUCE, 1;
     if (is_call(a, BI_WHERE) && le(s, a->a[1], b, bax, d + 1, why) && le(s, a->a[2], b, bax, d + 1, why))
         return *why |= R_WHERE, 1;
@@ -274,7 +277,7 @@ static const char *why_text(lw *L, unsigned why)
         const char *text;
     } rules[] = {
         {R_MAXIMUM, "a running maximum taken over it"},
-        {R_REDUCE, "a row max broadcast back along the axis it folded"},
+        {R_REDUCE, "a max over it, broadcast back along the axis it folded"},
         {R_WHERE, "its masked elements -inf"},
         {R_SCALE, "both sides scaled by one positive constant"},
         {R_POSMUL, "a difference <= 0 times a positive constant"},
