@@ -15,7 +15,7 @@
  *   x * c, c * x    x <= 0 and c a positive constant (a literal, or a
  *                   product or quotient of positive literals);
  *   where(k, x, y)  both x and y; maximum(x, y) both; minimum(x, y) either;
- *   x + y           both; a reduction, cast or index of x: x;
+ *   x + y           both; a reduction, a cast to a float or an index of x: x;
  *   a constant <= 0, -inf.
  *
  * and a <= b (elementwise, b broadcast back along an axis or not):
@@ -28,7 +28,8 @@
  *   minimum with either;
  *   a = x * c, b = y * c with x <= y and c a positive constant.
  *
- * Float rounding keeps each rule: subtraction and multiplication by c >= 0
+ * Every value a rule reads is a float (an integer difference or product
+ * may wrap). Float rounding keeps each rule: subtraction and multiplication by c >= 0
  * are monotone and map 0 to 0, a max is exact. The result lists each
  * exp call of the kernel with what was decided and why (the remark). */
 #include <string.h>
@@ -163,7 +164,8 @@ static int same(const sv *a, const sv *b, int d)
     if (!a || !b || !a->e || !b->e || d > SIGN_DEPTH)
         return 0;
     const tilec_expr *x = a->e, *y = b->e;
-    if (x->kind != y->kind || x->op != y->op || x->builtin != y->builtin || a->n != b->n)
+    if (x->kind != y->kind || x->op != y->op || x->builtin != y->builtin || a->n != b->n ||
+        x->type.dtype != y->type.dtype)
         return 0;
     switch (x->kind) {
     case TILEC_EX_INT:
@@ -211,10 +213,13 @@ static int red_axis(sscan *s, const sv *r)
     return (int)a;
 }
 
+/* A float value (integers wrap: their differences, sums and products are not monotone). */
+static int is_float(sscan *s, const sv *v) { return v && v->e && tilec_dtype_class(lower_ty(s->L, v->e)->dtype) == 'f'; }
+
 /* a <= b elementwise (or a NaN on either side), b read broadcast along axis bax (-1: as it is). */
 static int le(sscan *s, const sv *a, const sv *b, int bax, int d, unsigned *why)
 {
-    if (!a || !b || d > SIGN_DEPTH)
+    if (!is_float(s, a) || !is_float(s, b) || d > SIGN_DEPTH)
         return 0;
     if (is_neg_inf(a))
         return *why |= R_NEGINF, 1;
@@ -246,7 +251,7 @@ static int le(sscan *s, const sv *a, const sv *b, int bax, int d, unsigned *why)
 static int nonpos(sscan *s, const sv *x, int d, unsigned *why)
 {
     double c;
-    if (!x || !x->e || d > SIGN_DEPTH)
+    if (!is_float(s, x) || d > SIGN_DEPTH)
         return 0;
     if (is_lit(x, &c))
         return c <= 0;

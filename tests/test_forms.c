@@ -763,8 +763,8 @@ static int occurrences(const char *hay, const char *needle)
  * has ex2.approx of x * log2(e), in the kernel and its sm_90a twin, and no
  * expf; fa_d64_plain.tile edited so that the sign is not known keeps expf
  * there, and the remark says so. A reassignment between the max and the
- * exp breaks the proof; a mask, a positive scale and the max of the
- * unmasked tile keep it. */
+ * exp, or a cast through an integer, breaks the proof; a mask, a positive
+ * scale and the max of the unmasked tile keep it. */
 Test(forms, attention_exp_by_sign)
 {
     static const struct {
@@ -778,6 +778,7 @@ Test(forms, attention_exp_by_sign)
         {"exp(s_m - m_new[:, None])", "exp((s_m - m_new[:, None]) * 0.5)", 2, 0},
         {"exp(s_m - m_new[:, None])", "exp((s_m - m_new[:, None]) * scale)", 1, 1}, /* scale's sign unknown */
         {"exp(s_m - m_new[:, None])", "exp(s_m - m_i[:, None])", 1, 1},            /* the max before this tile */
+        {"exp(m_i - m_new)", "exp(cast(cast(m_i - m_new, u8), f32))", 1, 1},       /* an integer wraps: -1 is 255 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tilec_ctx *ctx = tilec_ctx_new();
