@@ -43,6 +43,7 @@ typedef struct sv {
     uint32_t n;
     const char *name; /* an unknown: the name and its version */
     unsigned ver;
+    const tilec_expr *te; /* a node of its type: e, or for an unknown a use or a value of it */
 } sv;
 
 typedef struct {
@@ -71,15 +72,17 @@ static sv *mk(sscan *s, const tilec_expr *e, uint32_t n)
     }
     memset(v, 0, sizeof *v);
     v->e = e;
+    v->te = e;
     v->a = a;
     v->n = n;
     return v;
 }
 
-static sv *unknown(sscan *s, const char *name)
+static sv *unknown(sscan *s, const char *name, const tilec_expr *te)
 {
     sv *v = mk(s, NULL, 0);
     if (v) {
+        v->te = te;
         v->name = name;
         v->ver = ++s->ver;
     }
@@ -113,7 +116,7 @@ static sv *sym(sscan *s, const tilec_expr *e)
         for (uint32_t i = s->n; i-- > 0;)
             if (!strcmp(s->env[i].name, e->name))
                 return s->env[i].v;
-        sv *u = unknown(s, e->name); /* a parameter or a hint: the same unknown at every use */
+        sv *u = unknown(s, e->name, e); /* a parameter or a hint: the same unknown at every use */
         bind(s, e->name, u);
         return u;
     }
@@ -214,7 +217,7 @@ static int red_axis(sscan *s, const sv *r)
 }
 
 /* A float value (integers wrap: their differences, sums and products are not monotone). */
-static int is_float(sscan *s, const sv *v) { return v && v->e && tilec_dtype_class(lower_ty(s->L, v->e)->dtype) == 'f'; }
+static int is_float(sscan *s, const sv *v) { return v && v->te && tilec_dtype_class(lower_ty(s->L, v->te)->dtype) == 'f'; }
 
 /* a <= b elementwise (or a NaN on either side), b read broadcast along axis bax (-1: as it is). */
 static int le(sscan *s, const sv *a, const sv *b, int bax, int d, unsigned *why)
@@ -251,7 +254,7 @@ static int le(sscan *s, const sv *a, const sv *b, int bax, int d, unsigned *why)
 static int nonpos(sscan *s, const sv *x, int d, unsigned *why)
 {
     double c;
-    if (!is_float(s, x) || d > SIGN_DEPTH)
+    if (!is_float(s, x) || !x->e || d > SIGN_DEPTH)
         return 0;
     if (is_lit(x, &c))
         return c <= 0;
@@ -328,7 +331,7 @@ static void forget(sscan *s, const tilec_block *b)
     for (uint32_t i = 0; i < b->nstmts; i++) {
         const tilec_stmt *t = b->stmts[i];
         if (t->kind == TILEC_ST_ASSIGN)
-            bind(s, t->names[0], unknown(s, t->names[0]));
+            bind(s, t->names[0], unknown(s, t->names[0], t->value));
         forget(s, &t->body);
         forget(s, &t->orelse);
     }
@@ -347,7 +350,7 @@ static void scan_stmt(sscan *s, const tilec_stmt *t)
     case TILEC_ST_LET_TUPLE:
         scan_expr(s, t->value);
         for (uint32_t i = 0; i < t->nnames; i++)
-            bind(s, t->names[i], unknown(s, t->names[i]));
+            bind(s, t->names[i], unknown(s, t->names[i], NULL));
         return;
     case TILEC_ST_FOR: {
         scan_expr(s, t->lo);
@@ -356,7 +359,7 @@ static void scan_stmt(sscan *s, const tilec_stmt *t)
         uint32_t n = s->n;
         int dl = s->dotloop;
         forget(s, &t->body); /* loop-carried: unknown at the body's start */
-        bind(s, t->names[0], unknown(s, t->names[0]));
+        bind(s, t->names[0], unknown(s, t->names[0], t->lo));
         s->dotloop = dl || lower_block_dots(&t->body) > 0;
         scan_block(s, &t->body);
         s->dotloop = dl;
