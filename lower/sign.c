@@ -51,7 +51,8 @@ typedef struct {
     sv *v;
 } sbind;
 
-enum { SIGN_DEPTH = 48 };                   /* deepest rule recursion (small trees: no proof needs more) */
+enum { SIGN_DEPTH = 48 };    /* deepest rule recursion (small trees: no proof needs more) */
+enum { SIGN_STEPS = 4096 };  /* rule applications an exp call at most (the rules branch: a bound on the time) */
 enum { R_MAXIMUM = 1, R_REDUCE = 2, R_WHERE = 4, R_SCALE = 8, R_POSMUL = 16, R_SAME = 32, R_NEGINF = 64 };
 
 typedef struct {
@@ -59,6 +60,7 @@ typedef struct {
     sbind *env;
     uint32_t n, cap;
     unsigned ver;
+    int steps;   /* rule applications left for this exp call */
     int dotloop; /* inside a loop whose body holds a dot */
 } sscan;
 
@@ -222,7 +224,7 @@ static int is_float(sscan *s, const sv *v) { return v && v->te && tilec_dtype_cl
 /* a <= b elementwise (or a NaN on either side), b read broadcast along axis bax (-1: as it is). */
 static int le(sscan *s, const sv *a, const sv *b, int bax, int d, unsigned *why)
 {
-    if (!is_float(s, a) || !is_float(s, b) || d > SIGN_DEPTH)
+    if (!is_float(s, a) || !is_float(s, b) || d > SIGN_DEPTH || --s->steps < 0)
         return 0;
     if (is_neg_inf(a))
         return *why |= R_NEGINF, 1;
@@ -254,7 +256,7 @@ static int le(sscan *s, const sv *a, const sv *b, int bax, int d, unsigned *why)
 static int nonpos(sscan *s, const sv *x, int d, unsigned *why)
 {
     double c;
-    if (!is_float(s, x) || !x->e || d > SIGN_DEPTH)
+    if (!is_float(s, x) || !x->e || d > SIGN_DEPTH || --s->steps < 0)
         return 0;
     if (is_lit(x, &c))
         return c <= 0;
@@ -321,6 +323,7 @@ static void scan_expr(sscan *s, const tilec_expr *e)
     if (!tilec_is_builtin(e, BI_EXP) || e->nargs != 1 || lower_compute_dt(lower_ty(s->L, e)->dtype) != TILEC_DT_F32)
         return;
     unsigned why = 0;
+    s->steps = SIGN_STEPS;
     int fast = nonpos(s, sym(s, e->args[0]), 0, &why);
     record(s, e, fast, why);
 }
