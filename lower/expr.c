@@ -121,9 +121,11 @@ static const char *mat_elem(lw *L, val *v, const char *const *idx, int same, con
                         &v->ty);
 }
 
-static const char *math1(lw *L, tilec_builtin bi, const char *x, tilec_dtype d)
+static const char *math1(lw *L, tilec_builtin bi, const char *x, tilec_dtype d, int neg)
 {
     int dbl = lower_compute_dt(d) == TILEC_DT_F64;
+    if (bi == BI_EXP && neg && !dbl) /* x <= 0 (sign.c): ex2.approx, an absolute error under 2^-22 */
+        return lower_fmt(L, "tl_exp2((%s) * 1.4426950408889634f)", x);
     if (bi == BI_SIGMOID)
         return lower_fmt(L, dbl ? "tl_sigmoid((double)(%s))" : "tl_sigmoid((float)(%s))", x);
     if (bi == BI_ABS) {
@@ -483,7 +485,7 @@ static const char *builtin(lw *L, const tilec_expr *e, const char *const *idx, i
     }
     /* exp, log, ..., abs */
     const char *a = lower_walk_arg(L, e, 0, t, idx, same, cur);
-    return lower_wrap(L, math1(L, (tilec_builtin)e->builtin, a, t->dtype), t->dtype); /* abs(-128) of i8 */
+    return lower_wrap(L, math1(L, (tilec_builtin)e->builtin, a, t->dtype, lower_exp_fast(L, e)), t->dtype); /* abs(-128) of i8 */
 }
 
 /* A call of an elementwise builtin. */

@@ -75,6 +75,7 @@ static tilec_expr *node(fold_st *f, const tilec_expr *like)
         return NULL;
     }
     *x = *like;
+    lower_exp_copied(f->L, like, x); /* a rewritten exp keeps its argument's sign (sign.c) */
     return x;
 }
 

@@ -69,6 +69,7 @@ void lower_emit_kernel(lw *L, const char *fname)
         lower_line(L, "/* %s: %s */", k->name, sb_str(&hints));
     sb_free(&hints);
     lower_scan_assigned(L, &k->body);
+    lower_sign_scan(L); /* the exp calls whose argument is <= 0 (sign.c) */
     lower_launch_order(L); /* pid(0) in reverse where the loops grow with it (order.c) */
     if (L->tg->split_k)
         lower_split_begin(L);

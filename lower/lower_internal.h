@@ -264,6 +264,16 @@ typedef struct lower_mem_remark {
     struct lower_mem_remark *next;
 } lower_mem_remark;
 
+/* sign.c: one exp call and whether its argument is known <= 0 (ex2.approx) */
+enum { LOWER_EXP_MAX = 64 };
+typedef struct lower_exp_fact {
+    const tilec_expr *e; /* the call (or fold.c's copy of it) */
+    int fast;            /* its argument <= 0: ex2.approx of x * log2(e) */
+    int dotloop;         /* inside a loop whose body holds a dot */
+    int copy;            /* a copy's entry (no remark of its own) */
+    const char *why;     /* fast: the rules that proved it, in words */
+} lower_exp_fact;
+
 typedef struct lw {
     tilec_ctx *ctx;
     const tilec_module *m;
@@ -378,6 +388,8 @@ typedef struct lw {
     int split;                    /* K slices (> 1), or 0: no split */
     const tilec_stmt *split_loop; /* the dot loop that is split */
     uint32_t split_bytes;         /* f32 partials of one block */
+    lower_exp_fact exps[LOWER_EXP_MAX]; /* sign.c: the kernel's exp calls, what their argument's sign allows */
+    int nexp;
     const val *split_acc;         /* the split loop's accumulator, once lowered */
     int64_t swz_rows;             /* cp.async copies into 128-byte swizzled rows, this many a box (wgattn.c), or 0 */
     /* axinfo.c: the analysis's answers while the bindings stand (ax_gen
@@ -689,6 +701,18 @@ int lower_axinfo_probe(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel
  * FFMA); *cond the C condition (c > 0) under which the copy equals the
  * body. 0: no max to fold (the body as it is). */
 int lower_fold_scale(lw *L, const tilec_block *body, tilec_block *out, const char **cond);
+
+/* ---- sign.c: exp arguments known <= 0 ---- */
+
+/* Scan L->k once (before its statements are lowered): which exp calls
+ * have an argument <= 0 from what it means (the rules at the file's top). */
+void lower_sign_scan(lw *L);
+/* Is exp call e's argument known <= 0 (lowered as ex2.approx of x * log2(e))? */
+int lower_exp_fast(const lw *L, const tilec_expr *e);
+/* `to` is a rewritten copy of exp call `from` of the same value: it keeps from's answer. */
+void lower_exp_copied(lw *L, const tilec_expr *from, const tilec_expr *to);
+/* The exp remarks: each ex2 and why, each expf of a dot loop and why not. */
+void lower_exp_remarks(lw *L, strbuf *out);
 
 /* ---- access.c: conditions on whole tiles ---- */
 

@@ -227,4 +227,5 @@ void lower_remarks_render(lw *L, int twin, strbuf *out)
                       r->missed, r->why);
     }
     render_mem(L, twin, out);
+    lower_exp_remarks(L, out);
 }

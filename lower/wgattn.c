@@ -379,6 +379,66 @@ static void ring_maps(lw *L, const tilec_stmt *loop, const ring_plan *rp, wg_pla
     w->nmaps = *why ? 0 : rp->n;
 }
 
+/* The value of the let or assignment that binds `name` in block b (nested blocks too; the last one), or NULL. */
+static const tilec_expr *bound_value(const tilec_block *b, const char *name)
+{
+    const tilec_expr *v = NULL;
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        const tilec_expr *x;
+        if ((s->kind == TILEC_ST_LET || s->kind == TILEC_ST_ASSIGN) && !strcmp(s->names[0], name))
+            v = s->value;
+        if ((x = bound_value(&s->body, name)) != NULL || (x = bound_value(&s->orelse, name)) != NULL)
+            v = x;
+    }
+    return v;
+}
+
+/* The hint n of a `range(n)` that e's rows come from: e, through lets, up to
+ * an index `x[:, None]`, then x's ranges. rows: inside such an x. NULL: none,
+ * or more than one. */
+static const char *rows_hint(lw *L, const tilec_expr *e, int rows, int depth, const char *found)
+{
+    int64_t h;
+    if (!e || depth > 16 || (found && !*found))
+        return found;
+    if (e->kind == TILEC_EX_NAME)
+        return rows_hint(L, bound_value(&L->k->body, e->name), rows, depth + 1, found);
+    if (rows && tilec_is_builtin(e, BI_RANGE) && e->nargs == 1 && e->args[0]->kind == TILEC_EX_NAME &&
+        lower_hint_value(L, e->args[0]->name, &h))
+        return found && strcmp(found, e->args[0]->name) ? "" : e->args[0]->name;
+    if (e->kind == TILEC_EX_INDEX) {
+        if (e->nargs != 3 || e->args[1]->kind != TILEC_EX_SLICE || e->args[2]->kind != TILEC_EX_NONE)
+            return found;
+        rows = 1;
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        found = rows_hint(L, e->args[i], rows, depth + 1, found);
+    return found;
+}
+
+/* The remark's clause where the twin runs one consumer warp group (M = 64
+ * rows) and no variant of the kernel gives the dot 128: two groups would
+ * take turns there (ring stages, with A in shared memory twice as large,
+ * permitting). "" otherwise. */
+static const char *lone_group(lw *L, const tilec_expr *d0, const wg_plan *w)
+{
+    const tilec_kernel *k = L->k;
+    if (w->warps != WGA_WG_WARPS)
+        return "";
+    for (uint32_t v = 0; d0->vtypes && v < tilec_kernel_variant_count(k); v++)
+        if (d0->vtypes[v].rank == 2 && d0->vtypes[v].dims[0] == 2 * w->M)
+            return "";
+    if ((WGA_RING_MAX - 2 * w->sa_bytes) / w->stage_bytes < 2)
+        return "";
+    const char *h = rows_hint(L, d0->args[0], 0, 0, NULL);
+    return lower_fmt(L, ", one consumer warp group (M = %lld rows) and no variant with %lld: add one (%s) for two groups "
+                        "taking turns",
+                     (long long)w->M, (long long)(2 * w->M),
+                     h && *h ? lower_fmt(L, "`variants { {}, { %s = %lld } }`", h, (long long)(2 * w->M))
+                             : lower_fmt(L, "its rows' hint at %lld", (long long)(2 * w->M)));
+}
+
 int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
 {
     if (L->tw.on)
@@ -437,8 +497,9 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     plan_defer(L, loop, w);
     const char *nomap;
     ring_maps(L, loop, rp, w, &nomap);
-    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s", S, (long long)stage, w->warps,
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s%s", S, (long long)stage, w->warps,
                        w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "",
+                       lone_group(L, d[0], w),
                        takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "",
                        w->wide_acc ? lower_fmt(L, ", each dot waited (the last dot's accumulator is %lld columns, "
                                                   "wider than the %d kept in flight)",

@@ -745,6 +745,122 @@ Test(forms, attention_from_the_docs_takes_the_twin)
     }
 }
 
+/* How many times needle occurs in hay. */
+static int occurrences(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay ? strstr(hay, needle) : NULL; p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+#define EX2_REMARK ": exp: ex2.approx of x * log2(e) (MUFU.EX2), its argument `"
+#define EXPF_REMARK ": exp: expf in a dot loop, its argument `"
+
+/* exp in the docs' attention (issue 30): where its argument is <= 0 by what
+ * it means (lower/sign.c: s - m with m a running maximum taken over s, a
+ * row max broadcast back, through lets and the loop-carried m) the CUDA
+ * has ex2.approx of x * log2(e), in the kernel and its sm_90a twin, and no
+ * expf; fa_d64_plain.tile edited so that the sign is not known keeps expf
+ * there, and the remark says so. A reassignment between the max and the
+ * exp, or a cast through an integer, breaks the proof; a mask, a positive
+ * scale and the max of the unmasked tile keep it. */
+Test(forms, attention_exp_by_sign)
+{
+    static const struct {
+        const char *from, *to;
+        int ex2, expf_; /* exp remarks of each kind */
+    } cases[] = {
+        {"let p = ", "let p = ", 2, 0}, /* as written */
+        {"exp(m_i - m_new)", "exp(m_new - m_i)", 1, 1},
+        {"max(s_m, 1)", "max(s, 1)", 2, 0}, /* the masked elements are -inf, the others s */
+        {"let alpha = exp(", "m_i = m_i * 2.0;\n        let alpha = exp(", 1, 1}, /* m_i no longer the one m_new took */
+        {"exp(s_m - m_new[:, None])", "exp((s_m - m_new[:, None]) * 0.5)", 2, 0},
+        {"exp(s_m - m_new[:, None])", "exp((s_m - m_new[:, None]) * scale)", 1, 1}, /* scale's sign unknown */
+        {"exp(s_m - m_new[:, None])", "exp(s_m - m_i[:, None])", 1, 1},            /* the max before this tile */
+        {"exp(m_i - m_new)", "exp(cast(cast(m_i - m_new, u8), f32))", 1, 1},       /* an integer wraps: -1 is 255 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        tilec_kernel_code code;
+        const char *edit[2] = {cases[i].from, cases[i].to};
+        lower_edited(ctx, &m, "tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", edit, 1, &code);
+        cr_expect_eq(occurrences(code.remarks, EX2_REMARK), cases[i].ex2, "%s -> %s:\n%s", cases[i].from, cases[i].to,
+                     code.remarks);
+        cr_expect_eq(occurrences(code.remarks, EXPF_REMARK), cases[i].expf_, "%s -> %s:\n%s", cases[i].from, cases[i].to,
+                     code.remarks);
+        cr_expect_eq(occurrences(code.source, "expf((") > 0, cases[i].expf_ > 0, "%s -> %s: expf in the CUDA",
+                     cases[i].from, cases[i].to);
+        cr_expect(occurrences(code.source, ")) * 1.4426950408889634f)") > 0, "%s -> %s: no ex2 of x * log2(e)",
+                  cases[i].from, cases[i].to);
+        cr_expect_not_null(code.tma.name, "%s -> %s: no sm_90a twin", cases[i].from, cases[i].to);
+        edited_free(ctx, m, &code);
+    }
+    /* the corpus: exp takes ex2 in both base-e files, every variant; exp2 as it was */
+    static const struct {
+        const char *file, *kernel;
+        int ex2;
+    } docs[] = {{"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", 2},
+                {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 2},
+                {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2", 0},
+                {"tests/attn_forms/fa_d128.tile", "fa_d128", 0}};
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = NULL;
+        cr_assert_eq(tilec_parse_file(ctx, docs[i].file, &m), TILEC_OK);
+        const tilec_kernel *k = tilec_module_find_kernel(m, docs[i].kernel);
+        cr_assert_not_null(k);
+        for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+            tilec_kernel_code code;
+            cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, &code), TILEC_OK);
+            cr_expect_eq(occurrences(code.remarks, EX2_REMARK), docs[i].ex2, "%s variant %u:\n%s", docs[i].file, v,
+                         code.remarks);
+            cr_expect_eq(occurrences(code.source, "expf(("), 0, "%s variant %u: expf in the CUDA", docs[i].file, v);
+            tilec_kernel_code_free(&code);
+        }
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+}
+
+#define LONE_GROUP                                                                                                     \
+    "one consumer warp group (M = 64 rows) and no variant with 128: add one (`variants { {}, { BM = 128 } }`) for two " \
+    "groups taking turns"
+
+/* fa_d64_lets.tile's only config is BM = 64: its twin runs one consumer
+ * warp group where two would take turns at 128 rows, and the twin's remark
+ * says which variant to add; with that variant, or in fa_d128.tile (BM =
+ * 64 one variant of four), it says nothing. */
+Test(forms, attention_lone_warp_group_remark)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    tilec_kernel_code code;
+    const char *same[2] = {"warps = 4 }", "warps = 4 }"};
+    lower_edited(ctx, &m, "tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", same, 1, &code);
+    cr_expect(strstr(code.remarks, LONE_GROUP), "%s", code.remarks);
+    edited_free(ctx, m, &code);
+    ctx = tilec_ctx_new();
+    m = NULL;
+    const char *more[2] = {"warps = 4 }", "warps = 4 }\n    variants { {}, { BM = 128 } }"};
+    lower_edited(ctx, &m, "tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", more, 1, &code);
+    cr_expect(strstr(code.remarks, "4 consumer warps") && !strstr(code.remarks, "one consumer warp group"), "%s",
+              code.remarks);
+    edited_free(ctx, m, &code);
+    ctx = tilec_ctx_new();
+    m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "tests/attn_forms/fa_d128.tile", &m), TILEC_OK);
+    const tilec_kernel *k = tilec_module_find_kernel(m, "fa_d128");
+    for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+        cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, &code), TILEC_OK);
+        cr_expect(!strstr(code.remarks, "one consumer warp group"), "fa_d128 variant %u:\n%s", v, code.remarks);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* Convolution as users wrote it from the docs alone (tests/conv_forms):
  * the flat rows of conv_gemm.tile (`(pixel)[:, None] * C`, `p < N * OH *
  * OW`, the tap split by subtraction) take A by TMA's im2col mode in every

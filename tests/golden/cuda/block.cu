@@ -9,7 +9,11 @@ static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b
 static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }
 #endif
 /* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
+#ifdef __CUDA_ARCH__
 static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+#else /* this CUDA C built by a host compiler (tests/host_cuda.h) */
+static __device__ __forceinline__ float tl_exp2(float x) { return exp2f(x); }
+#endif
 /* sigmoid(x) = 1 / (1 + e^-|x|), times e^-|x| for x < 0: e^-|x| never overflows, so it is
  * exact in form down to sigmoid's subnormals; 1 + e in [1, 2] takes the special-function
  * unit's reciprocal (MUFU.RCP) instead of an IEEE division's slow path (docs/language.md: the

@@ -11,7 +11,11 @@ static __device__ __forceinline__ float tl_max(float a, float b) { return (a > b
 static __device__ __forceinline__ float tl_min(float a, float b) { return (a < b || a != a) ? a : b; }
 #endif
 /* exp2 of f32: the special-function unit's ex2 alone (results under 2^-126 flush to zero) */
+#ifdef __CUDA_ARCH__
 static __device__ __forceinline__ float tl_exp2(float x) { float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r; }
+#else /* this CUDA C built by a host compiler (tests/host_cuda.h) */
+static __device__ __forceinline__ float tl_exp2(float x) { return exp2f(x); }
+#endif
 /* sigmoid(x) = 1 / (1 + e^-|x|), times e^-|x| for x < 0: e^-|x| never overflows, so it is
  * exact in form down to sigmoid's subnormals; 1 + e in [1, 2] takes the special-function
  * unit's reciprocal (MUFU.RCP) instead of an IEEE division's slow path (docs/language.md: the
@@ -35089,7 +35093,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 2047;
-            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+            tl_n2[tl_j] = ((v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_nm[tl_j])) * 1.4426950408889634f)) + tl_exp2(((v_v[tl_j] - v_nm[tl_j])) * 1.4426950408889634f));
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
@@ -35138,7 +35142,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 2047;
-        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_top)) * 1.4426950408889634f)));
     }
     float tl_t4;
     {
@@ -35351,7 +35355,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 8191;
-            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+            tl_n2[tl_j] = ((v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_nm[tl_j])) * 1.4426950408889634f)) + tl_exp2(((v_v[tl_j] - v_nm[tl_j])) * 1.4426950408889634f));
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
@@ -35400,7 +35404,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 8191;
-        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_top)) * 1.4426950408889634f)));
     }
     float tl_t4;
     {
@@ -35613,7 +35617,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 2047;
-            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+            tl_n2[tl_j] = ((v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_nm[tl_j])) * 1.4426950408889634f)) + tl_exp2(((v_v[tl_j] - v_nm[tl_j])) * 1.4426950408889634f));
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
@@ -35662,7 +35666,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 8) * 256 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 2047;
-        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_top)) * 1.4426950408889634f)));
     }
     float tl_t4;
     {
@@ -35875,7 +35879,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
             const int tl_i0 = (tl_l >> 0) & 8191;
-            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+            tl_n2[tl_j] = ((v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_nm[tl_j])) * 1.4426950408889634f)) + tl_exp2(((v_v[tl_j] - v_nm[tl_j])) * 1.4426950408889634f));
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
@@ -35924,7 +35928,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 8) * 1024 + tl_tid) * 8 + (tl_j % 8);
         const int tl_i0 = (tl_l >> 0) & 8191;
-        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_top)) * 1.4426950408889634f)));
     }
     float tl_t4;
     {
@@ -36129,7 +36133,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 2047;
-            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+            tl_n2[tl_j] = ((v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_nm[tl_j])) * 1.4426950408889634f)) + tl_exp2(((v_v[tl_j] - v_nm[tl_j])) * 1.4426950408889634f));
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
@@ -36178,7 +36182,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 256 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 2047;
-        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_top)) * 1.4426950408889634f)));
     }
     float tl_t4;
     {
@@ -36359,7 +36363,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         for (int tl_j = 0; tl_j < 8; ++tl_j) {
             const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
             const int tl_i0 = (tl_l >> 0) & 8191;
-            tl_n2[tl_j] = ((v_s[tl_j] * expf((v_mx[tl_j] - v_nm[tl_j]))) + expf((v_v[tl_j] - v_nm[tl_j])));
+            tl_n2[tl_j] = ((v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_nm[tl_j])) * 1.4426950408889634f)) + tl_exp2(((v_v[tl_j] - v_nm[tl_j])) * 1.4426950408889634f));
         }
         #pragma unroll
         for (int tl_j = 0; tl_j < 8; ++tl_j) v_s[tl_j] = tl_n2[tl_j];
@@ -36408,7 +36412,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
     for (int tl_j = 0; tl_j < 8; ++tl_j) {
         const int tl_l = ((tl_j / 4) * 1024 + tl_tid) * 4 + (tl_j % 4);
         const int tl_i0 = (tl_l >> 0) & 8191;
-        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * expf((v_mx[tl_j] - v_top))));
+        tl_t5[tl_j] = ((v_mx[tl_j] == (-__int_as_float(0x7f800000))) ? 0.0f : (v_s[tl_j] * tl_exp2(((v_mx[tl_j] - v_top)) * 1.4426950408889634f)));
     }
     float tl_t4;
     {
