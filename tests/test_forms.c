@@ -1640,7 +1640,7 @@ Test(forms, llm_from_the_docs_meets_its_operands_in_registers)
         size_t n = strlen(e->d_name);
         if (n <= 5 || strcmp(e->d_name + n - 5, ".tile"))
             continue;
-        char path[256];
+        char path[sizeof "tests/llm_forms/" + sizeof e->d_name];
         snprintf(path, sizeof path, "tests/llm_forms/%s", e->d_name);
         tilec_ctx *ctx = tilec_ctx_new();
         tilec_module *m = NULL;
