@@ -30,8 +30,6 @@ int lower_is_reduce(const tilec_expr *e)
 
 static int reduce_axis_of(lw *L, const tilec_expr *e) { return lower_axis(L, e, 1, lower_ty(L, e->args[0])->rank); }
 
-/* A vector meeting an [M, N] tile in a binary operator: a row ([N],
- * [1, N]) or a column ([M, 1]) stretched over it. */
 /* Operand o of an elementwise result t of rank 3 or more, broadcast along
  * one axis (o's size 1 there, t's more; the same sizes elsewhere): that
  * axis, else -1. */
@@ -41,7 +39,7 @@ static int bcast_axis_n(const tilec_type *t, const tilec_type *o)
     if (o->rank != t->rank || o->ptr)
         return -1;
     for (int i = 0; i < t->rank; i++) {
-        if (o->dims[i] == t->dims[i] && (t->dims[i] > 1 || ax != i))
+        if (o->dims[i] == t->dims[i])
             continue;
         if (o->dims[i] != 1 || ax >= 0)
             return -1;
@@ -50,6 +48,9 @@ static int bcast_axis_n(const tilec_type *t, const tilec_type *o)
     return ax;
 }
 
+/* A vector meeting an [M, N] tile in a binary operator: a row ([N],
+ * [1, N]) or a column ([M, 1]) stretched over it; of a tile of rank 3 or
+ * more, an operand of its rank broadcast along one axis (bcast_axis_n). */
 static void plan_bcast(lw *L, const tilec_expr *e)
 {
     const tilec_type *t = lower_ty(L, e);

@@ -105,12 +105,13 @@ void lower_wg_store_note(lw *L, const tilec_stmt *s)
         const char *why = NULL;
         if (s != last)
             return; /* not the kernel's final store: its own stores, no remark */
+        int rows = !other && ws_rows_match(L, last, &size, &why); /* else why: its reason */
         if (other)
             why = "statements other than lets lie between the loop and it";
-        else if (ws_rows_match(L, last, &size, &why) && w->M * w->N * (int64_t)size > w->S * w->stage_bytes)
+        else if (rows && w->M * w->N * (int64_t)size > w->S * w->stage_bytes)
             why = lower_fmt(L, "its tile's %lld bytes do not fit in the ring's %lld", (long long)(w->M * w->N * size),
                             (long long)(w->S * w->stage_bytes));
-        else if (!why) {
+        else if (rows) {
             w->store = last;
             w->vstore = 1;
             w->maps[2].elem_bytes = size;
