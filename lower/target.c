@@ -276,13 +276,20 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
 /* The persistent attention twin `tname` of R's plan (wgattn.c: its rings
  * by TMA, a block walking (query tile, head) units), lowered and appended
  * to tu: lower_wga_finish's result; 0, with t->persist_why saying why,
- * where it does not apply (the one-tile twin then runs). */
+ * where it does not apply or did not pay (two warp groups taking turns:
+ * bench/results/attention_s49.md), and the one-tile twin then runs. */
 static int persist_attn_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, twin_ran *t)
 {
     wg_plan w = R->tw.plan;
     if (!w.nmaps) {
         snprintf(t->persist_why, sizeof t->persist_why, "its rings are filled by cp.async (the persistent twin's "
                                                         "producer is one thread issuing TMA copies)");
+        return 0;
+    }
+    if (lower_wga_takes_turns(&w)) { /* bench/results/attention_s49.md */
+        snprintf(t->persist_why, sizeof t->persist_why,
+                 "its two warp groups take turns to issue (measured 3-10%% slower on a persistent grid, their turns "
+                 "carried over the walk: docs/lowering.md)");
         return 0;
     }
     w.persist = 1;

@@ -300,6 +300,8 @@ static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
  * them (docs/lowering.md, "The two warp groups in turns"). */
 static int takes_turns(const wg_plan *w) { return w->warps == 2 * WGA_WG_WARPS && w->defer_dot; }
 
+int lower_wga_takes_turns(const wg_plan *w) { return takes_turns(w); }
+
 /* Nothing before the loop writes memory or returns, and the loop is a
  * statement of the kernel's body (every producer thread reaches it). */
 static int placed_ok(lw *L, const tilec_stmt *loop)
@@ -655,8 +657,9 @@ static int store_smem_a(lw *L, const wg_plan *w)
 /* The consumer warp groups' turns begin (FlashAttention-3's ping-pong:
  * group 0 issues first) and end (group 0 takes group 1's last arrive, so
  * none is left pending; constant ids after the wait: a computed id there,
- * with P V in flight, had ptxas serialize every wgmma, C7515). A one-tile
- * twin's are around its loop, a persistent twin's around its walk. */
+ * with P V in flight, had ptxas serialize every wgmma, C7515), around
+ * the loop (a twin whose groups take turns runs one tile a block:
+ * lower_wga_takes_turns). */
 static const char *const turns_begin[] = {
     "const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */",
     "if (tl_wgi == 1)", "    tl_bar_arrive_n(2, 256);", "tl_bar_sync_n(2 + tl_wgi, 256);", NULL};
@@ -776,7 +779,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         lower_line(L, "if (tl_it > %s && tl_lane == 0)", persist ? "tl_it0" : "0");
         lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
     }
-    if (w->pingpong && !persist) /* a persistent twin's turns go on over its tiles, and end once (lower_wga_finish) */
+    if (w->pingpong)
         wga_lines(L, turns_end);
     L->ind--;
     lower_line(L, "}");
@@ -910,35 +913,23 @@ static void rs_fn(strbuf *tu, const char *t, int64_t N, int bk)
 
 /* Why the persistent form of twin pass L (lowered with plan.persist) may
  * not run, or NULL: its walk runs the statements before the loop in each
- * role apart and the turns of two warp groups on over its tiles, so no
- * block-wide barrier may stand among the statements before the loop, nor,
- * with turns, after it (one group waits there for the other while that
- * one waits for its turn), and nothing may return after it. */
+ * role apart, so no block-wide barrier may stand among them, and nothing
+ * may return after the loop. */
 const char *lower_wga_persist_no(lw *L)
 {
     const char *s = sb_str(&L->out), *sync = "__syncthreads();";
-    if (!L->tw.done || !L->tw.plan.persist)
+    if (!L->tw.done || !L->tw.plan.persist || L->tw.plan.pingpong)
         return "the persistent pass did not reach the dot loop";
-    for (const char *q = s + L->tw.body; (q = strstr(q, sync)) != NULL && q < s + L->tw.end; q += strlen(sync))
-        if (q < s + L->tw.pre)
-            return "a statement before the loop meets at a block-wide barrier (each role runs them apart)";
-        else if (q >= s + L->tw.epi && L->tw.plan.pingpong)
-            return "a statement after the loop meets at a barrier, which the two warp groups' turns over the tiles "
-                   "would deadlock";
+    const char *q = strstr(s + L->tw.body, sync);
+    if (q && q < s + L->tw.pre)
+        return "a statement before the loop meets at a block-wide barrier (each role runs them apart)";
     const char *r = strstr(s + L->tw.epi, "return");
     return r && r < s + L->tw.end ? "a statement after the loop returns" : NULL;
 }
 
-/* Lines l into tu at indentation ind (4 spaces a level). */
-static void add_lines(strbuf *tu, const char *const *l, int ind)
-{
-    for (; *l; l++)
-        sb_printf(tu, "%*s%s\n", 4 * ind, "", *l);
-}
-
 /* The persistent attention twin from pass L (lower_wga_loop's parts):
- * the barriers set up once; then in one if/else of roles (setmaxnreg needs
- * that) the producer's thread and the consumer warps each walk the block's
+ * the barriers set up once; then the producer's thread (in its warp
+ * group's branch, which returns) and the consumer warps each walk the block's
  * units (tl_u = blockIdx.x, + gridDim.x, ...: a query tile of a head,
  * lower_wg_unit_pids), each running the statements before the loop for its
  * unit, the ring's stage counter tl_it carried over the units (the
@@ -965,16 +956,12 @@ static void persist_attn(lw *L, strbuf *tu)
     sb_add(tu, b + hdr, cons - hdr);
     sb_puts(tu, "    }\n        }\n        }\n        return;\n    }\n");
     sb_printf(tu, "    tl_setmaxnreg_inc<%d>();\n    int tl_it = 0;\n", WGA_REGS_CONSUMER_TMA);
-    if (w->pingpong)
-        add_lines(tu, turns_begin, 1);
     sb_puts(tu, walk);
     lower_wg_unit_pids(tu, w, L->order.rev);
     sb_add(tu, b + body, pre - body);
     sb_add(tu, b + hdr, prod - hdr);
     lower_wg_add_consumers(tu, b, cons, cons, L->tw.end, L->nt);
     sb_puts(tu, "        }\n");
-    if (w->pingpong)
-        add_lines(tu, turns_end, 1);
     sb_add(tu, b + L->tw.end, L->out.n - L->tw.end);
 }
 
