@@ -672,6 +672,24 @@ static void wga_lines(lw *L, const char *const *l)
         lower_line(L, "%s", *l);
 }
 
+/* The ring's place (tl_wro: its block at byte base, 1024-aligned) and its
+ * barriers past its `ring` bytes: each stage's *full* (one arrival, the
+ * TMA thread's expect, or the cp.async producer's 128) and *empty* (one a
+ * consumer warp), set up by thread 0. */
+static void ring_barriers(lw *L, uint32_t base, int64_t ring, int S)
+{
+    lower_line(L, "const unsigned tl_wro = ((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem);", base);
+    lower_line(L, "const unsigned tl_full = tl_sa(tl_smem) + tl_wro + %lld, tl_empty = tl_full + %d;", (long long)ring,
+               8 * S);
+    lower_line(L, "if (tl_tid0 == 0) {");
+    lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", L->tw.plan.nmaps ? 1 : WGA_PRODUCER);
+    lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
+    lower_line(L, "    }");
+    lower_line(L, "    tl_mbar_fence_init();");
+    lower_line(L, "}");
+}
+
 int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
 {
     if (!L->tw.on || !L->tw.plan.attn || loop != L->tw.loop)
@@ -697,16 +715,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     int persist = w->persist; /* the parts lower_wga_finish walks per tile (L->tw.hdr, prod, cons) */
     L->tw.pre = L->out.n;
     if (persist) { /* the barriers once, before the block's walk */
-        lower_line(L, "const unsigned tl_wro = ((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem);", base);
-        lower_line(L, "const unsigned tl_full = tl_sa(tl_smem) + tl_wro + %lld, tl_empty = tl_full + %d;",
-                   (long long)ring, 8 * S);
-        lower_line(L, "if (tl_tid0 == 0) {");
-        lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-        lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, 1);");
-        lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
-        lower_line(L, "    }");
-        lower_line(L, "    tl_mbar_fence_init();");
-        lower_line(L, "}");
+        ring_barriers(L, base, ring, S);
         lower_line(L, "__syncthreads();");
         L->tw.hdr = L->out.n;
     }
@@ -715,16 +724,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     L->ind++;
     lower_cp_bounds(L, loop);
     if (!persist) {
-        lower_line(L, "const unsigned tl_wro = ((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem);", base);
-        lower_line(L, "const unsigned tl_full = tl_sa(tl_smem) + tl_wro + %lld, tl_empty = tl_full + %d;",
-                   (long long)ring, 8 * S);
-        lower_line(L, "if (tl_tid0 == 0) {");
-        lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-        lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->nmaps ? 1 : WGA_PRODUCER);
-        lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
-        lower_line(L, "    }");
-        lower_line(L, "    tl_mbar_fence_init();");
-        lower_line(L, "}");
+        ring_barriers(L, base, ring, S);
         if (w->sa_dot && !store_smem_a(L, w))
             L->failed = 1;
         lower_line(L, "__syncthreads();");

@@ -314,19 +314,12 @@ static void check_attention_walk(const char *kernel, int D)
                           kernel, vi, bh, S, causal, err);
         }
     }
-    tilec_rt_free(rt, dq);
-    tilec_rt_free(rt, dk);
-    tilec_rt_free(rt, dv);
-    tilec_rt_free(rt, dout);
-    free(q);
-    free(kk);
-    free(v);
-    free(qh);
-    free(kh);
-    free(vh);
-    free(oh);
-    free(got);
-    free(want);
+    const uint64_t dev[] = {dq, dk, dv, dout};
+    void *const host[] = {q, kk, v, qh, kh, vh, oh, got, want};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        tilec_rt_free(rt, dev[i]);
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        free(host[i]);
     tilec_program_free(p);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
