@@ -328,6 +328,10 @@ typedef struct lw {
         int role;               /* persistent twin: 1 lowering the producer's body, 2 the consumers' */
         size_t body, end;       /* where the kernel's body starts and ends in out */
         size_t pre;             /* where the twin's loop starts in out: [body, pre) the lets before it */
+        /* the persistent attention twin's parts of its loop (wgattn.c): [pre, hdr) its barriers, set up once;
+         * [hdr, prod) the loop's bounds, per tile in both roles; [prod, cons) the producer's loop; [cons, epi)
+         * the consumers' */
+        size_t hdr, prod, cons;
         const char *acc;        /* the twin loop's accumulator (its C name) */
         /* the epilogue's loads a persistent twin's consumers issue before the loop (wgmma.c,
          * early_issue): lower_find_mat finds them in every statement after it */
@@ -941,6 +945,10 @@ void lower_frag_a_regs(lw *L, const val *x, int mt, tilec_dtype d, const char *t
 int lower_wga_layout(const lw *L, int64_t M, int64_t N, lay *y);
 /* Append the lowered twin to tu and fill meta (as lower_wg_finish). */
 int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname);
+/* Whether plan w's two consumer warp groups take turns to issue (wgattn.c: the last dot in flight). */
+int lower_wga_takes_turns(const wg_plan *w);
+/* Why the persistent attention twin of pass L may not run (its statements' barriers), or NULL. */
+const char *lower_wga_persist_no(lw *L);
 
 /* ---- wgmma.c: the sm_90a twin ---- */
 
@@ -1056,6 +1064,9 @@ int lower_wg_consumers(const lw *L);
 /* body[from, to) into tu, every __syncthreads() past `epi` the consumers'
  * named barrier 1 of nt threads. */
 void lower_wg_add_consumers(strbuf *tu, const char *body, size_t from, size_t epi, size_t to, int nt);
+/* tl_pid0..2 of unit tl_u of a persistent twin of one tile a unit (plan w; rev: pid(0) in reverse, order.c), as
+ * the GEMM twin's walk orders them (wgmma.c) */
+void lower_wg_unit_pids(strbuf *tu, const wg_plan *w, int rev);
 
 /* ---- wgpair.c: two program tiles along N a block of the persistent twin ---- */
 

@@ -165,6 +165,10 @@ static void twin_remark(lw *R, const twin_ran *t)
                          "consumers store this one%s",
                       h, t->S,
                       t->single ? " (beside it, one tile a block where the tiles are few a multiprocessor)" : "");
+    if (t->persist && R->tw.plan.attn)
+        h = lower_fmt(R, "%s; on a persistent grid: a block walks (query tile, head) units (min(units, SMs) blocks "
+                         "where the units are few a multiprocessor, else a block a unit), its producer copying the "
+                         "next unit's tiles while the consumers store this one", h);
     if (t->persist && R->tw.plan.gather && t->bres_cap) /* B resident (wgmma.c, persist_plan) */
         h = lower_fmt(R, "%s; B resident: a block copies B's steps once, in its first tile, into %d slots of %lld KiB "
                          "and the ring carries A alone, where a tile's steps are at most %d%s (a run-time test; else B "
@@ -267,6 +271,42 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
         }
         lower_free(&L);
     }
+}
+
+/* The persistent attention twin `tname` of R's plan (wgattn.c: its rings
+ * by TMA, a block walking (query tile, head) units), lowered and appended
+ * to tu: lower_wga_finish's result; 0, with t->persist_why saying why,
+ * where it does not apply or did not pay (two warp groups taking turns:
+ * bench/results/attention_s49.md), and the one-tile twin then runs. */
+static int persist_attn_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, twin_ran *t)
+{
+    wg_plan w = R->tw.plan;
+    if (!w.nmaps) {
+        snprintf(t->persist_why, sizeof t->persist_why, "its rings are filled by cp.async (the persistent twin's "
+                                                        "producer is one thread issuing TMA copies)");
+        return 0;
+    }
+    if (lower_wga_takes_turns(&w)) { /* bench/results/attention_s49.md */
+        snprintf(t->persist_why, sizeof t->persist_why,
+                 "its two warp groups take turns to issue (measured 3-10%% slower on a persistent grid, their turns "
+                 "carried over the walk: docs/lowering.md)");
+        return 0;
+    }
+    w.persist = 1;
+    lw L;
+    twin_pass(R, &w, 0, tname, &L);
+    const char *no = L.failed || L.out.failed ? "its pass did not lower"
+                     : lower_wg_over(&L) > w.other ? "the statements after the loop take shared memory beside the ring"
+                                                   : lower_wga_persist_no(&L);
+    int r = no ? 0 : lower_wga_finish(&L, tu, meta, tname);
+    if (!r)
+        snprintf(t->persist_why, sizeof t->persist_why, "%s", no ? no : "its pass did not lower");
+    lower_free(&L);
+    if (r > 0) {
+        t->persist = 1;
+        t->S = w.S;
+    }
+    return r;
 }
 
 /* Beside a paired twin `tname` (lower/wgpair.c), the persistent twin of
@@ -386,6 +426,8 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         else if (r > 0 && w.gather) /* and beside a gather twin */
             r = (t.single = gather_single(R, tname, tu, meta)) < 0 ? -1 : r;
     }
+    if (plan->attn)
+        r = persist_attn_twin(R, tname, tu, meta, &t);
     if (!r)
         r = one_tile_twin(R, tname, tu, meta, &t);
     if (r > 0)

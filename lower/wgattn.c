@@ -300,6 +300,8 @@ static void plan_defer(lw *L, const tilec_stmt *loop, wg_plan *w)
  * them (docs/lowering.md, "The two warp groups in turns"). */
 static int takes_turns(const wg_plan *w) { return w->warps == 2 * WGA_WG_WARPS && w->defer_dot; }
 
+int lower_wga_takes_turns(const wg_plan *w) { return takes_turns(w); }
+
 /* Nothing before the loop writes memory or returns, and the loop is a
  * statement of the kernel's body (every producer thread reaches it). */
 static int placed_ok(lw *L, const tilec_stmt *loop)
@@ -555,19 +557,15 @@ static void producer(lw *L, const tilec_stmt *loop, ring_plan *rp, const char *v
     lower_line(L, "}");
 }
 
-/* The producer by TMA (plan w's maps, one a ring): one thread waits for
- * each iteration's stage to be empty, expects its bytes on its *full*
- * and issues each ring's boxes (all the tile's rows x 64 elements, box j
- * at j x rows x 128 bytes of the slot, as the cp.async copies lay them). */
-static void producer_tma(lw *L, const tilec_stmt *loop, const ring_plan *rp, const wg_plan *w, const char *v)
+/* The producer's loop by TMA (plan w's maps, one a ring; tl_it its
+ * counter, which a persistent twin carries over the block's tiles): one
+ * thread waits for each iteration's stage to be empty, expects its bytes
+ * on its *full* and issues each ring's boxes (all the tile's rows x 64
+ * elements, box j at j x rows x 128 bytes of the slot, as the cp.async
+ * copies lay them). */
+static void producer_tma_loop(lw *L, const tilec_stmt *loop, const ring_plan *rp, const wg_plan *w, const char *v)
 {
-    int S = rp->S, nt = L->nt;
-    lower_line(L, "if (tl_tid0 >= %d) { /* the producer warp group: one thread issues the TMA copies */", nt);
-    L->ind++;
-    lower_line(L, "tl_setmaxnreg_dec<%d>();", WGA_REGS_PRODUCER_TMA);
-    lower_line(L, "if (tl_tid0 == %d) {", nt);
-    L->ind++;
-    lower_line(L, "int tl_it = 0;");
+    int S = rp->S;
     lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
@@ -591,6 +589,19 @@ static void producer_tma(lw *L, const tilec_stmt *loop, const ring_plan *rp, con
     lower_leave(L);
     L->ind--;
     lower_line(L, "}");
+}
+
+/* The producer warp group of a one-tile twin by TMA: one thread runs the loop. */
+static void producer_tma(lw *L, const tilec_stmt *loop, const ring_plan *rp, const wg_plan *w, const char *v)
+{
+    int nt = L->nt;
+    lower_line(L, "if (tl_tid0 >= %d) { /* the producer warp group: one thread issues the TMA copies */", nt);
+    L->ind++;
+    lower_line(L, "tl_setmaxnreg_dec<%d>();", WGA_REGS_PRODUCER_TMA);
+    lower_line(L, "if (tl_tid0 == %d) {", nt);
+    L->ind++;
+    lower_line(L, "int tl_it = 0;");
+    producer_tma_loop(L, loop, rp, w, v);
     L->ind--;
     lower_line(L, "}");
     lower_line(L, "return;");
@@ -643,6 +654,42 @@ static int store_smem_a(lw *L, const wg_plan *w)
     return 1;
 }
 
+/* The consumer warp groups' turns begin (FlashAttention-3's ping-pong:
+ * group 0 issues first) and end (group 0 takes group 1's last arrive, so
+ * none is left pending; constant ids after the wait: a computed id there,
+ * with P V in flight, had ptxas serialize every wgmma, C7515), around
+ * the loop (a twin whose groups take turns runs one tile a block:
+ * lower_wga_takes_turns). */
+static const char *const turns_begin[] = {
+    "const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */",
+    "if (tl_wgi == 1)", "    tl_bar_arrive_n(2, 256);", "tl_bar_sync_n(2 + tl_wgi, 256);", NULL};
+static const char *const turns_end[] = {"if (tl_wgi == 0) {", "    tl_bar_arrive_n(3, 256);", "    tl_bar_sync_n(2, 256);",
+                                        "} else {", "    tl_bar_arrive_n(2, 256);", "}", NULL};
+
+static void wga_lines(lw *L, const char *const *l)
+{
+    for (; *l; l++)
+        lower_line(L, "%s", *l);
+}
+
+/* The ring's place (tl_wro: its block at byte base, 1024-aligned) and its
+ * barriers past its `ring` bytes: each stage's *full* (one arrival, the
+ * TMA thread's expect, or the cp.async producer's 128) and *empty* (one a
+ * consumer warp), set up by thread 0. */
+static void ring_barriers(lw *L, uint32_t base, int64_t ring, int S)
+{
+    lower_line(L, "const unsigned tl_wro = ((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem);", base);
+    lower_line(L, "const unsigned tl_full = tl_sa(tl_smem) + tl_wro + %lld, tl_empty = tl_full + %d;", (long long)ring,
+               8 * S);
+    lower_line(L, "if (tl_tid0 == 0) {");
+    lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
+    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", L->tw.plan.nmaps ? 1 : WGA_PRODUCER);
+    lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
+    lower_line(L, "    }");
+    lower_line(L, "    tl_mbar_fence_init();");
+    lower_line(L, "}");
+}
+
 int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
 {
     if (!L->tw.on || !L->tw.plan.attn || loop != L->tw.loop)
@@ -665,36 +712,51 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
     uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, w->sa_bytes));
     lower_plan_loop(L, loop, 1);
     const char *v = lower_cname(L, loop->names[0]);
+    int persist = w->persist; /* the parts lower_wga_finish walks per tile (L->tw.hdr, prod, cons) */
+    L->tw.pre = L->out.n;
+    if (persist) { /* the barriers once, before the block's walk */
+        ring_barriers(L, base, ring, S);
+        lower_line(L, "__syncthreads();");
+        L->tw.hdr = L->out.n;
+    }
     lower_line(L, "{ /* dots on wgmma, %d-stage ring by %s (sm_90a) */", S,
                w->nmaps ? "TMA" : "a cp.async producer warp group");
     L->ind++;
     lower_cp_bounds(L, loop);
-    lower_line(L, "const unsigned tl_wro = ((tl_sa(tl_smem + %u) + 1023u) & ~1023u) - tl_sa(tl_smem);", base);
-    lower_line(L, "const unsigned tl_full = tl_sa(tl_smem) + tl_wro + %lld, tl_empty = tl_full + %d;", (long long)ring,
-               8 * S);
-    lower_line(L, "if (tl_tid0 == 0) {");
-    lower_line(L, "    for (int tl_s = 0; tl_s < %d; ++tl_s) {", S);
-    lower_line(L, "        tl_mbar_init(tl_full + tl_s * 8, %d);", w->nmaps ? 1 : WGA_PRODUCER);
-    lower_line(L, "        tl_mbar_init(tl_empty + tl_s * 8, %d);", L->nwarps);
-    lower_line(L, "    }");
-    lower_line(L, "    tl_mbar_fence_init();");
-    lower_line(L, "}");
-    if (w->sa_dot && !store_smem_a(L, w))
-        L->failed = 1;
-    lower_line(L, "__syncthreads();");
-    if (w->nmaps)
+    if (!persist) {
+        ring_barriers(L, base, ring, S);
+        if (w->sa_dot && !store_smem_a(L, w))
+            L->failed = 1;
+        lower_line(L, "__syncthreads();");
+    }
+    if (persist) { /* this tile's K / V copies into the ring the walk carries (tl_it) */
+        L->tw.prod = L->out.n;
+        producer_tma_loop(L, loop, rp, w, v);
+        L->tw.cons = L->out.n;
+    } else if (w->nmaps)
         producer_tma(L, loop, rp, w, v);
     else
         producer(L, loop, rp, v);
-    L->tw.epi = L->out.n; /* from here on only the consumer warps run: their own named barrier */
-    lower_line(L, "tl_setmaxnreg_inc<%d>();", w->nmaps ? WGA_REGS_CONSUMER_TMA : WGA_REGS_CONSUMER);
+    if (!persist) {
+        L->tw.epi = L->out.n; /* from here on only the consumer warps run: their own named barrier */
+        lower_line(L, "tl_setmaxnreg_inc<%d>();", w->nmaps ? WGA_REGS_CONSUMER_TMA : WGA_REGS_CONSUMER);
+    }
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
-    lower_line(L, "int tl_it = 0;");
-    if (w->pingpong) { /* warp group 0 issues first; its turn for the first iteration's first dot starts here */
-        lower_line(L, "const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */");
-        lower_line(L, "if (tl_wgi == 1)");
-        lower_line(L, "    tl_bar_arrive_n(2, 256);");
-        lower_line(L, "tl_bar_sync_n(2 + tl_wgi, 256);");
+    if (persist) {
+        /* tl_it counts on over the block's tiles (the stages' phases); this tile's first */
+        lower_line(L, "const int tl_it0 = tl_it;");
+        if (w->sa_dot) { /* each warp group writes and reads its own 64 rows of A: its previous tile's wgmma are done */
+            lower_line(L, "asm volatile(\"bar.sync %%0, 128;\" :: \"r\"(4 + (tl_warp >> 2)) : \"memory\"); /* this warp "
+                          "group's previous A is read */");
+            if (!store_smem_a(L, w))
+                L->failed = 1;
+            lower_line(L, "asm volatile(\"bar.sync %%0, 128;\" :: \"r\"(4 + (tl_warp >> 2)) : \"memory\"); /* its A is "
+                          "written */");
+        }
+    } else {
+        lower_line(L, "int tl_it = 0;");
+        if (w->pingpong) /* warp group 0 issues first; its turn for the first iteration's first dot starts here */
+            wga_lines(L, turns_begin);
     }
     lower_comment_loc(L, &loop->loc);
     lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
@@ -714,21 +776,15 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
             lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
         else
             L->failed = 1;
-        lower_line(L, "if (tl_it > 0 && tl_lane == 0)");
+        lower_line(L, "if (tl_it > %s && tl_lane == 0)", persist ? "tl_it0" : "0");
         lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
     }
-    if (w->pingpong) {
-        /* the last dot's turn ends, and group 0 takes group 1's last arrive (none is left pending); constant
-         * ids after the wait: a computed id here, with P V in flight, had ptxas serialize every wgmma (C7515) */
-        lower_line(L, "if (tl_wgi == 0) {");
-        lower_line(L, "    tl_bar_arrive_n(3, 256);");
-        lower_line(L, "    tl_bar_sync_n(2, 256);");
-        lower_line(L, "} else {");
-        lower_line(L, "    tl_bar_arrive_n(2, 256);");
-        lower_line(L, "}");
-    }
+    if (w->pingpong)
+        wga_lines(L, turns_end);
     L->ind--;
     lower_line(L, "}");
+    if (persist)
+        L->tw.epi = L->out.n;
     L->tw.done = 1;
     return 1;
 }
@@ -824,7 +880,8 @@ int lower_wga_dot(lw *L, val *acc, const val *ra, const val *rb, int bt, int64_t
         if (!x || x->kind != VK_MAT)
             return 0;
         lower_line(L, "tl_wg_pin(%s, %d);", x->c, x->ly.E);
-        lower_line(L, "if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */");
+        lower_line(L, "if (tl_it > %s && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */",
+                   w->persist ? "tl_it0" : "0");
         lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", w->S);
     }
     return 1;
@@ -854,6 +911,60 @@ static void rs_fn(strbuf *tu, const char *t, int64_t N, int bk)
     sb_printf(tu, "\n        : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(db), \"n\"(1) : \"memory\");\n}\n#endif\n");
 }
 
+/* Why the persistent form of twin pass L (lowered with plan.persist) may
+ * not run, or NULL: its walk runs the statements before the loop in each
+ * role apart, so no block-wide barrier may stand among them, and nothing
+ * may return after the loop. */
+const char *lower_wga_persist_no(lw *L)
+{
+    const char *s = sb_str(&L->out), *sync = "__syncthreads();";
+    if (!L->tw.done || !L->tw.plan.persist || L->tw.plan.pingpong)
+        return "the persistent pass did not reach the dot loop";
+    const char *q = strstr(s + L->tw.body, sync);
+    if (q && q < s + L->tw.pre)
+        return "a statement before the loop meets at a block-wide barrier (each role runs them apart)";
+    const char *r = strstr(s + L->tw.epi, "return");
+    return r && r < s + L->tw.end ? "a statement after the loop returns" : NULL;
+}
+
+/* The persistent attention twin from pass L (lower_wga_loop's parts):
+ * the barriers set up once; then the producer's thread (in its warp
+ * group's branch, which returns) and the consumer warps each walk the block's
+ * units (tl_u = blockIdx.x, + gridDim.x, ...: a query tile of a head,
+ * lower_wg_unit_pids), each running the statements before the loop for its
+ * unit, the ring's stage counter tl_it carried over the units (the
+ * barriers' phases), so the producer copies the next unit's K and V while
+ * the consumers finish this one, waiting on the ring's empty barriers
+ * alone. */
+static void persist_attn(lw *L, strbuf *tu)
+{
+    const wg_plan *w = &L->tw.plan;
+    const char *b = sb_str(&L->out);
+    const size_t body = L->tw.body, pre = L->tw.pre, hdr = L->tw.hdr, prod = L->tw.prod, cons = L->tw.cons;
+    const char *walk = "        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n";
+    sb_add(tu, b, body);
+    sb_add(tu, b + pre, hdr - pre);
+    sb_puts(tu, "    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2; /* a persistent grid: each block walks units */\n");
+    sb_printf(tu, "    if (tl_tid0 >= %d) { /* the producer warp group: one thread issues the TMA copies */\n"
+                  "        tl_setmaxnreg_dec<%d>();\n"
+                  "        if (tl_tid0 == %d) {\n"
+                  "        int tl_it = 0;\n",
+              L->nt, WGA_REGS_PRODUCER_TMA, L->nt);
+    sb_puts(tu, walk);
+    lower_wg_unit_pids(tu, w, L->order.rev);
+    sb_add(tu, b + body, pre - body);
+    sb_add(tu, b + hdr, cons - hdr);
+    sb_puts(tu, "    }\n        }\n        }\n        return;\n    }\n");
+    sb_printf(tu, "    tl_setmaxnreg_inc<%d>();\n    int tl_it = 0;\n", WGA_REGS_CONSUMER_TMA);
+    sb_puts(tu, walk);
+    lower_wg_unit_pids(tu, w, L->order.rev);
+    sb_add(tu, b + body, pre - body);
+    sb_add(tu, b + hdr, prod - hdr);
+    lower_wg_add_consumers(tu, b, cons, cons, L->tw.end, L->nt);
+    sb_puts(tu, "        }\n");
+    sb_add(tu, b + L->tw.end, L->out.n - L->tw.end);
+}
+
 int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
 {
     if (!L->tw.done || L->failed || L->out.failed || L->ar.failed || L->smem > SMEM_LIMIT)
@@ -879,12 +990,18 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
             lower_wg_ss_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
         else
             rs_fn(tu, w->fn_bk[i] & 2 ? "bf16" : "f16", w->fn_n[i], w->fn_bk[i] & 1);
-    lower_wg_add_consumers(tu, sb_str(&L->out), 0, L->tw.epi, L->out.n, L->nt);
+    if (w->persist)
+        persist_attn(L, tu);
+    else
+        lower_wg_add_consumers(tu, sb_str(&L->out), 0, L->tw.epi, L->out.n, L->nt);
     sb_puts(tu, "#endif\n");
     memset(meta, 0, sizeof *meta); /* no tensor maps (rings by cp.async): the variant's parameters alone */
     meta->threads = (uint32_t)(L->nt + WGA_PRODUCER);
     meta->smem_bytes = L->smem;
     meta->nmaps = (uint32_t)w->nmaps; /* the rings' maps, after the variant's parameters */
     memcpy(meta->maps, w->maps, sizeof w->maps);
+    /* a persistent twin: the program's grid as parameters, min(units, SMs) blocks; kper 0, so the launch weighs
+     * the units alone (a causal loop's steps differ from tile to tile: runtime/tma.c) */
+    meta->persistent = (uint32_t)w->persist;
     return (meta->name = strdup(fname)) != NULL ? 1 : -1;
 }

@@ -1519,6 +1519,8 @@ static void persist_pids(strbuf *tu, int pax, int mpair, int yz, int rev)
               pax ? " * 2" : "");
 }
 
+void lower_wg_unit_pids(strbuf *tu, const wg_plan *w, int rev) { persist_pids(tu, 0, 0, batch_in_y(w), rev); }
+
 /* The persistent twin: the barriers set up once; the producer thread and
  * the consumer warps each walk the block's tiles (tl_u = blockIdx.x,
  * + gridDim.x, ...) in one if/else of roles (setmaxnreg needs that), the

@@ -278,6 +278,55 @@ Test(layouts, attention_twin_trans_k, .timeout = 300)
     check_attention_twins("tests/gpu/attention_kt.tile", "attention_kt_inline", 64, 0, 0);
 }
 
+/* The persistent twins walking units (issue 30): bh = 64 heads of S = 260
+ * (ragged: 3 query tiles of 128, 5 of 64) make 192 or 320 units, more
+ * than the H200's 132 multiprocessors, so blocks walk two or three units
+ * each with the ring's phases carried from one to the next (the tests
+ * above, bh = 3, give a block one unit); every variant, causal and not,
+ * against one reference each. */
+static void check_attention_walk(const char *kernel, int D)
+{
+    const int bh = 64, S = 260;
+    tilec_ctx *ctx;
+    tilec_module *m;
+    tilec_program *p = att_program("examples/attention.tile", &ctx, &m);
+    const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
+    cr_assert_not_null(k);
+    size_t n = (size_t)bh * S * D;
+    double scale = 1.0 / sqrt((double)D);
+    uint16_t *qh, *kh, *vh, *oh = malloc(n * 2);
+    float *q = rnd_f16(n, &qh), *kk = rnd_f16(n, &kh), *v = rnd_f16(n, &vh), *got = malloc(n * sizeof *got);
+    double *want = malloc(n * sizeof *want);
+    uint64_t dq = put(qh, n * 2), dk = put(kh, n * 2), dv = put(vh, n * 2), dout = put(NULL, n * 2);
+    for (int causal = 0; causal < 2; causal++) {
+        attention_ref(q, kk, v, want, bh, S, D, causal, scale);
+        for (uint32_t vi = 0; vi < tilec_kernel_variant_count(k); vi++) {
+            CHECK_RT(tilec_rt_memset_d32(rt, dout, 0x7e007e00u, (n + 1) / 2)); /* f16 NaN */
+            tilec_rt_arg args[8] = {{.ptr = dq}, {.ptr = dk}, {.ptr = dv}, {.ptr = dout}, {.i32 = S}, {.i32 = bh},
+                                    {.i32 = causal}, {.f32 = (float)scale}};
+            CHECK_RT(tilec_program_launch(p, kernel, (int)vi, args, 8, NULL));
+            CHECK_RT(tilec_rt_synchronize(rt));
+            CHECK_RT(tilec_rt_memcpy_dtoh(rt, oh, dout, n * 2));
+            for (size_t i = 0; i < n; i++)
+                got[i] = f16_to_f32(oh[i]);
+            double err = rel_l2(got, want, n);
+            cr_expect_leq(err, 5e-3, "%s variant %u, %d heads of S = %d, causal %d (units walked): relative L2 error %g",
+                          kernel, vi, bh, S, causal, err);
+        }
+    }
+    const uint64_t dev[] = {dq, dk, dv, dout};
+    void *const host[] = {q, kk, v, qh, kh, vh, oh, got, want};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        tilec_rt_free(rt, dev[i]);
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+        free(host[i]);
+    tilec_program_free(p);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+Test(layouts, attention_twin_walks_units_d64, .timeout = 300) { check_attention_walk("attention_d64", 64); }
+Test(layouts, attention_twin_walks_units_d128, .timeout = 300) { check_attention_walk("attention_d128", 128); }
+
 /* Attention written from the docs alone (tests/attn_forms/README.md):
  * every variant through its sm_90a twin, ragged S, causal and not. */
 Test(layouts, attention_docs_d64_plain, .timeout = 300)
