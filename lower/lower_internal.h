@@ -146,8 +146,10 @@ typedef struct wg_plan {
      * the same for every tile a block walks (bres_ok; else bres_no says why), B's region past A's ring holds
      * bres_cap k-steps' slots (bres_extra bytes more than the ring's S), the block's first tile copies B's
      * steps into them and the ring carries A alone, where a tile's steps are at most bres_cap and the grid is
-     * one tile along each axis of bres_axes (bit a - 1: pid(a), a = 1, 2), a run-time test; else the ring */
-    int bres_ok, bres, bres_cap, bres_axes;
+     * one tile along each axis of bres_axes (bit a - 1: pid(a), a = 1, 2), a run-time test; else the ring.
+     * With B resident A's ring has bres_sa stages (S, or more in the room B's ring slots leave: A's slots
+     * first, B's resident ones past them; the ring's indexing by tl_res, lower_wg_ring_of) */
+    int bres_ok, bres, bres_cap, bres_axes, bres_sa;
     const char *bres_no;
     int64_t bres_extra;
     /* wgattn.c: a loop of dots on cp.async rings (attention) on wgmma */
@@ -1050,8 +1052,20 @@ int lower_wg_persist(wg_plan *w);
  * this launch keeps it (a tile's steps fit w->bres_cap slots, the grid
  * one tile along w->bres_axes), from tl_lo, tl_hi, tl_st. */
 void lower_wg_res_test(lw *L, const wg_plan *w);
-/* A persistent twin's store staging past the ring, in bytes. */
+/* A persistent twin's store staging past the ring, in bytes (with the
+ * barriers of A's resident-mode stages past the ring's S). */
 int64_t lower_wg_staging(const wg_plan *w);
+/* The barrier pairs of plan w's ring (its S, or A's stages with B
+ * resident where more), and their offset from the aligned ring. */
+int lower_wg_nbar(const wg_plan *w);
+int64_t lower_wg_bar_off(const wg_plan *w);
+/* `x op S` for the ring's stage of counter x (op "%" the slot, "/" the
+ * round; unparenthesised, x as given): where B resident gives A more
+ * stages, `tl_res ? x op SA : x op S`. */
+const char *lower_wg_ring_of(lw *L, const wg_plan *w, const char *x, const char *op);
+/* B's slots' offset from the aligned ring: past A's S slots, or its
+ * resident-mode ones where those are more. */
+const char *lower_wg_b_base(lw *L, const wg_plan *w);
 /* Bytes of the tile the epilogue stages in shared memory (a TMA store's
  * or vstore's), else 0. */
 int64_t lower_wg_store_bytes(const wg_plan *w);

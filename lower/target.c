@@ -139,6 +139,7 @@ typedef struct twin_ran {
     int single;            /* a persistent gather twin's one-tile twin beside it (gather_single) */
     int bres_cap;          /* a persistent gather twin's resident B: its slots (wgmma.c, persist_plan); 0 none */
     int64_t bres_slot;     /* ... their bytes each */
+    int bres_sa;           /* ... A's stages then, where more than S; else 0 */
 } twin_ran;
 
 /* R's remark (rendered after the twin) says what runs: t appended to the plan's words. */
@@ -171,9 +172,10 @@ static void twin_remark(lw *R, const twin_ran *t)
                          "next unit's tiles while the consumers store this one", h);
     if (t->persist && R->tw.plan.gather && t->bres_cap) /* B resident (wgmma.c, persist_plan) */
         h = lower_fmt(R, "%s; B resident: a block copies B's steps once, in its first tile, into %d slots of %lld KiB "
-                         "and the ring carries A alone, where a tile's steps are at most %d%s (a run-time test; else B "
+                         "and the ring carries A alone%s, where a tile's steps are at most %d%s (a run-time test; else B "
                          "in the ring)",
-                      h, t->bres_cap, (long long)(t->bres_slot / 1024), t->bres_cap,
+                      h, t->bres_cap, (long long)(t->bres_slot / 1024),
+                      t->bres_sa ? lower_fmt(R, " in %d stages (B's ring slots A's)", t->bres_sa) : "", t->bres_cap,
                       R->tw.plan.bres_axes ? " and the grid has one tile along B's axis" : "");
     else if (t->persist && R->tw.plan.gather && R->tw.plan.atma)
         h = lower_fmt(R, "%s; B not resident: %s", h, R->tw.plan.bres_no ? R->tw.plan.bres_no : "no room");
@@ -416,6 +418,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
             t.persist_why[0] = '\0';
             t.bres_cap = w.bres ? w.bres_cap : 0;
             t.bres_slot = w.N * w.K * (int64_t)w.maps[1].elem_bytes;
+            t.bres_sa = w.bres && w.bres_sa > w.S ? w.bres_sa : 0;
         }
         if (r <= 0)
             t.mpair_why[0] = '\0'; /* one tile a block runs: the persistent grid's refusal says why */

@@ -242,9 +242,9 @@ static void tma_issue(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
         lower_line(L, "if (%s) {", bt);
         L->ind++;
         for (int b = 0; b < (int)(w->N / w->maps[1].box_cols); b++)
-            lower_line(L, "tl_tma_2d(tl_ring + %lld + %s * %lld + %lld, &tl_tm1, (int)tl_bcol + %d, (int)tl_brow, "
+            lower_line(L, "tl_tma_2d(tl_ring + %s + %s * %lld + %lld, &tl_tm1, (int)tl_bcol + %d, (int)tl_brow, "
                           "tl_full + tl_s * 8);",
-                       (long long)(w->S * aslot), w->bres ? "tl_bj" : "tl_s", (long long)bslot,
+                       lower_wg_b_base(L, w), w->bres ? "tl_bj" : "tl_s", (long long)bslot,
                        (long long)b * w->K * GA_ROW, b * (int)w->maps[1].box_cols);
         L->ind--;
         lower_line(L, "}");
@@ -310,11 +310,15 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
         lower_line(L, "do { /* the steps of one tap */");
         L->ind++;
     }
-    lower_line(L, "const int tl_s = tl_it %% %d;", S);
+    /* A's stages: S, or where B is resident and they are more, tl_res's (wgmma.c, res_stages) */
+    lower_line(L, "const int tl_s = %s;", lower_wg_ring_of(L, w, "tl_it", "%"));
     if (w->bres)
         lower_line(L, "const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */");
-    lower_line(L, "if (tl_it >= %d)", S);
-    lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / %d) + 1) & 1);", S);
+    if (lower_wg_nbar(w) == S)
+        lower_line(L, "if (tl_it >= %d)", S);
+    else
+        lower_line(L, "if (tl_it >= (tl_res ? %d : %d))", lower_wg_nbar(w), S);
+    lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((%s) + 1) & 1);", lower_wg_ring_of(L, w, "tl_it", "/"));
     if (w->atma)
         lower_wg_im2col_step(L, w);
     b_by_tma(L, w, aslot, bslot);
@@ -326,7 +330,7 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
      * one, each chunk's arithmetic behind the last chunk's branch. Not where two blocks share an SM: the
      * producer's 56 registers spilled with it (the kept registers, reloaded each step). */
     const char *ad = lower_fmt(L, "tl_r0 + tl_s * %lld", (long long)aslot), *aat = swizzled(L, w->M, w->arow, es);
-    const char *bd = lower_fmt(L, "tl_r0 + %lld + %s * %lld", (long long)(S * aslot), w->bres ? "tl_bj" : "tl_s",
+    const char *bd = lower_fmt(L, "tl_r0 + %s + %s * %lld", lower_wg_b_base(L, w), w->bres ? "tl_bj" : "tl_s",
                                (long long)bslot),
                *bat = swizzled(L, w->K, GA_ROW, es);
     if (L->hoist)

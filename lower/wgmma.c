@@ -28,8 +28,9 @@ enum { WG_GROUP = 8, WG_ROW_BYTES = 128, WG_PRODUCER = 128, WG_RING_MAX = 192 * 
 /* the stages of a small K tile: as deep in K as WG_MAX_STAGES of 64
  * (WG_K_DEPTH), at most WG_STAGES_CAP */
 enum { WG_K_DEPTH = WG_MAX_STAGES * 64, WG_STAGES_CAP = 16 };
-/* the most k-steps of a resident B (persist_plan): 64 of 64 halves, K = 4096 */
-enum { WG_RES_SLOTS = 64 };
+/* the most k-steps of a resident B (persist_plan): 64 of 64 halves, K = 4096; the fewest its slots keep
+ * where A takes more stages (res_stages): a 3x3 filter's nine taps, one k-step each (ResNet's 3x3 C64) */
+enum { WG_RES_SLOTS = 64, WG_RES_TAPS = 9 };
 
 /* The consumer warps of an M tile: one warp group (4 warps, 16 rows each)
  * per m64 row of wgmma; 0 when the twin takes no such tile (two groups
@@ -471,7 +472,7 @@ static void staged_issue(lw *L, const tilec_expr *ld, const tilec_expr *cond)
         c = lower_walk(L, cond, NULL, 0, NULL, EMIT);
     }
     int nb = (int)(w->N * m->elem_bytes / WG_ROW_BYTES);
-    const char *bar = lower_fmt(L, "tl_full0 + %d", 16 * w->S);
+    const char *bar = lower_fmt(L, "tl_full0 + %d", 16 * lower_wg_nbar(w));
     lower_line(L, "// the epilogue's load at line %u, by TMA into the store's staging (its map, layout and swizzle), "
                   "issued before the dot loop", ld->loc.line);
     lower_line(L, "const bool tl_sc = %s;", c);
@@ -986,10 +987,38 @@ int64_t lower_wg_store_bytes(const wg_plan *w)
     return w->nmaps == 3 || w->vstore ? w->M * w->N * (int64_t)w->maps[2].elem_bytes : 0;
 }
 
+/* The barriers of A's resident-mode stages past the ring's S, in bytes (res_stages). */
+static int64_t res_bars(const wg_plan *w) { return w->bres && w->bres_sa > w->S ? 16 * (w->bres_sa - w->S) : 0; }
+
 int64_t lower_wg_staging(const wg_plan *w)
 {
-    /* two M tiles a block: a staging each; B's resident slots past the ring's ahead of it (persist_plan) */
-    return w->persist ? (w->mpair ? 2 : 1) * lower_wg_store_bytes(w) / w->epi_parts + (w->bres ? w->bres_extra : 0) : 0;
+    /* two M tiles a block: a staging each; B's resident slots past the ring's ahead of it (persist_plan), the
+     * resident mode's extra barriers after it */
+    return w->persist ? (w->mpair ? 2 : 1) * lower_wg_store_bytes(w) / w->epi_parts + (w->bres ? w->bres_extra : 0) +
+                            res_bars(w)
+                      : 0;
+}
+
+int lower_wg_nbar(const wg_plan *w) { return w->bres && w->bres_sa > w->S ? w->bres_sa : w->S; }
+
+int64_t lower_wg_bar_off(const wg_plan *w) { return w->S * w->stage_bytes + lower_wg_staging(w) - res_bars(w); }
+
+const char *lower_wg_ring_of(lw *L, const wg_plan *w, const char *x, const char *op)
+{
+    if (lower_wg_nbar(w) == w->S)
+        return lower_fmt(L, "%s %s %d", x, op, w->S);
+    return lower_fmt(L, "tl_res ? %s %s %d : %s %s %d", x, op, w->bres_sa, x, op, w->S);
+}
+
+/* Bytes of A's slot in a stage */
+static int64_t a_slot_of(const wg_plan *w) { return w->M * w->K * (int64_t)w->maps[0].elem_bytes; }
+
+const char *lower_wg_b_base(lw *L, const wg_plan *w)
+{
+    if (lower_wg_nbar(w) == w->S)
+        return lower_fmt(L, "%lld", (long long)(w->S * a_slot_of(w)));
+    return lower_fmt(L, "(tl_res ? %lldu : %lldu)", (long long)(w->bres_sa * a_slot_of(w)),
+                     (long long)(w->S * a_slot_of(w)));
 }
 
 /* The persistent schedule for plan w (wgmma.c's twin of a variant that
@@ -1023,6 +1052,32 @@ int lower_wg_persist(wg_plan *w)
     return persist_plan(w);
 }
 
+/* A's stages where B is resident (persist_plan): B's ring slots are idle
+ * then, so A takes the room, as many stages as leave B at least
+ * WG_RES_TAPS resident slots, at most twice the ring's S (and
+ * WG_STAGES_CAP), each new stage's barrier pair in the room past the ring
+ * too; else the ring's S. room: the bytes past the ring mode's block.
+ * The steps in flight grow with them where the copies' latency, not
+ * their rate, bounds the twin (docs/lowering.md, "What limits the rows
+ * twin"). */
+static void res_stages(wg_plan *w, int64_t room)
+{
+    int64_t a = a_slot_of(w), b = b_slot_of(w), ring = w->S * (a + b);
+    int top = 2 * w->S < WG_STAGES_CAP ? 2 * w->S : WG_STAGES_CAP;
+    for (int s = top; s > w->S; s--) {
+        int64_t cap = (ring + room - 16 * (s - w->S) - s * a) / b; /* B's slots past A's s */
+        if (cap > WG_RES_SLOTS)
+            cap = WG_RES_SLOTS;
+        if (cap >= WG_RES_TAPS) {
+            int64_t extra = s * a + cap * b - ring;
+            w->bres_sa = s;
+            w->bres_cap = (int)cap;
+            w->bres_extra = extra > 0 ? extra : 0;
+            return;
+        }
+    }
+}
+
 /* lower_wg_persist for plan w as it stands. */
 static int persist_plan(wg_plan *w)
 {
@@ -1052,6 +1107,8 @@ static int persist_plan(wg_plan *w)
         w->bres = 1;
         w->bres_cap = (int)(S + more);
         w->bres_extra = more * bslot;
+        w->bres_sa = S;
+        res_stages(w, room);
     }
     w->epi_off = w->S * w->stage_bytes + (w->bres ? w->bres_extra : 0);
     return 1;
@@ -1278,7 +1335,6 @@ void lower_wg_res_test(lw *L, const wg_plan *w)
  * Descriptor Format" and the canonical layouts it names). */
 static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
 {
-    int S = w->S;
     if (w->persist) { /* tl_it counts on across the block's tiles; this tile's first */
         lower_line(L, "const int tl_it0 = tl_it;");
         if (w->bres)
@@ -1289,14 +1345,14 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
         lower_line(L, "int tl_it = 0;");
     }
     stage_loop(L, w, "tl_kv");
-    lower_line(L, "const int tl_s = tl_it %% %d;", S);
-    lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (tl_it / %d) & 1);", S);
+    lower_line(L, "const int tl_s = %s;", lower_wg_ring_of(L, w, "tl_it", "%"));
+    lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (%s) & 1);", lower_wg_ring_of(L, w, "tl_it", "/"));
     if (w->gather) /* the producer's cp.async wrote the slot: generic proxy, wgmma reads through the async one */
         lower_line(L, "tl_fence_async_smem();");
     /* each consumer warp group its 64 rows of A (MN-major: its box of 64 along M) */
     lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %lld;", (long long)a_slot(w),
                (long long)(w->amn ? w->K * WG_ROW_BYTES : 64 * w->arow));
-    lower_line(L, "const unsigned tl_b = tl_ring + %lld + %s * %lld;", (long long)(S * a_slot(w)),
+    lower_line(L, "const unsigned tl_b = tl_ring + %s + %s * %lld;", lower_wg_b_base(L, w),
                w->bres ? "(tl_res ? tl_it - tl_it0 : tl_s)" : "tl_s", (long long)b_slot(w));
     lower_line(L, "tl_wg_fence();");
     lower_line(L, "#pragma unroll");
@@ -1309,13 +1365,14 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "tl_wg_commit();");
     /* one group in flight: the previous stage's wgmma are done, its slot free */
     lower_line(L, "tl_wg_wait<1>();");
+    const char *prev = lower_wg_ring_of(L, w, "(tl_it - 1)", "%");
     lower_line(L, "if (tl_it > %s && tl_lane == 0)", w->persist ? "tl_it0" : "0");
-    lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
+    lower_line(L, "    tl_mbar_arrive(tl_empty + (%s) * 8);", prev);
     stage_loop_end(L, w);
     lower_line(L, "tl_wg_wait<0>();");
     if (w->persist) { /* the last stage back to the producer, for the next tile */
         lower_line(L, "if (tl_it > tl_it0 && tl_lane == 0)");
-        lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
+        lower_line(L, "    tl_mbar_arrive(tl_empty + (%s) * 8);", prev);
     }
 }
 
@@ -1328,7 +1385,7 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     if (!lower_pipeline_plan(L, loop, &pp))
         return 0;
     int S = w->S;
-    int64_t ring = S * w->stage_bytes, epi = lower_wg_staging(w);
+    int64_t epi = lower_wg_staging(w);
     L->tw.pre = L->out.n; /* the lets before the loop end here (wgpair.c lowers them again) */
     early_issue(L, loop, pp.acc);
     uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, epi));
@@ -1346,7 +1403,8 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
                lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), step);
     lower_line(L, "const unsigned tl_ring = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;", base);
-    lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)(ring + epi), 8 * S);
+    lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)lower_wg_bar_off(w),
+               8 * lower_wg_nbar(w));
     if (w->persist) { /* the barriers are set up once, before the roles part (lower_wg_finish) */
         if (L->tw.role == 1)
             producer(L, w, loop, v);
@@ -1530,12 +1588,11 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
 {
     const wg_plan *w = &C->tw.plan;
     const char *pb = sb_str(&P->out), *cb = sb_str(&C->out);
-    int64_t ring = w->S * w->stage_bytes, epi = lower_wg_staging(w);
     sb_add(tu, cb, C->tw.body);
     sb_printf(tu, "    { /* a persistent grid: each block walks tiles, %d stages (sm_90a) */\n", w->S);
     sb_printf(tu, "    const unsigned tl_ring0 = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;\n", w->ring_base);
-    sb_printf(tu, "    const unsigned tl_full0 = tl_ring0 + %lld, tl_empty0 = tl_full0 + %d;\n", (long long)(ring + epi),
-              8 * w->S);
+    sb_printf(tu, "    const unsigned tl_full0 = tl_ring0 + %lld, tl_empty0 = tl_full0 + %d;\n", (long long)lower_wg_bar_off(w),
+              8 * lower_wg_nbar(w));
     sb_printf(tu, "    if (tl_tid == 0) {\n"
                   "        for (int tl_s = 0; tl_s < %d; ++tl_s) {\n"
                   "            tl_mbar_init(tl_full0 + tl_s * 8, %d);\n"
@@ -1545,9 +1602,9 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
                   "        tl_mbar_fence_init();\n"
                   "    }\n"
                   "    __syncthreads();\n",
-              w->S, wg_full_arrivals(w), C->nwarps * (w->mpair ? 2 : 1),
+              lower_wg_nbar(w), wg_full_arrivals(w), C->nwarps * (w->mpair ? 2 : 1),
               w->early_tma ? lower_fmt(C, "        tl_mbar_init(tl_full0 + %d, 1); /* the epilogue's tile read by TMA "
-                                          "(staged_issue) */\n", 16 * w->S) : "");
+                                          "(staged_issue) */\n", 16 * lower_wg_nbar(w)) : "");
     sb_printf(tu, "    const int tl_units = %s * %s * %s;\n", w->mpair ? "((tl_grid0 + 1) / 2)" : "tl_grid0",
               w->pair && w->pax == 1 ? "((tl_grid1 + 1) / 2)" : "tl_grid1",
               w->pair && w->pax == 2 ? "((tl_grid2 + 1) / 2)" : "tl_grid2");

@@ -700,13 +700,16 @@ Test(wgconv, tiled_pixels_store_whole_rows_too)
  * partly masked), later tiles copy A alone, and the consumers read B's
  * slot j; else the ring as before. The one-tile twin beside it keeps the
  * ring. A B that varies with pid(0) stays in the ring, and the remark
- * says why. */
+ * says why. Where B is resident A takes more stages (session 49,
+ * res_stages) where B keeps nine slots: A's slots first, B's past them,
+ * both roles' ring indexed by tl_res, a barrier pair a stage. */
 Test(wgconv, rows_keep_b_resident)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, CONV);
     static const char *const kernels[] = {"conv2d_f16_rows", "conv2d_nhwc_rows"};
-    static const int cap[] = {6, 12, 14, 10, 21}, kib[] = {16, 8, 8, 16, 8};
+    static const int cap[] = {6, 9, 10, 9, 15}, kib[] = {16, 8, 8, 16, 8}, S[] = {6, 12, 6, 6, 6}, sa[] = {0, 15, 8, 8, 12},
+                     akib[] = {16, 8, 16, 8, 8};
     for (uint32_t kf = 0; kf < 2; kf++)
         for (int v = 0; v < 5; v++) {
             tilec_kernel_code code;
@@ -725,10 +728,28 @@ Test(wgconv, rows_keep_b_resident)
                       "%s variant %d: B's boxes in the block's first tile, into slot j, read from it", kernels[kf], v);
             cr_expect(!strstr(one_twin, "bool tl_res") && !strstr(one_twin, "tl_bj"), "%s variant %d: the one-tile twin's ring",
                       kernels[kf], v);
+            char sas[40] = "";
+            if (sa[v])
+                snprintf(sas, sizeof sas, " in %d stages (B's ring slots A's)", sa[v]);
             snprintf(want, sizeof want, "B resident: a block copies B's steps once, in its first tile, into %d slots of "
-                                        "%d KiB and the ring carries A alone, where a tile's steps are at most %d and the "
-                                        "grid has one tile along B's axis", cap[v], kib[v], cap[v]);
+                                        "%d KiB and the ring carries A alone%s, where a tile's steps are at most %d and the "
+                                        "grid has one tile along B's axis", cap[v], kib[v], sas, cap[v]);
             cr_expect(strstr(code.layouts, want), "%s variant %d: the remark:\n%s", kernels[kf], v, code.layouts);
+            if (sa[v]) /* both roles' slot by tl_res; the barriers of A's stages; B's slots past A's */
+                snprintf(want, sizeof want, "const int tl_s = tl_res ? tl_it %% %d : tl_it %% %d;", sa[v], S[v]);
+            else
+                snprintf(want, sizeof want, "const int tl_s = tl_it %% %d;", S[v]);
+            res = strstr(twin, want);
+            cr_expect(res && strstr(res + 1, want), "%s variant %d: %s, the producer's and the consumers'", kernels[kf], v,
+                      want);
+            snprintf(want, sizeof want, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", sa[v] ? sa[v] : S[v]);
+            cr_expect(strstr(twin, want), "%s variant %d: %s", kernels[kf], v, want);
+            if (sa[v])
+                snprintf(want, sizeof want, "const unsigned tl_b = tl_ring + (tl_res ? %du : %du) + ", sa[v] * akib[v] * 1024,
+                         S[v] * akib[v] * 1024);
+            else
+                snprintf(want, sizeof want, "const unsigned tl_b = tl_ring + %d + ", S[v] * akib[v] * 1024);
+            cr_expect(strstr(twin, want), "%s variant %d: %s", kernels[kf], v, want);
             cr_expect(code.tma.smem_bytes <= 227 * 1024, "%s variant %d: %u bytes", kernels[kf], v, code.tma.smem_bytes);
             free(src);
             tilec_kernel_code_free(&code);

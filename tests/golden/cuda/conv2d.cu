@@ -10891,9 +10891,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 12 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 120;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 12; ++tl_s) {
+        for (int tl_s = 0; tl_s < 15; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
@@ -10937,7 +10937,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -10972,7 +10972,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 12) && tl_grid1 == 1; /* B resident: its steps fit the 12 slots and every tile has the same B */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
@@ -10989,10 +10989,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                     tl_h2[tl_q] = ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                 }
                 do { /* the steps of one tap */
-                    const int tl_s = tl_it % 12;
+                    const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
                     const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    if (tl_it >= (tl_res ? 15 : 12))
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 15 : tl_it / 12) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                     const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
@@ -11003,8 +11003,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                         }
                         if (tl_bt && tl_bw) {
-                            tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + (tl_res ? 122880u : 98304u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + (tl_res ? 122880u : 98304u) + tl_bj * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
                     if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -11037,7 +11037,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                             const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 122880u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -11117,15 +11117,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_it0 = tl_it;
-        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 12) && tl_grid1 == 1; /* B resident: its steps fit the 12 slots and every tile has the same B */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 12;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
-            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
+            const unsigned tl_b = tl_ring + (tl_res ? 122880u : 98304u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 2; ++tl_q)
@@ -11133,11 +11133,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 15 : (tl_it - 1) % 12) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 15 : (tl_it - 1) % 12) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -11801,9 +11801,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+        for (int tl_s = 0; tl_s < 8; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
@@ -11847,7 +11847,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -11859,17 +11859,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 14) && tl_grid1 == 1; /* B resident: its steps fit the 14 slots and every tile has the same B */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
-                const int tl_s = tl_it % 6;
+                const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
                 const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                if (tl_it >= 6)
-                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                if (tl_it >= (tl_res ? 8 : 6))
+                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 8 : tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                 const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
@@ -11880,7 +11880,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
                     if (tl_bt && tl_bw) {
-                        tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + (tl_res ? 131072u : 98304u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -11913,7 +11913,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + (tl_res ? 131072u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -11990,15 +11990,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
-        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 14) && tl_grid1 == 1; /* B resident: its steps fit the 14 slots and every tile has the same B */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
+            const unsigned tl_b = tl_ring + (tl_res ? 131072u : 98304u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -12006,11 +12006,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -12637,9 +12637,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+        for (int tl_s = 0; tl_s < 8; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
             tl_mbar_init(tl_empty0 + tl_s * 8, 4);
         }
@@ -12683,7 +12683,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -12695,17 +12695,17 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
-                const int tl_s = tl_it % 6;
+                const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
                 const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                if (tl_it >= 6)
-                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                if (tl_it >= (tl_res ? 8 : 6))
+                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 8 : tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                 const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
@@ -12716,8 +12716,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
                     if (tl_bt && tl_bw) {
-                        tl_tma_2d(tl_ring + 49152 + tl_bj * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 49152 + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + (tl_res ? 65536u : 49152u) + tl_bj * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + (tl_res ? 65536u : 49152u) + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -12750,7 +12750,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + (tl_res ? 65536u : 49152u) + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -12827,15 +12827,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
-        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 49152 + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
+            const unsigned tl_b = tl_ring + (tl_res ? 65536u : 49152u) + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -12843,11 +12843,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
@@ -13500,9 +13500,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+        for (int tl_s = 0; tl_s < 12; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
             tl_mbar_init(tl_empty0 + tl_s * 8, 4);
         }
@@ -13546,7 +13546,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -13581,7 +13581,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 21) && tl_grid1 == 1; /* B resident: its steps fit the 21 slots and every tile has the same B */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
@@ -13598,10 +13598,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                     tl_h2[tl_q] = ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                 }
                 do { /* the steps of one tap */
-                    const int tl_s = tl_it % 6;
+                    const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
                     const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                    if (tl_it >= (tl_res ? 12 : 6))
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 12 : tl_it / 6) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                     const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
@@ -13612,7 +13612,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                         }
                         if (tl_bt && tl_bw) {
-                            tl_tma_2d(tl_ring + 49152 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + (tl_res ? 98304u : 49152u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
                     if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -13645,7 +13645,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                             const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 98304u : 49152u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -13725,15 +13725,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
-        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 21) && tl_grid1 == 1; /* B resident: its steps fit the 21 slots and every tile has the same B */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 49152 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
+            const unsigned tl_b = tl_ring + (tl_res ? 98304u : 49152u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -13741,11 +13741,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 12 : (tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 12 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
@@ -15384,9 +15384,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 12 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 120;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 12; ++tl_s) {
+        for (int tl_s = 0; tl_s < 15; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
@@ -15430,7 +15430,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -15465,7 +15465,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 12) && tl_grid1 == 1; /* B resident: its steps fit the 12 slots and every tile has the same B */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
@@ -15482,10 +15482,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                     tl_h2[tl_q] = ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                 }
                 do { /* the steps of one tap */
-                    const int tl_s = tl_it % 12;
+                    const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
                     const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                    if (tl_it >= 12)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 12) + 1) & 1);
+                    if (tl_it >= (tl_res ? 15 : 12))
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 15 : tl_it / 12) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                     const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
@@ -15496,8 +15496,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                         }
                         if (tl_bt && tl_bw) {
-                            tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + (tl_res ? 122880u : 98304u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + (tl_res ? 122880u : 98304u) + tl_bj * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
                     if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -15530,7 +15530,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                             const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 122880u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -15610,15 +15610,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_it0 = tl_it;
-        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 12) && tl_grid1 == 1; /* B resident: its steps fit the 12 slots and every tile has the same B */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 12;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
+            const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
-            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
+            const unsigned tl_b = tl_ring + (tl_res ? 122880u : 98304u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 2; ++tl_q)
@@ -15626,11 +15626,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 15 : (tl_it - 1) % 12) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 15 : (tl_it - 1) % 12) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
@@ -16360,9 +16360,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+        for (int tl_s = 0; tl_s < 8; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
@@ -16406,7 +16406,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_ptid = tl_tid - 256;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -16418,17 +16418,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 14) && tl_grid1 == 1; /* B resident: its steps fit the 14 slots and every tile has the same B */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
-                const int tl_s = tl_it % 6;
+                const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
                 const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                if (tl_it >= 6)
-                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                if (tl_it >= (tl_res ? 8 : 6))
+                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 8 : tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                 const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
@@ -16439,7 +16439,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
                     if (tl_bt && tl_bw) {
-                        tl_tma_2d(tl_ring + 98304 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + (tl_res ? 131072u : 98304u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -16472,7 +16472,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 98304 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + (tl_res ? 131072u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -16549,15 +16549,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
-        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 14) && tl_grid1 == 1; /* B resident: its steps fit the 14 slots and every tile has the same B */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
+            const unsigned tl_b = tl_ring + (tl_res ? 131072u : 98304u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -16565,11 +16565,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[16];
@@ -17262,9 +17262,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+        for (int tl_s = 0; tl_s < 8; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
             tl_mbar_init(tl_empty0 + tl_s * 8, 4);
         }
@@ -17308,7 +17308,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -17320,17 +17320,17 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
                 }
-                const int tl_s = tl_it % 6;
+                const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
                 const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                if (tl_it >= 6)
-                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                if (tl_it >= (tl_res ? 8 : 6))
+                    tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 8 : tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                 const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
@@ -17341,8 +17341,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
                         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                     }
                     if (tl_bt && tl_bw) {
-                        tl_tma_2d(tl_ring + 49152 + tl_bj * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                        tl_tma_2d(tl_ring + 49152 + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + (tl_res ? 65536u : 49152u) + tl_bj * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                        tl_tma_2d(tl_ring + (tl_res ? 65536u : 49152u) + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
                 if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -17375,7 +17375,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
                         const int tl_l = (tl_q * 128 + tl_tid) * 8;
                         const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
                         const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + 49152 + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                        __half *tl_d = (__half *)(tl_r0 + (tl_res ? 65536u : 49152u) + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                         const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
                         const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
                         const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -17452,15 +17452,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
-        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 49152 + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
+            const unsigned tl_b = tl_ring + (tl_res ? 65536u : 49152u) + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -17468,11 +17468,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
@@ -18191,9 +18191,9 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     constexpr int v_stages = 3;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
+    const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
     if (tl_tid == 0) {
-        for (int tl_s = 0; tl_s < 6; ++tl_s) {
+        for (int tl_s = 0; tl_s < 12; ++tl_s) {
             tl_mbar_init(tl_full0 + tl_s * 8, 257);
             tl_mbar_init(tl_empty0 + tl_s * 8, 4);
         }
@@ -18237,7 +18237,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_ptid = tl_tid - 128;
         unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
         {
@@ -18272,7 +18272,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 21) && tl_grid1 == 1; /* B resident: its steps fit the 21 slots and every tile has the same B */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
@@ -18289,10 +18289,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                     tl_h2[tl_q] = ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W));
                 }
                 do { /* the steps of one tap */
-                    const int tl_s = tl_it % 6;
+                    const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
                     const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
+                    if (tl_it >= (tl_res ? 12 : 6))
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 12 : tl_it / 6) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                     const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
@@ -18303,7 +18303,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                             asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 8192u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
                         }
                         if (tl_bt && tl_bw) {
-                            tl_tma_2d(tl_ring + 49152 + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
+                            tl_tma_2d(tl_ring + (tl_res ? 98304u : 49152u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
                     if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
@@ -18336,7 +18336,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                             const int tl_l = (tl_q * 128 + tl_tid) * 8;
                             const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
                             const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + 49152 + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 98304u : 49152u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
                             const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
                             const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
                             const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
@@ -18416,15 +18416,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
         const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
+        const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
-        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 21) && tl_grid1 == 1; /* B resident: its steps fit the 21 slots and every tile has the same B */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
+            const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
+            tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
             tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 49152 + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
+            const unsigned tl_b = tl_ring + (tl_res ? 98304u : 49152u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
             #pragma unroll
             for (int tl_q = 0; tl_q < 4; ++tl_q)
@@ -18432,11 +18432,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
             tl_wg_commit();
             tl_wg_wait<1>();
             if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 12 : (tl_it - 1) % 6) * 8);
         }
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 12 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[16];
