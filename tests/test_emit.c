@@ -1168,7 +1168,7 @@ Test(emit, aot_attention_twin_s_constant_extents, .timeout = 300)
     static const char want[] =
         "    {1, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64, 0, 0, 0, 0, 0, 0, 0},\n"
         "    {2, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64, 0, 0, 0, 0, 0, 0, 0}}, 0, 0, "
-        "0};\n";
+        "0, 0};\n";
     cr_expect(strstr(c, want), "the wrapper lacks\n%s", want);
     free(c);
     expect_compiles(dir, "aot_attn.c");
