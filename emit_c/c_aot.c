@@ -150,9 +150,10 @@ static void aot_twin(strbuf *c, const char *id, const tilec_tma_meta *t)
         sb_puts(c, "}");
     }
     sb_puts(c, t->nmaps ? "}, " : "{0}}, "); /* no maps (a twin fed by cp.async): no empty braces in C11 */
-    /* the dot loop's trips a tile, which the launch weighs (kper 0: not known) */
+    /* the dot loop's trips a tile, which the launch weighs (kper 0: not known); whether a paired twin's
+     * one-tile twin reads its epilogue's tile by TMA */
     aot_index(c, "", t->kbound);
-    sb_printf(c, ", %u, %u};\n", t->kfrom, t->kper);
+    sb_printf(c, ", %u, %u, %u};\n", t->kfrom, t->kper, t->one_tma);
 }
 
 /* A variant's grid as C: tl_grid_ID(args, grid). */

@@ -315,8 +315,9 @@ static int persist_attn_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_met
  * one tile a unit, `tname`_1, with the same parameters and tensor maps,
  * which the runtime launches where too few pairs would leave
  * multiprocessors idle; meta's shared memory the larger of the two;
- * *staged: whether it reads the epilogue's tile by TMA into its store's
- * staging (wgmma.c, staged_load), which the pairs do not.
+ * *staged and meta's one_tma: whether it reads the epilogue's tile by TMA
+ * into its store's staging (wgmma.c, staged_load), which the pairs do not
+ * (the runtime then takes it for short loops too).
  * 1, or -1 out of memory (none made is no error: the pairs run alone). */
 static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, int *staged)
 {
@@ -333,6 +334,7 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
             meta->smem_bytes = one.smem_bytes;
         free(one.name);
         *staged = w.early_tma;
+        meta->one_tma = w.early_tma ? 1u : 0u;
     }
     return r < 0 ? -1 : 1;
 }

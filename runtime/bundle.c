@@ -30,7 +30,7 @@ _Static_assert(H_HEADER_SUM + 8 == TILEC_BUNDLE_HEADER_SIZE, "the header is 64 b
  * (u32 each), written (u64), split-K slices and bytes, the twin's name
  * length (u32 each) and image size (u64); the name, kinds, the twin and
  * the image are extra. A twin is its name, threads, smem, nmaps,
- * persistent, kbound, kfrom, kper (u32 each) and nmaps maps of
+ * persistent, kbound, kfrom, kper, one_tma (u32 each) and nmaps maps of
  * TWIN_MAP_WORDS u32. */
 enum {
     K_FIXED = 4 + 4 + 4 + 4 + 8 + 4 + 4 + 4 + 8,
@@ -241,6 +241,9 @@ const char *rt_twin_why(const tilec_tma_meta *t, uint32_t nparams)
         return "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 to 4";
     if (t->kper && t->kbound >= nparams)
         return "a twin's K loop bound names a parameter past the parameter count";
+    if (t->one_tma > 1 || (t->one_tma && t->persistent != 2 && t->persistent != 4))
+        return "a twin's one-tile flag (one_tma) other than 0 or 1, or set where the twin is not paired (persistence "
+               "2 or 4)";
     for (uint32_t m = 0; m < t->nmaps; m++)
         for (int f = 0; f < TWIN_MAP_WORDS; f++) {
             uint32_t v = *map_word((tilec_tma_map *)&t->maps[m], f);
@@ -346,7 +349,7 @@ tilec_rt_status tilec_bundle_serialize(const tilec_bundle *b, const char *key, v
             put32(p + 16, k->twin.kbound);
             put32(p + 20, k->twin.kfrom);
             put32(p + 24, k->twin.kper);
-            put32(p + 28, 0); /* reserved */
+            put32(p + 28, k->twin.one_tma);
             p += TWIN_FIXED;
             for (uint32_t m = 0; m < k->twin.nmaps; m++)
                 for (int f = 0; f < TWIN_MAP_WORDS; f++, p += 4)
@@ -448,8 +451,7 @@ static tilec_rt_status read_kernel(reader *r, uint32_t i, krec *k, char *why, si
         k->twin.kbound = get32(at + 16);
         k->twin.kfrom = get32(at + 20);
         k->twin.kper = get32(at + 24);
-        if (get32(at + 28))
-            return BAD("kernel %u: its twin's reserved word is not 0", i);
+        k->twin.one_tma = get32(at + 28); /* rt_twin_why: 0, or 1 on a paired twin */
         if (k->twin.nmaps > TILEC_TMA_MAX_MAPS)
             return BAD("kernel %u: a twin with %u tensor maps (at most %d)", i, k->twin.nmaps, TILEC_TMA_MAX_MAPS);
         for (uint32_t m = 0; m < k->twin.nmaps; m++)

@@ -57,6 +57,17 @@ enum { TMA_PERSIST_KSTEPS = 32 };
  * its rounds of tiles cost less, as when pairs would leave
  * multiprocessors idle (1024^3: 32 pairs of 128 x 128). */
 enum { TMA_PAIR_COST = 182 };
+/* ... and where the one-tile twin reads its epilogue's tile by TMA into
+ * its store's staging (tilec_tma_meta.one_tma: gemm_dw's dW += ..., which
+ * the pairs' consumer threads load into registers), the one-tile twin
+ * where each tile's dot loop runs at most this many trips. Measured on
+ * the H200 (bench/results/flce_s48_merged.jsonl, flce_parts.py --sweep):
+ * gemm_dw at K = 256, 512, 1024 (4, 8, 16 trips of 64) one tile 0.790,
+ * 1.171, 2.027 ms against the pair's 1.099, 1.316, 2.181; at 2048 (32)
+ * the pair 3.624 against 3.799. Without the flag the pairs keep short
+ * loops: without its read the pair is the faster twin at every K from 4
+ * to 32 trips (bench/results/flce_s47.md). */
+enum { TMA_ONE_TMA_KSTEPS = 16 };
 /* A persistent gather twin (tilec_tma_meta.persistent 5: A by TMA's im2col
  * mode, lower/wgmma.c) walks its tiles where they are more than this many
  * a multiprocessor, else its one-tile twin NAME_1 runs on the program's
@@ -421,6 +432,27 @@ static int persist_walks(const pkernel *pk, const tilec_rt_arg *args, uint64_t u
     return trips >= 0 && trips <= TMA_PERSIST_KSTEPS;
 }
 
+/* Whether a paired twin's launch of `tiles` in `units` pairs takes its
+ * one-tile twin NAME_1, and why (for the log): TILEC_TMA_PAIR=0; the
+ * one-tile twin's rounds of tiles cost less (TMA_PAIR_COST); or it reads
+ * its epilogue's tile by TMA (one_tma) and each tile's dot loop runs at
+ * most TMA_ONE_TMA_KSTEPS trips. NULL: the pairs. */
+static const char *pair_yields(const pkernel *pk, const tilec_rt_arg *args, uint64_t tiles, uint64_t units,
+                               char *buf, size_t n)
+{
+    const rt_tma *t = pk->tma;
+    if (t->pair_mode >= 0)
+        return t->pair_mode ? NULL : "TILEC_TMA_PAIR=0";
+    if ((tiles + t->sms - 1) / t->sms * 100 < (units + t->sms - 1) / t->sms * TMA_PAIR_COST)
+        return "its rounds of tiles cost less than the pairs'";
+    int64_t trips = t->meta.one_tma ? loop_trips(pk, &t->meta, args) : -1;
+    if (trips < 0 || trips > TMA_ONE_TMA_KSTEPS)
+        return NULL;
+    snprintf(buf, n, "it reads its epilogue's tile by TMA, %lld trips a tile (at most %d)", (long long)trips,
+             TMA_ONE_TMA_KSTEPS);
+    return buf;
+}
+
 int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
                   tilec_rt_status *st)
 {
@@ -442,19 +474,18 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
         params[pk->d.nparams + i] = &maps[i];
     uint32_t blocks[3] = {grid[0], grid[1], grid[2]};
     CUfunction fn = t->fn;
+    const char *one_why = NULL; /* why a paired twin's one-tile twin runs */
     int32_t logical[3];
     if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
         uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2];
         /* 2: the block's unit is a pair of tiles along y (lower/wgpair.c), 4: along z (a head's product, the
-         * batch in y), unless the one-tile twin's rounds of tiles cost less (TMA_PAIR_COST); 3: a pair along
-         * x, one a consumer warp group */
+         * batch in y), unless the one-tile twin runs them faster (pair_yields); 3: a pair along x, one a
+         * consumer warp group */
         uint64_t units = t->meta.persistent == 2   ? (uint64_t)grid[0] * ((grid[1] + 1) / 2) * grid[2]
                          : t->meta.persistent == 4 ? (uint64_t)grid[0] * grid[1] * ((grid[2] + 1) / 2)
                          : t->meta.persistent == 3 ? ((uint64_t)grid[0] + 1) / 2 * grid[1] * grid[2]
                                                    : tiles;
-        if (units != tiles && t->fn1 &&
-            (t->pair_mode == 0 ||
-             (t->pair_mode < 0 && (tiles + t->sms - 1) / t->sms * 100 < (units + t->sms - 1) / t->sms * TMA_PAIR_COST))) {
+        if (units != tiles && t->fn1 && (one_why = pair_yields(pk, args, tiles, units, why, sizeof why))) {
             fn = t->fn1;
             units = tiles;
         }
@@ -474,6 +505,8 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
         if (t->meta.persistent == 5 && t->fn1 &&
             (t->persist_mode == 0 || (t->persist_mode < 0 && tiles <= (uint64_t)TMA_GATHER_WALK * t->sms))) {
             fn = t->fn1; /* a block a tile on the program's grid; the kernel reads no grid parameters */
+            snprintf(why, sizeof why, "%s", t->persist_mode == 0 ? "TILEC_TMA_PERSIST=0" : "few tiles a multiprocessor");
+            one_why = why;
             for (int i = 0; i < 3; i++)
                 blocks[i] = grid[i];
         }
@@ -482,9 +515,9 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
                            (CUstream)stream, params, NULL);
     if (r == CUDA_SUCCESS) {
         if (t->log)
-            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s%s, grid %ux%ux%u, %u tensor maps\n",
-                    pk->d.kernel, pk->d.variant, t->meta.name, fn == t->fn ? "" : "_1 (one tile a unit)", blocks[0],
-                    blocks[1], blocks[2], t->meta.nmaps);
+            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s%s%s%s, grid %ux%ux%u, %u tensor maps\n",
+                    pk->d.kernel, pk->d.variant, t->meta.name, fn == t->fn ? "" : "_1 (one tile a unit: ",
+                    fn == t->fn ? "" : one_why, fn == t->fn ? "" : ")", blocks[0], blocks[1], blocks[2], t->meta.nmaps);
         *st = TILEC_RT_OK;
         return 1;
     }

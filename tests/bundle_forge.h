@@ -71,6 +71,7 @@ static inline tilec_bundle *make_bundle(uint32_t n, unsigned seed)
             k->twin.kper = k->nparams && (i + seed) % 2 ? 64u << (seed % 3) : 0;
             k->twin.kbound = k->twin.kper ? (i + seed) % k->nparams : TILEC_TMA_NONE;
             k->twin.kfrom = k->twin.kper ? seed * 16u : 0;
+            k->twin.one_tma = k->twin.persistent == 2 && seed % 2; /* its one-tile twin reads by TMA */
             for (uint32_t m = 0; m < k->twin.nmaps; m++) {
                 tilec_tma_map *mp = &k->twin.maps[m];
                 mp->ptr = m % k->nparams;
@@ -109,6 +110,7 @@ static inline int bundle_eq(const tilec_bundle *a, const tilec_bundle *b)
                              x->twin.smem_bytes != y->twin.smem_bytes || x->twin.nmaps != y->twin.nmaps ||
                              x->twin.persistent != y->twin.persistent || x->twin.kbound != y->twin.kbound ||
                              x->twin.kfrom != y->twin.kfrom || x->twin.kper != y->twin.kper ||
+                             x->twin.one_tma != y->twin.one_tma ||
                              memcmp(x->twin.maps, y->twin.maps, x->twin.nmaps * sizeof x->twin.maps[0])))
             return 0;
     }

@@ -422,6 +422,10 @@ Test(bundle, serialize_checks_the_bundle)
     EXPECT_REFUSED("a twin of 4 maps");
     k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .kbound = k->nparams, .kper = 64};
     EXPECT_REFUSED("a twin's K loop bound past the parameters");
+    k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .persistent = 1, .one_tma = 1};
+    EXPECT_REFUSED("one_tma on a twin of one tile a unit");
+    k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .persistent = 2, .one_tma = 2};
+    EXPECT_REFUSED("one_tma 2");
     k->twin = (tilec_tma_meta){.name = "k_tma", .threads = 128, .nmaps = 1, .maps = {{.bs = {TILEC_TMA_NONE, 0}}}};
     cr_expect_eq(tilec_bundle_serialize(b, KEY, &buf, &len), TILEC_RT_OK, "a twin of one map is all right");
     free(buf);
@@ -516,8 +520,9 @@ Test(bundle, forged_fields)
     FORGE(bundle_put32(buf + 8, 3), "version 3", "an older version (no loop trips in the twin)");
     FORGE(bundle_put32(buf + 8, 4), "version 4", "an older version (no constant map extent, no persistence 4)");
     FORGE(bundle_put32(buf + 8, 5), "version 5", "an older version (maps of 13 words, no im2col map)");
-    FORGE(bundle_put32(buf + 8, 6), "version 6", "the previous version (no im2col map of the output's extents)");
-    FORGE(bundle_put32(buf + 8, 8), "version 8", "a later version");
+    FORGE(bundle_put32(buf + 8, 6), "version 6", "an older version (no im2col map of the output's extents)");
+    FORGE(bundle_put32(buf + 8, 7), "version 7", "the previous version (no one-tile flag in the twin)");
+    FORGE(bundle_put32(buf + 8, 9), "version 9", "a later version");
     FORGE(bundle_put32(buf + 8, 0), "version 0", "version 0");
     FORGE(bundle_put32(buf + 12, 1), "flags", "flags");
     FORGE(buf[47] = 1, "reserved", "reserved byte");
@@ -561,8 +566,8 @@ Test(bundle, forged_fields)
     /* a second kernel named like the first */
     const size_t k1 = size0 + 8 + b->kernels[0].size;
     FORGE(memcpy(buf + k1 + 4, buf + K0 + 4, name0), "appears twice", "duplicate names");
-    /* kernel 2's twin: name, threads, smem, nmaps, persistent, kbound, kfrom, kper, a reserved word, then
-     * maps of 20 words */
+    /* kernel 2's twin: name, threads, smem, nmaps, persistent, kbound, kfrom, kper, one_tma, then maps of 20
+     * words */
     const tilec_bundle_kernel *kb1 = &b->kernels[1], *kb2 = &b->kernels[2];
     const size_t k2 = k1 + 4 + strlen(kb1->name) + 12 + kb1->nparams + 20 + 8 + kb1->size;
     const size_t twin2 = k2 + 4 + strlen(kb2->name) + 12 + kb2->nparams + 20, tn2 = strlen(kb2->twin.name);
@@ -575,7 +580,21 @@ Test(bundle, forged_fields)
     cr_assert(kb2->twin.kper, "kernel 2's twin knows its loop's trips");
     FORGE(bundle_put32(buf + twin2 + tn2 + 16, kb2->nparams), "K loop bound names a parameter past",
           "the loop's bound past the parameters");
-    FORGE(bundle_put32(buf + twin2 + tn2 + 28, 1), "reserved word", "the twin's reserved word");
+    /* one_tma: 0, or 1 on a paired twin (persistence 2 or 4); kernel 2's twin walks one tile a unit */
+    cr_assert_eq(kb2->twin.persistent, 1);
+    FORGE(bundle_put32(buf + twin2 + tn2 + 28, 1), "one-tile flag", "one_tma on a twin that is not paired");
+    FORGE((bundle_put32(buf + twin2 + tn2 + 12, 2), bundle_put32(buf + twin2 + tn2 + 28, 2)), "one-tile flag",
+          "one_tma 2 on a paired twin");
+    for (uint32_t pers = 2; pers <= 4; pers += 2) { /* pairs along y, along z: the flag reads back */
+        memcpy(buf, good, len);
+        bundle_put32(buf + twin2 + tn2 + 12, pers);
+        bundle_put32(buf + twin2 + tn2 + 28, 1);
+        bundle_reseal(buf, len);
+        tilec_bundle *p = NULL;
+        cr_expect_eq(tilec_bundle_parse(buf, len, KEY, &p, NULL, 0), TILEC_RT_OK, "one_tma 1, persistence %u", pers);
+        cr_expect(p && p->kernels[2].twin.one_tma == 1 && p->kernels[2].twin.persistent == pers);
+        tilec_bundle_free(p);
+    }
     { /* trips not known (kper 0): the bound is not read */
         memcpy(buf, good, len);
         bundle_put32(buf + twin2 + tn2 + 16, UINT32_MAX);

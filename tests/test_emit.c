@@ -1089,14 +1089,14 @@ Test(emit, aot_sm_90a_embeds_the_twins, .timeout = 300)
         "static const tilec_tma_meta tl_tma_gemm_f16_v0 = {tl_twin_gemm_f16_v0, 384, 230496, 3, 2, {\n"
         "    {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n"
         "    {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n"
-        "    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 5, 0, 64};\n",
+        "    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 5, 0, 64, 0};\n",
         /* 3-D maps: A's matrices M * K apart (parameters 5 and 3), B's K * N, C's M * N; the batch pid(2) (the
          * grid's z), the constant 1 */
         "static char tl_twin_bmm_f16_v0[] = \"bmm_f16_v0_tma\";\n"
         "static const tilec_tma_meta tl_tma_bmm_f16_v0 = {tl_twin_bmm_f16_v0, 384, 230496, 3, 2, {\n"
         "    {0, 3, 5, 5, 128, 64, 2, 0, 1, {5, 3}, 2, 1, 0, 0, 0, 0, 0, 0, 0},\n"
         "    {1, 5, 4, 4, 64, 64, 2, 0, 1, {4, 5}, 2, 1, 0, 0, 0, 0, 0, 0, 0},\n"
-        "    {2, 3, 4, 4, 128, 64, 2, 0, 1, {4, 3}, 2, 1, 0, 0, 0, 0, 0, 0, 0}}, 5, 0, 64};\n",
+        "    {2, 3, 4, 4, 128, 64, 2, 0, 1, {4, 3}, 2, 1, 0, 0, 0, 0, 0, 0, 0}}, 5, 0, 64, 0};\n",
         "tl_grid_gemm_f16_v0, 0, 0, &tl_tma_gemm_f16_v0},\n",
         "tl_grid_bmm_f16_v0, 0, 0, &tl_tma_bmm_f16_v0},\n",
         "/* the kernels, compiled ahead of time for sm_90a */",
@@ -1168,7 +1168,7 @@ Test(emit, aot_attention_twin_s_constant_extents, .timeout = 300)
     static const char want[] =
         "    {1, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64, 0, 0, 0, 0, 0, 0, 0},\n"
         "    {2, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64, 0, 0, 0, 0, 0, 0, 0}}, 0, 0, "
-        "0};\n";
+        "0, 0};\n";
     cr_expect(strstr(c, want), "the wrapper lacks\n%s", want);
     free(c);
     expect_compiles(dir, "aot_attn.c");

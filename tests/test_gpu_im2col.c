@@ -82,7 +82,7 @@ static char ic_twin[] = "ic_v0_tma";
 /* x's map: N images (parameter 2) of H x W pixels (3, 4) of C channels (5), a pixel every C; filter R x S
  * (6, 7), stride 8, padding 9; boxes of 64 pixels of 64 halves */
 static const tilec_tma_meta ic_meta = {ic_twin, 128, 64 * 128 + 1024, 1, 0, {
-    {0, 2, 5, 5, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 1, 3, 4, 6, 7, 9, 8}}, 0, 0, 0};
+    {0, 2, 5, 5, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 1, 3, 4, 6, 7, 9, 8}}, 0, 0, 0, 0};
 
 static int ic_grid(const int64_t *a, uint32_t g[3])
 {

@@ -393,6 +393,61 @@ Test(tma, persist_rule_weighs_the_loop_s_trips, .timeout = 120)
     env_free(&e);
 }
 
+/* MM_TILE_FMT's product added to the c it stores (gemm_dw's dW += G^T h:
+ * the epilogue reads the tile it writes), whose paired twin's one-tile
+ * twin reads that tile by TMA into its store's staging (one_tma). */
+static const char *const acc_edits[] = {
+    "store(c + rm[:, None] * N + rn[None, :], cast(acc, f16), rm[:, None] < M && rn[None, :] < N);",
+    "let mc = rm[:, None] < M && rn[None, :] < N;\n    let at = c + rm[:, None] * N + rn[None, :];\n"
+    "    store(at, cast(acc + cast(load(at, mc, 0.0), f32), f16), mc);",
+};
+
+/* A paired twin whose one-tile twin reads its epilogue's tile by TMA
+ * (tilec_tma_meta.one_tma) launches that twin where each tile's loop runs
+ * at most 16 trips (TMA_ONE_TMA_KSTEPS, K over 64), though the rounds
+ * favour the pairs (4096 x 2048: 256 pairs in 2 rounds, 512 tiles in 4):
+ * K 1024 (16 trips) and 520 (9) one tile a unit on 132 blocks, 1088 (17)
+ * and 2048 (32) the pairs; 8192 x 8192 at K 512 (gemm_dw at C = 512, 8
+ * trips) walks 4096 tiles on 132 blocks. TILEC_TMA_PAIR=1 keeps the
+ * pairs. tw, whose twins read no tile in the epilogue, keeps its pairs at
+ * K 1024 (before: every paired twin there). */
+Test(tma, a_one_tile_twin_reading_by_tma_takes_short_loops, .timeout = 120)
+{
+    static const struct {
+        int M, N, K;
+        int one;
+        unsigned blocks;
+    } cases[] = {{4096, 2048, 1024, 1, 132}, {4096, 2048, 520, 1, 132}, {4096, 2048, 1088, 0, 132},
+                 {4096, 2048, 2048, 0, 132}, {8192, 8192, 512, 1, 132}, {300, 264, 200, 1, 9}};
+    env e;
+    env_build_edits(&e, NULL, "tw", MM_TILE_MASK, acc_edits, 1);
+    cr_assert(tilec_program_has_twin(e.p, "tw", 0));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int before = fake->tma_launches, one = fake->tma_one_launches;
+        cr_assert_eq(launch(&e, e.a, cases[i].M, cases[i].N, cases[i].K), TILEC_RT_OK, "%s", tilec_rt_last_error(e.rt));
+        cr_expect(fake->tma_launches == before + 1 && fake->tma_one_launches == one + cases[i].one &&
+                      fake->grid[0] == cases[i].blocks,
+                  "%d x %d x %d: %d twin launches, %d one-tile, %u blocks", cases[i].M, cases[i].N, cases[i].K,
+                  fake->tma_launches - before, fake->tma_one_launches - one, fake->grid[0]);
+    }
+    env_free(&e);
+    setenv("TILEC_TMA_PAIR", "1", 1);
+    env_build_edits(&e, NULL, "tw", MM_TILE_MASK, acc_edits, 1);
+    int launches = fake->tma_launches, one = fake->tma_one_launches;
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 512), TILEC_RT_OK);
+    cr_expect(fake->tma_launches == launches + 1 && fake->tma_one_launches == one && fake->grid[0] == 132,
+              "TILEC_TMA_PAIR=1: %d one-tile launches", fake->tma_one_launches - one);
+    env_free(&e);
+    unsetenv("TILEC_TMA_PAIR");
+    env_build(&e);
+    launches = fake->tma_launches, one = fake->tma_one_launches;
+    cr_assert_eq(launch(&e, e.a, 4096, 2048, 1024), TILEC_RT_OK);
+    cr_assert_eq(launch(&e, e.a, 8192, 8192, 512), TILEC_RT_OK);
+    cr_expect(fake->tma_launches == launches + 2 && fake->tma_one_launches == one,
+              "tw: the pairs, not %d one-tile launches", fake->tma_one_launches - one);
+    env_free(&e);
+}
+
 Test(tma, unfit_operands_take_the_variant, .timeout = 120)
 {
     env e;
@@ -471,7 +526,7 @@ static char tw_twin[] = "tw_v0_tma";
 static const tilec_tma_meta tw_meta = {tw_twin, 384, 230496, 3, 1, {
     {0, 3, 5, 5, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     {1, 5, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 5, 0, 64};
+    {2, 3, 4, 4, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, 5, 0, 64, 0};
 static const char tw_image[] = "// fake module\n";
 
 /* A table of one entry loaded on the fake device, with three 1 MiB buffers. */
@@ -553,6 +608,10 @@ Test(tma, an_aot_table_entry_launches_its_twin, .timeout = 60)
     bad.maps[1].ptr = 6;
     cr_expect(!aot_twin_ran(&bad, &has));
     cr_expect(!has, "metadata naming parameter 6 of 6");
+    bad = tw_meta; /* one_tma 1 names a one-tile twin beside pairs, which a twin of one tile a unit has not */
+    bad.one_tma = 1;
+    cr_expect(!aot_twin_ran(&bad, &has));
+    cr_expect(!has, "one_tma on a twin of one tile a unit");
 }
 
 
@@ -717,7 +776,7 @@ static char cv_twin[] = "cv_v0_tma";
  * of 64 halves */
 static const tilec_tma_meta cv_meta = {cv_twin, 384, 100000, 1, 0, {
     {0, 3, 6, 6, 128, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 1, 4, 5, TILEC_TMA_CONST | 3u,
-     TILEC_TMA_CONST | 3u, 9, 8}}, 0, 0, 0};
+     TILEC_TMA_CONST | 3u, 9, 8}}, 0, 0, 0, 0};
 
 /* Load cv with twin metadata m (NULL: none) and launch it on x + off:
  * 1 when the twin ran with x's map after the arguments, 0 when the

@@ -446,7 +446,7 @@ Test(wgconv, aot_wrapper_with_a_gather_twin_compiles, .timeout = 300)
     cr_expect(strstr(c, "static const tilec_tma_meta tl_tma_mm_v0 = {tl_twin_mm_v0, 384, "),
               "the twin's metadata, 384 threads (BK = 64: one producer warp group)");
     cr_expect(strstr(c, ", 1, 0, {\n    {1, TILEC_TMA_NONE, 4, 4, 64, 64, 2, 0, 0, {TILEC_TMA_NONE, TILEC_TMA_NONE}, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, "
-                        "5, 0, 64};\n"),
+                        "5, 0, 64, 0};\n"),
               "B's tensor map (rows the kernel proves), not persistent; the loop's trips: K over 64");
     free(c);
     const char *cc = getenv("CC");

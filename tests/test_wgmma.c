@@ -997,13 +997,18 @@ static char *kernel_text(const tilec_kernel_code *code, const char *name)
  * adds each element where it writes it; the flag's condition (add != 0)
  * skips the copy. Not the pairs (the second tile's dW has no staging),
  * not a batched map (mm_acc_head), not a tile of another tensor (mm_add's
- * d): their consumers load registers as before. */
+ * d): their consumers load registers as before. The twin's metadata says
+ * so (tilec_tma_meta.one_tma, which the launch weighs: runtime/tma.c):
+ * set for gemm_dw, mm_acc and mm_acc_if, not for the others nor for a
+ * plain product's pairs (mm_tile.h). */
 Test(wgmma, epilogue_tile_read_by_tma_into_the_staging)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, "examples/llm.tile");
     tilec_kernel_code code;
     lower_variant(ctx, m, "gemm_dw", 0, &code);
+    cr_expect(code.tma.persistent == 2 && code.tma.one_tma == 1, "gemm_dw: persistent %u, one_tma %u",
+              code.tma.persistent, code.tma.one_tma);
     char *one = kernel_text(&code, "gemm_dw_v0_tma_1("), *pair = kernel_text(&code, "gemm_dw_v0_tma(");
     const char *c = strstr(one, "tl_setmaxnreg_inc"); /* the consumers' part: after the producer's loop */
     const char *issue = c ? strstr(c, "by TMA into the store's staging") : NULL;
@@ -1037,9 +1042,16 @@ Test(wgmma, epilogue_tile_read_by_tma_into_the_staging)
         char *t = kernel_text(&code, kernels[i][1]);
         cr_expect(strstr(t, "issued before the dot loop"), "%s: its tile read before the loop:\n%s", kernels[i][0], t);
         cr_expect_eq(strstr(t, "by TMA into the store's staging") != NULL, staged[i], "%s:\n%s", kernels[i][0], t);
+        cr_expect_eq(code.tma.one_tma, (uint32_t)staged[i], "%s: one_tma", kernels[i][0]);
         free(t);
         tilec_kernel_code_free(&code);
     }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    ctx = lower_mm(NULL, 0, &m, &code);
+    cr_expect(code.tma.persistent == 2 && code.tma.one_tma == 0, "mm's pairs: persistent %u, one_tma %u",
+              code.tma.persistent, code.tma.one_tma);
+    tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }

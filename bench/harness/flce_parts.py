@@ -9,7 +9,9 @@ gemm_dw alone at K = C = each K: its pair (TILEC_TMA_PAIR=1) and its
 one-tile twin (TILEC_TMA_PAIR=0), each with dW read (add 1, the graph's
 product) and without (add 0: a plain product's store), and torch.addmm:
 what each twin's dW read costs (add 1 less add 0) and which twin a short
-loop favours (the launch's choice between them: runtime/tma.c).
+loop favours (the launch's choice between them: runtime/tma.c); and
+gemm_dw with add 1 as the launch chooses (no TILEC_TMA_PAIR), whose
+twin TILEC_LOGS=tma names on stderr.
 
     python3 bench/harness/flce_parts.py --out parts.jsonl [--chunk 1024 ...] [--sweep 512 ...]"""
 import argparse
@@ -80,8 +82,9 @@ def timed(fn, flush, reps=20):
 def forced(path, mode):
     """The module at path loaded and gemm_dw's twin resolved with
     TILEC_TMA_PAIR=mode (read when the kernel is resolved: its first
-    call, made here on a 128-row product)."""
-    os.environ["TILEC_TMA_PAIR"] = mode
+    call, made here on a 128-row product); mode None: without it."""
+    if mode is not None:
+        os.environ["TILEC_TMA_PAIR"] = mode
     try:
         mod = tilec.load(path)
         a = torch.zeros(64, 128, device="cuda", dtype=torch.bfloat16)
@@ -90,7 +93,7 @@ def forced(path, mode):
         mod.gemm_dw(a, b, c, 128, 256, 64, 1)
         torch.cuda.synchronize()
     finally:
-        del os.environ["TILEC_TMA_PAIR"]
+        os.environ.pop("TILEC_TMA_PAIR", None)
     return mod
 
 
@@ -99,12 +102,13 @@ def sweep(out, ks, w, dw, flush, T, D, V, dir_):
     and 0, beside torch.addmm (same operands: G [K, V], h [K, D])."""
     text = kernel_text(os.path.join(ROOT, "examples", "llm.tile"), "gemm_dw")
     mods = {}
-    for mode, name in (("1", "pair"), ("0", "one")):
+    for mode, name in (("1", "pair"), ("0", "one"), (None, "auto")):
         path = os.path.join(dir_, f"gemm_dw_{name}.tile")
         with open(path, "w") as f:
             f.write(text)
         mods[name] = forced(path, mode)
-    print("== gemm_dw alone by K (ms): pair add1, one-tile add1, pair add0, one-tile add0, addmm", flush=True)
+    print("== gemm_dw alone by K (ms): pair add1, one-tile add1, pair add0, one-tile add0, addmm, "
+          "the launch's choice add1", flush=True)
     for K in ks:
         g = (torch.randn(K, V, device="cuda") * 1e-3).to(torch.bfloat16)
         hk = (torch.randn(K, D, device="cuda") * 0.5).to(torch.bfloat16)
@@ -113,10 +117,12 @@ def sweep(out, ks, w, dw, flush, T, D, V, dir_):
             for add in (1, 0):
                 rec[f"{name}_add{add}_ms"] = timed(lambda: mods[name].gemm_dw(g, hk, dw, V, D, K, add), flush)
         rec["addmm_ms"] = timed(lambda: torch.addmm(dw, g.t(), hk, out=dw), flush)
+        rec["auto_add1_ms"] = timed(lambda: mods["auto"].gemm_dw(g, hk, dw, V, D, K, 1), flush)
         out.write(json.dumps(rec) + "\n")
         out.flush()
         print(f"  K {K:5d} ({rec['trips']:2d} trips): " + "  ".join(
-            f"{rec[k]:.3f}" for k in ("pair_add1_ms", "one_add1_ms", "pair_add0_ms", "one_add0_ms", "addmm_ms")),
+            f"{rec[k]:.3f}" for k in ("pair_add1_ms", "one_add1_ms", "pair_add0_ms", "one_add0_ms", "addmm_ms",
+                                      "auto_add1_ms")),
             flush=True)
         del g, hk
 

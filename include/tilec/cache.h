@@ -57,7 +57,7 @@ typedef struct tilec_bundle {
 /* The format (docs/runtime.md gives every byte). ORDER BUNDLE_FORMAT: bump
  * TILEC_BUNDLE_VERSION on any change; readers reject other versions. */
 #define TILEC_BUNDLE_MAGIC "TILECBND" /* 8 bytes, no NUL in the file */
-#define TILEC_BUNDLE_VERSION 7u /* 2: written, split-K and the twin; 3: a batched map's grid axis and constant; 4: the twin's K loop trips; 5: constant map extents and persistence 4; 6: im2col maps; 7: im2col maps of the output's extents (kind 2) */
+#define TILEC_BUNDLE_VERSION 8u /* 2: written, split-K and the twin; 3: a batched map's grid axis and constant; 4: the twin's K loop trips; 5: constant map extents and persistence 4; 6: im2col maps; 7: im2col maps of the output's extents (kind 2); 8: the twin's one_tma in the word reserved before */
 #define TILEC_BUNDLE_HEADER_SIZE 64u
 #define TILEC_BUNDLE_MAX_SIZE (1u << 30) /* 1 GiB: larger files are never read */
 #define TILEC_BUNDLE_MAX_KERNELS 65536u

@@ -107,13 +107,21 @@ typedef struct tilec_tma_meta {
      * loop), and the launch weighs the tiles alone. Last, so that a table
      * of the layout before (TILEC_TMA_META_LAYOUT 1) reads as not known. */
     uint32_t kbound, kfrom, kper;
+    /* 1: a paired twin (persistent 2 or 4) whose one-tile twin NAME_1 reads
+     * the tile its epilogue adds to (gemm_dw's dW += ...) by TMA into its
+     * store's staging, where the pairs' consumer threads load it into
+     * registers (lower/wgmma.c, staged_load): the launch takes NAME_1 where
+     * each tile's dot loop runs few trips (runtime/tma.c). 0 otherwise.
+     * Last, so that a table of the layout before (3) reads as 0. */
+    uint32_t one_tma;
 } tilec_tma_meta;
 
 /* The layout of tilec_tma_meta, which ahead-of-time tables initialise by
  * position (emit_c/c_aot.c checks it where they are compiled): 2 added
  * kbound, kfrom and kper, and the maps' bgrid and bscale; 3 a map's
- * im2col words (last in a map: a table of layout 2 reads as tiled maps). */
-#define TILEC_TMA_META_LAYOUT 3
+ * im2col words (last in a map: a table of layout 2 reads as tiled maps);
+ * 4 one_tma (last: a table of layout 3 reads as 0). */
+#define TILEC_TMA_META_LAYOUT 4
 
 #ifdef __cplusplus
 }
