@@ -75,6 +75,34 @@ Test(lower, grid_follows_the_variant)
     tilec_ctx_free(ctx);
 }
 
+/* A grid-stride kernel's grid min(cdiv(n, BLOCK), sms * PER_SM), PER_SM a
+ * hint max(1, 16 / warps): evaluated at each launch and per variant
+ * (tests/golden/ok/grid_min_max.tile). Before, min in a grid was an error. */
+Test(lower, grid_takes_min_and_max)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "tests/golden/ok/grid_min_max.tile", &m), TILEC_OK);
+    const tilec_kernel *k = tilec_module_find_kernel(m, "swiglu_gs");
+    cr_assert(k);
+    cr_expect_eq(tilec_kernel_hint(k, 0, "PER_SM", 0), 2);
+    cr_expect_eq(tilec_kernel_hint(k, 1, "PER_SM", 0), 1); /* warps = 16 */
+    int64_t args[5] = {0, 0, 0, INT64_C(8192) * 14336, 132};
+    uint32_t grid[3];
+    cr_assert_eq(tilec_kernel_grid(k, 0, args, grid), TILEC_OK);
+    cr_expect_eq(grid[0], 264); /* min(28672, 132 * 2) */
+    cr_assert_eq(tilec_kernel_grid(k, 1, args, grid), TILEC_OK);
+    cr_expect_eq(grid[0], 132); /* min(57344, 132 * 1) */
+    args[3] = 5000;
+    cr_assert_eq(tilec_kernel_grid(k, 0, args, grid), TILEC_OK);
+    cr_expect_eq(grid[0], 2); /* min(cdiv(5000, 4096), 264) */
+    args[3] = 0;
+    cr_assert_eq(tilec_kernel_grid(k, 0, args, grid), TILEC_OK);
+    cr_expect_eq(grid[0], 0); /* nothing to launch */
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 Test(lower, cuda_of_the_module)
 {
     tilec_ctx *ctx = tilec_ctx_new();
