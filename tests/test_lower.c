@@ -103,6 +103,25 @@ Test(lower, grid_takes_min_and_max)
     tilec_ctx_free(ctx);
 }
 
+/* let x: T = e (tests/golden/ok/let_types.tile): an untyped literal
+ * becomes a value of T in the CUDA (the double 1e-50, the float 1, the
+ * integer 1 / 2 as a float), and a typed value keeps its type. Before,
+ * `let x: T` was a syntax error. */
+Test(lower, let_with_a_type_binds_a_value_of_that_type)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, "tests/golden/ok/let_types.tile", &m), TILEC_OK);
+    membuf out = {0};
+    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&out)), TILEC_OK);
+    cr_expect(strstr(out.s, "const double v_eps = 1e-50;"), "%s", out.s);
+    cr_expect(strstr(out.s, "const float v_one = ((float)(1));"));
+    cr_expect(strstr(out.s, "const float v_half = ((float)((1 / 2)));"));
+    free(out.s);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 Test(lower, cuda_of_the_module)
 {
     tilec_ctx *ctx = tilec_ctx_new();
