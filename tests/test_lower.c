@@ -103,42 +103,43 @@ Test(lower, grid_takes_min_and_max)
     tilec_ctx_free(ctx);
 }
 
+/* The CUDA of the module in file `path` (the caller frees it). */
+static char *cuda_of(const char *path)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK);
+    membuf out = {0};
+    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&out)), TILEC_OK);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return out.s;
+}
+
 /* let x: T = e (tests/golden/ok/let_types.tile): an untyped literal
  * becomes a value of T in the CUDA (the double 1e-50, the float 1, the
  * integer 1 / 2 as a float), and a typed value keeps its type. Before,
  * `let x: T` was a syntax error. */
 Test(lower, let_with_a_type_binds_a_value_of_that_type)
 {
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, "tests/golden/ok/let_types.tile", &m), TILEC_OK);
-    membuf out = {0};
-    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&out)), TILEC_OK);
-    cr_expect(strstr(out.s, "const double v_eps = 1e-50;"), "%s", out.s);
-    cr_expect(strstr(out.s, "const float v_one = ((float)(1));"));
-    cr_expect(strstr(out.s, "const float v_half = ((float)((1 / 2)));"));
-    free(out.s);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
+    char *cu = cuda_of("tests/golden/ok/let_types.tile");
+    cr_expect(strstr(cu, "const double v_eps = 1e-50;"), "%s", cu);
+    cr_expect(strstr(cu, "const float v_one = ((float)(1));"));
+    cr_expect(strstr(cu, "const float v_half = ((float)((1 / 2)));"));
+    free(cu);
 }
 
 Test(lower, cuda_of_the_module)
 {
-    tilec_ctx *ctx = tilec_ctx_new();
-    tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, "examples/matmul.tile", &m), TILEC_OK);
-    membuf out = {0};
-    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&out)), TILEC_OK);
-    cr_expect(strstr(out.s, "__global__ void __launch_bounds__(128) matmul_v0("));
-    cr_expect(strstr(out.s, "__global__ void __launch_bounds__(256) matmul_v1("));
-    cr_expect(strstr(out.s, "__global__ void __launch_bounds__(256) matmul_v2("));
-    cr_expect(strstr(out.s, "tl_mma_f16("), "f16 dot must use tensor cores");
+    char *cu = cuda_of("examples/matmul.tile");
+    cr_expect(strstr(cu, "__global__ void __launch_bounds__(128) matmul_v0("));
+    cr_expect(strstr(cu, "__global__ void __launch_bounds__(256) matmul_v1("));
+    cr_expect(strstr(cu, "__global__ void __launch_bounds__(256) matmul_v2("));
+    cr_expect(strstr(cu, "tl_mma_f16("), "f16 dot must use tensor cores");
     /* one translation unit: the prelude once */
-    const char *first = strstr(out.s, "tl_ldsm_x4(unsigned");
+    const char *first = strstr(cu, "tl_ldsm_x4(unsigned");
     cr_expect(first && !strstr(first + 1, "tl_ldsm_x4(unsigned"));
-    free(out.s);
-    tilec_module_free(m);
-    tilec_ctx_free(ctx);
+    free(cu);
 }
 
 /* Issue 14 item 7: the file name reaches CUDA in the header comment and
