@@ -34,7 +34,7 @@ static tilec_expr *let_cast(checker *ck, tilec_expr *e, tilec_dtype d)
 }
 
 /* `let x: T = e` (docs/language.md §5): T names the element type (or *T a
- * pointer's); the shape is the value's. An untyped literal value adapts
+ * pointer's), T[d, ...] its shape too, which must be the value's. An untyped literal value adapts
  * to T as it does beside a typed operand (§7.1); any other value must be
  * of type T already: nothing converts silently. *t becomes the variable's
  * type; 0 when it is in error (reported). */
@@ -47,15 +47,31 @@ static int check_let_type(checker *ck, tilec_stmt *s, tilec_type *t)
             "of a generic kernel)", a->tparam, x);
         return 0;
     }
-    if (a->kind == TILEC_TE_TENSOR || a->kind == TILEC_TE_LIST) {
-        chk_err(ck, &a->loc, "the type of a let is an element type: write let %s: %s = ...; its shape is the value's",
+    if (a->kind == TILEC_TE_LIST) {
+        chk_err(ck, &a->loc, "the type of a let is an element type (let %s: %s = ...), or one with the value's shape",
             x, tilec_dtype_name(a->dtype));
         return 0;
     }
     const char *want = ar_printf(&ck->scratch, "%s%s", a->kind == TILEC_TE_POINTER ? "*" : "", tilec_dtype_name(a->dtype));
     if (t->kind != TILEC_TY_VALUE)
         return t->kind != TILEC_TY_ERROR;
-    int adapts = t->weak && !t->ptr && a->kind == TILEC_TE_SCALAR &&
+    if (a->kind == TILEC_TE_TENSOR) { /* let v: f32[BLOCK] = ...: the shape, checked, as --emit ast prints it */
+        int same = a->ndims == t->rank && !t->ptr;
+        const char *shape = "";
+        for (uint32_t d = 0; d < a->ndims; d++) {
+            int64_t v;
+            if (chk_const_eval(ck, a->dims[d], "a size of a let's type", &v))
+                return 0;
+            same &= d < t->rank && v == t->dims[d];
+            shape = ar_printf(&ck->scratch, "%s%s%lld", shape, d ? ", " : "", (long long)v);
+        }
+        if (!same) {
+            chk_err(ck, &a->loc, "'%s' is declared %s[%s], but its value is %s (the type written may leave the shape out)",
+                x, want, shape, chk_ty_str(ck, t));
+            return 0;
+        }
+    }
+    int adapts = t->weak && !t->ptr && a->kind != TILEC_TE_POINTER &&
                  (chk_dclass(a->dtype) == 'f' || chk_dclass(t->dtype) != 'f'); /* as in an assignment */
     if (adapts) {
         if (chk_literal_fits(ck, s->value, a->dtype, ar_printf(&ck->scratch, "the value of '%s'", x)))
