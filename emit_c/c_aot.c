@@ -66,6 +66,10 @@ static void aot_grid_op(strbuf *b, tilec_ix_op op, int t, int a, int c)
             sb_printf(b, " || t%d > (INT64_MAX >> t%d)", a, c);
         sb_printf(b, ")\n        return -1;\n    const int64_t t%d = t%d %s t%d;\n", t, a, bits[op], c);
         return;
+    case TILEC_IX_MIN:
+    case TILEC_IX_MAX:
+        sb_printf(b, "    const int64_t t%d = t%d %s t%d ? t%d : t%d;\n", t, a, op == TILEC_IX_MIN ? "<" : ">", c, a, c);
+        return;
     default: sb_printf(b, "    const int64_t t%d = t%d %s t%d;\n", t, a, bits[op], c); return;
     }
 }

@@ -418,9 +418,9 @@ static double estimate(const tilec_kernel *k, const tilec_tune_cand *c, const ca
 
 /* The shape classes: tune ... for { ... } (the product of its sizes, the
  * parameters it does not name at 4096); else by the kernel's kind: a row
- * kernel's rows of 128, 512, 1024, 4096 and 16384 elements, 2^24 elements
- * in all (the grid's parameter the rows, its other integer parameters the
- * row length); an elementwise kernel with one integer parameter at 2^16,
+ * kernel's rows of 128, 512, 1024, 4096, 16384, 32768 and 131072 elements
+ * (a vocabulary's row), 2^24 elements in all and at least 1024 rows (the
+ * grid's parameter the rows, its other integer parameters the row length); an elementwise kernel with one integer parameter at 2^16,
  * 2^20 and 2^24; a dot kernel whose parameters M, N, K (and a batch) are
  * known by their roles (dot_roles) the products of dot_shapes; any other
  * every integer parameter at 1024, 4096, 8192 (square). args[c * 64 + i]
@@ -500,7 +500,7 @@ static const int64_t dot_shapes[][4] = {
 
 static void make_classes(const tilec_kernel *k, const row_shape *rs, const tilec_stmt *loop, classes *cl)
 {
-    static const int64_t square[] = {1024, 4096, 8192}, lens[] = {128, 512, 1024, 4096, 16384},
+    static const int64_t square[] = {1024, 4096, 8192}, lens[] = {128, 512, 1024, 4096, 16384, 32768, 131072},
                          sizes[] = {1 << 16, 1 << 20, 1 << 24};
     uint32_t nint = 0;
     int role[4];
@@ -510,7 +510,7 @@ static void make_classes(const tilec_kernel *k, const row_shape *rs, const tilec
     if (!k->ntune_for && rs->rows_param >= 0) {
         cl->n = sizeof lens / sizeof lens[0];
         for (uint32_t c = 0; c < cl->n; c++)
-            kind_class(k, cl, c, rs->rows_param, (1 << 24) / lens[c], lens[c]);
+            kind_class(k, cl, c, rs->rows_param, (1 << 24) / lens[c] > 1024 ? (1 << 24) / lens[c] : 1024, lens[c]);
         return;
     }
     if (!k->ntune_for && rs->kind == TILEC_TUNE_ELEMENTWISE && nint == 1) {

@@ -1,7 +1,7 @@
 /* ast_ix.c: integer expressions of the AST (grids, compile-time
  * constants) as trees of tilec/iexpr.h, the one form the evaluator reads:
- * literals, names, - ~ (and ! where allowed), + - * / % << >> & | ^ and
- * cdiv(a, b). Each node's origin is the AST node it comes from. */
+ * literals, names, - ~ (and ! where allowed), + - * / % << >> & | ^,
+ * cdiv(a, b), min(a, b) and max(a, b). Each node's origin is the AST node it comes from. */
 #include "parser/ast_ix.h"
 
 #include <string.h>
@@ -45,9 +45,9 @@ static int aix_op(const tilec_expr *e, int logical, tilec_ix_op *op)
         }
         return 0;
     case TILEC_EX_BINARY: return aix_binop(e->op, op);
-    case TILEC_EX_CALL:
-        *op = TILEC_IX_CDIV;
-        return !strcmp(e->name, "cdiv") && e->nargs == 2;
+    case TILEC_EX_CALL: /* cdiv(a, b), min(a, b), max(a, b) */
+        *op = !strcmp(e->name, "min") ? TILEC_IX_MIN : !strcmp(e->name, "max") ? TILEC_IX_MAX : TILEC_IX_CDIV;
+        return (*op != TILEC_IX_CDIV || !strcmp(e->name, "cdiv")) && e->nargs == 2;
     default: return 0;
     }
 }

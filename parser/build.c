@@ -448,12 +448,13 @@ static int one_name(prs_state *ps, tilec_stmt *s, const lex_token *name)
     return 0;
 }
 
-tilec_stmt *prs_let(prs_state *ps, const lex_token *kw, const lex_token *name, tilec_expr *value)
+tilec_stmt *prs_let(prs_state *ps, const lex_token *kw, const lex_token *name, tilec_tyexpr *ann, tilec_expr *value)
 {
     NEED(value);
     tilec_stmt *s = stmt_new(ps, TILEC_ST_LET, kw->loc);
     NEED(s && one_name(ps, s, name) == 0);
     s->value = value;
+    s->ann = ann; /* `let x: T = e`, checked against the value's type (check_stmt.c) */
     return s;
 }
 

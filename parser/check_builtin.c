@@ -42,6 +42,21 @@ static tilec_type check_reshape(checker *ck, tilec_expr *e)
     return r;
 }
 
+/* min(a, b) or max(a, b) in a grid: the smaller or larger of two integer
+ * scalars, computed on the host (tilec/iexpr.h); t holds their types. */
+static tilec_type host_min_max(checker *ck, tilec_expr *e, const tilec_type *t, const char *fn)
+{
+    if (!chk_is_int(&t[0]) || !chk_is_int(&t[1]) || t[0].rank || t[1].rank) {
+        chk_err(ck, &e->loc, "%s in a grid needs two scalar integers, got %s and %s", fn, chk_ty_str(ck, &t[0]),
+            chk_ty_str(ck, &t[1]));
+        return chk_ty_err();
+    }
+    tilec_type r = chk_promote(&t[0], &t[1]);
+    chk_adapt(ck, e->args[0], r.dtype);
+    chk_adapt(ck, e->args[1], r.dtype);
+    return r;
+}
+
 /* Shape and dtype checks of the builtins; args already counted. */
 static tilec_type check_builtin(checker *ck, tilec_expr *e, tilec_builtin bi)
 {
@@ -220,12 +235,16 @@ static tilec_type check_builtin(checker *ck, tilec_expr *e, tilec_builtin bi)
     }
     case BI_SUM: case BI_PROD: case BI_MAX: case BI_MIN: case BI_ARGMAX: case BI_ARGMIN: {
         int64_t axis;
+        if ((bi == BI_MIN || bi == BI_MAX) && ck->host)
+            return host_min_max(ck, e, t, fn);
         if (t[0].ptr || !(chk_is_num(&t[0]) || (bi == BI_SUM && chk_is_bool(&t[0])))) {
             chk_err(ck, chk_start_of(a[0]), "%s needs a numeric tile, got %s", fn, chk_ty_str(ck, &t[0]));
             return chk_ty_err();
         }
         if (t[0].rank == 0) {
-            chk_err(ck, chk_start_of(a[0]), "%s reduces a tile, got the scalar %s", fn, chk_ty_str(ck, &t[0]));
+            chk_err(ck, chk_start_of(a[0]), "%s reduces a tile, got the scalar %s%s", fn, chk_ty_str(ck, &t[0]),
+                bi == BI_MIN ? " (the smaller of two values is minimum(a, b))"
+                : bi == BI_MAX ? " (the larger of two values is maximum(a, b))" : "");
             return chk_ty_err();
         }
         if (chk_axis(ck, a[1], "a reduction axis", &t[0], &axis))

@@ -202,6 +202,30 @@ static void check_graph_stmt(checker *ck, tilec_graph *g, tilec_stmt *s, int las
 }
 
 /* The statements of the graph (top) or of a for loop's body. */
+/* `let y: T = ...` in a graph: T the element type of the tensor bound
+ * (docs/language.md §5); nothing converts. */
+static void check_graph_let_type(checker *ck, const tilec_stmt *s)
+{
+    const tilec_tyexpr *a = s->ann;
+    const binding *b = chk_lookup(ck, s->names[0]);
+    if (!b || chk_poisoned(b))
+        return;
+    if (a->kind != TILEC_TE_SCALAR || a->tparam) {
+        chk_err(ck, &a->loc, "the type of a graph's let is the element type of its tensor, such as f32 (its sizes "
+            "are the value's)");
+        return;
+    }
+    if (b->kind != B_TENSOR) {
+        chk_err(ck, &a->loc, "'%s' is a tensor list; its let takes no type", s->names[0]);
+        return;
+    }
+    if (b->dtype != a->dtype) {
+        chk_err(ck, &s->name_locs[0], "'%s' is declared %s, but its value is %s", s->names[0],
+            tilec_dtype_name(a->dtype), b->text);
+        chk_note(ck, &a->loc, "the type of '%s' is written here", s->names[0]);
+    }
+}
+
 static void check_graph_block(checker *ck, tilec_graph *g, const tilec_block *body, int top, chk_gone **gone)
 {
     /* trailing doc comments do not count as statements after return */
@@ -212,6 +236,8 @@ static void check_graph_block(checker *ck, tilec_graph *g, const tilec_block *bo
     for (uint32_t i = 0; i < body->nstmts && !chk_stop(ck); i++) {
         tilec_stmt *s = body->stmts[i];
         check_graph_stmt(ck, g, s, top && i >= last_real, gone);
+        if (s->kind == TILEC_ST_LET && s->ann)
+            check_graph_let_type(ck, s);
         /* a let that failed still defines its names, so that their uses
          * do not repeat the error as "undefined name" */
         for (uint32_t j = 0; (s->kind == TILEC_ST_LET || s->kind == TILEC_ST_LET_TUPLE) && j < s->nnames; j++)

@@ -66,6 +66,7 @@ typedef struct checker {
     const tilec_kernel *k;
     int variant; /* -1: base hints */
     int annotate;
+    int host;    /* checking the grid: min(a, b) and max(a, b) of two scalars are the integers' */
     binding *env;
     binding **stack;
     size_t nstack, capstack;

@@ -32,8 +32,11 @@ static int host_expr_ok(checker *ck, const tilec_kernel *k, const tilec_expr *e)
             return 0;
         }
     }
-    if (e->kind == TILEC_EX_CALL && strcmp(e->name, "cdiv") != 0) {
-        chk_err(ck, &e->loc, "the grid of '%s' is computed on the host from scalar parameters and hints; '%s' is not allowed",
+    if (e->kind == TILEC_EX_CALL && strcmp(e->name, "cdiv") != 0 && strcmp(e->name, "min") != 0 &&
+        strcmp(e->name, "max") != 0) {
+        chk_err(ck, &e->loc,
+            "the grid of '%s' is computed on the host from scalar parameters and hints; '%s' is not allowed (cdiv, "
+            "min and max are)",
             k->name, e->name);
         return 0;
     }
@@ -82,7 +85,9 @@ static void check_config(checker *ck, const tilec_kernel *k, int variant)
         tilec_expr *g = k->grid[i];
         if (!host_expr_ok(ck, k, g))
             continue;
+        ck->host = 1;
         tilec_type t = chk_expr(ck, g);
+        ck->host = 0;
         if (t.kind != TILEC_TY_ERROR && (!chk_is_int(&t) || t.rank))
             chk_err(ck, chk_start_of(g), "a grid dimension must be a scalar integer, got %s", chk_ty_str(ck, &t));
     }

@@ -15,6 +15,88 @@ static int same_type(const tilec_type *declared, const tilec_type *v)
     return v->weak && (chk_dclass(declared->dtype) == 'f' || chk_dclass(v->dtype) != 'f');
 }
 
+/* cast(e, d) around an untyped integer value e: what `let x: f32 = 1` or
+ * `let n: i64 = 5` binds (§7.1: the literal becomes a value of the type;
+ * an integer part stays an integer, so `let h: f32 = 1 / 2` is 0.0). Made
+ * once, in the module arena: the later configurations check the cast. */
+static tilec_expr *let_cast(checker *ck, tilec_expr *e, tilec_dtype d)
+{
+    tilec_expr *c = ar_alloc(ck->ar, sizeof *c), *ty = ar_alloc(ck->ar, sizeof *ty);
+    tilec_expr **args = ar_array(ck->ar, 2, sizeof *args);
+    if (!c || !ty || !args)
+        return NULL;
+    *ty = (tilec_expr){.kind = TILEC_EX_DTYPE, .loc = e->loc, .dtype = d, .name = tilec_dtype_name(d), .depth = 1};
+    args[0] = e;
+    args[1] = ty;
+    *c = (tilec_expr){.kind = TILEC_EX_CALL, .loc = e->loc, .name = "cast", .args = args, .nargs = 2, .depth = e->depth + 1};
+    tilec_type t = chk_expr(ck, c);
+    return t.kind == TILEC_TY_VALUE ? c : NULL;
+}
+
+/* `let x: T = e` (docs/language.md §5): T names the element type (or *T a
+ * pointer's), T[d, ...] its shape too, which must be the value's. An untyped literal value adapts
+ * to T as it does beside a typed operand (§7.1); any other value must be
+ * of type T already: nothing converts silently. *t becomes the variable's
+ * type; 0 when it is in error (reported). */
+static int check_let_type(checker *ck, tilec_stmt *s, tilec_type *t)
+{
+    const tilec_tyexpr *a = s->ann;
+    const char *x = s->names[0];
+    if (a->tparam) {
+        chk_err(ck, &a->loc, "unknown type '%s' in the let of '%s' (an element type such as f32, or a type parameter "
+            "of a generic kernel)", a->tparam, x);
+        return 0;
+    }
+    if (a->kind == TILEC_TE_LIST) {
+        chk_err(ck, &a->loc, "the type of a let is an element type (let %s: %s = ...), or one with the value's shape",
+            x, tilec_dtype_name(a->dtype));
+        return 0;
+    }
+    const char *want = ar_printf(&ck->scratch, "%s%s", a->kind == TILEC_TE_POINTER ? "*" : "", tilec_dtype_name(a->dtype));
+    if (t->kind != TILEC_TY_VALUE)
+        return t->kind != TILEC_TY_ERROR;
+    if (a->kind == TILEC_TE_TENSOR) { /* let v: f32[BLOCK] = ...: the shape, checked, as --emit ast prints it */
+        int same = a->ndims == t->rank && !t->ptr;
+        const char *shape = "";
+        for (uint32_t d = 0; d < a->ndims; d++) {
+            int64_t v;
+            if (chk_const_eval(ck, a->dims[d], "a size of a let's type", &v))
+                return 0;
+            same &= d < t->rank && v == t->dims[d];
+            shape = ar_printf(&ck->scratch, "%s%s%lld", shape, d ? ", " : "", (long long)v);
+        }
+        if (!same) {
+            chk_err(ck, &a->loc, "'%s' is declared %s[%s], but its value is %s (the type written may leave the shape out)",
+                x, want, shape, chk_ty_str(ck, t));
+            return 0;
+        }
+    }
+    int adapts = t->weak && !t->ptr && a->kind != TILEC_TE_POINTER &&
+                 (chk_dclass(a->dtype) == 'f' || chk_dclass(t->dtype) != 'f'); /* as in an assignment */
+    if (adapts) {
+        if (chk_literal_fits(ck, s->value, a->dtype, ar_printf(&ck->scratch, "the value of '%s'", x)))
+            return 0;
+        chk_adapt(ck, s->value, a->dtype); /* let eps: f64 = 1e-50 is the double 1e-50 */
+        if (chk_dclass(t->dtype) != 'f' && t->dtype != a->dtype && !(s->value = let_cast(ck, s->value, a->dtype))) {
+            ck->oom = 1;
+            return 0;
+        }
+        t->dtype = a->dtype;
+        return 1;
+    }
+    if ((a->kind == TILEC_TE_POINTER) != t->ptr || a->dtype != t->dtype) {
+        const char *got = chk_ty_str(ck, t);
+        if (t->ptr || a->kind == TILEC_TE_POINTER)
+            chk_err(ck, chk_start_of(s->value), "'%s' is declared %s, but its value is %s", x, want, got);
+        else
+            chk_err(ck, chk_start_of(s->value), "'%s' is declared %s, but its value is %s; convert it: cast(..., %s)",
+                x, want, got, want);
+        chk_note(ck, &a->loc, "the type of '%s' is written here", x);
+        return 0;
+    }
+    return 1;
+}
+
 static void check_stmt(checker *ck, tilec_stmt *s)
 {
     switch (s->kind) {
@@ -29,6 +111,8 @@ static void check_stmt(checker *ck, tilec_stmt *s)
             chk_err(ck, chk_start_of(s->value), "expected a value, found the type '%s'", tilec_dtype_name(t.dtype));
             t = chk_ty_err();
         }
+        if (s->ann && !check_let_type(ck, s, &t))
+            t = chk_ty_err();
         binding *b = chk_bind(ck, s->names[0], &s->name_locs[0], B_LET, "variable");
         if (b) {
             if (t.kind == TILEC_TY_VALUE)

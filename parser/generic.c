@@ -217,6 +217,19 @@ static tilec_block clone_block(gen *g, const tilec_block *b)
         c->body = clone_block(g, &s->body);
         c->orelse = clone_block(g, &s->orelse);
         c->types = NULL;
+        int t = s->ann ? tparam_index(g->k, s->ann->tparam) : -1;
+        if (t >= 0) { /* let x: T = e: T bound in this instance */
+            tilec_tyexpr *ann = ar_alloc(g->ar, sizeof *ann);
+            if (!ann) {
+                g->oom = 1;
+                out.nstmts = i;
+                return out;
+            }
+            *ann = *s->ann;
+            ann->dtype = g->targs[t];
+            ann->tparam = NULL;
+            c->ann = ann;
+        }
         out.stmts[i] = c;
     }
     return out;

@@ -174,7 +174,8 @@ stmts(S) ::= .                   { S = prs_list(ps); }
 stmts(S) ::= stmts(A) stmt(X).   { S = prs_push(ps, A, X); }
 
 %type stmt {tilec_stmt *}
-stmt(S) ::= LET(T) IDENT(N) ASSIGN expr(E) SEMI. { S = prs_let(ps, &T, &N, E); }
+stmt(S) ::= LET(T) IDENT(N) ASSIGN expr(E) SEMI. { S = prs_let(ps, &T, &N, NULL, E); }
+stmt(S) ::= LET(T) IDENT(N) COLON type(A) ASSIGN expr(E) SEMI. { S = prs_let(ps, &T, &N, A, E); }
 stmt(S) ::= LET(T) LPAREN ident_list(L) RPAREN ASSIGN expr(E) SEMI. { S = prs_let_tuple(ps, &T, L, E); }
 stmt(S) ::= IDENT(N) ASSIGN expr(E) SEMI. { S = prs_assign(ps, &N, E); }
 stmt(S) ::= expr(E) SEMI.        { S = prs_expr_stmt(ps, E); }

@@ -88,7 +88,7 @@ prs_tune *prs_tune_new(prs_state *ps, const lex_token *kw, const lex_token *word
                        ar_vec *axes);
 /* NAME = a | b | c (values: integer literals), or NAME = lo .. hi (range) */
 tilec_tune_axis *prs_tune_axis(prs_state *ps, const lex_token *name, ar_vec *values, bool range);
-tilec_stmt *prs_let(prs_state *ps, const lex_token *kw, const lex_token *name, tilec_expr *value);
+tilec_stmt *prs_let(prs_state *ps, const lex_token *kw, const lex_token *name, tilec_tyexpr *ann, tilec_expr *value);
 tilec_stmt *prs_let_tuple(prs_state *ps, const lex_token *kw, ar_vec *names, tilec_expr *value);
 tilec_stmt *prs_assign(prs_state *ps, const lex_token *name, tilec_expr *value);
 tilec_stmt *prs_expr_stmt(prs_state *ps, tilec_expr *value);

@@ -1005,6 +1005,25 @@ Test(emit, aot_embeds_cubins_and_compiles, .timeout = 300)
     rm_dir(dir);
 }
 
+/* An --aot wrapper computes a grid of min(cdiv(n, BLOCK), sms * PER_SM) in
+ * C as tilec_kernel_grid does (tilec/iexpr.h: min never fails); the
+ * wrapper compiles -Werror clean. Before, min in a grid was an error. */
+Test(emit, aot_grid_takes_min, .timeout = 300)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    char *out;
+    cr_expect_eq(sh(&out, "%s tests/golden/ok/grid_min_max.tile --emit c --aot sm_90 -o %s", TILEC_BIN, dir), 0, "%s",
+                 out);
+    free(out);
+    char *c = read_in(dir, "run.c");
+    cr_assert(c);
+    cr_expect(strstr(c, "const int64_t t6 = t2 < t5 ? t2 : t5;"), "%s", c);
+    expect_compiles(dir, "run.c");
+    free(c);
+    rm_dir(dir);
+}
+
 /* --aot compiles as --emit cubin does: through the kernel cache, so a
  * second run compiles nothing and writes the same file; --no-cache
  * compiles again, the same bytes. */

@@ -30,6 +30,18 @@ Test(iexpr, cdiv_is_the_ceiling_for_any_dividend_and_a_positive_divisor)
                      (long long)cases[i].a, (long long)cases[i].b);
 }
 
+/* min and max (a grid's min(cdiv(n, B), P)) never fail, at the edges too */
+Test(iexpr, min_and_max_pick_one_operand_and_never_fail)
+{
+    cr_expect_eq(ap(TILEC_IX_MIN, 28672, 264, TILEC_IX_OK), 264);
+    cr_expect_eq(ap(TILEC_IX_MAX, 28672, 264, TILEC_IX_OK), 28672);
+    cr_expect_eq(ap(TILEC_IX_MIN, -1, 0, TILEC_IX_OK), -1);
+    cr_expect_eq(ap(TILEC_IX_MAX, -1, 0, TILEC_IX_OK), 0);
+    cr_expect_eq(ap(TILEC_IX_MIN, INT64_MIN, INT64_MAX, TILEC_IX_OK), INT64_MIN);
+    cr_expect_eq(ap(TILEC_IX_MAX, INT64_MIN, INT64_MAX, TILEC_IX_OK), INT64_MAX);
+    cr_expect_eq(ap(TILEC_IX_MIN, 7, 7, TILEC_IX_OK), 7);
+}
+
 Test(iexpr, cdiv_by_zero_or_a_negative_divisor_is_an_error)
 {
     ap(TILEC_IX_CDIV, 7, 0, TILEC_IX_CDIV_DIVISOR);

@@ -75,23 +75,71 @@ Test(lower, grid_follows_the_variant)
     tilec_ctx_free(ctx);
 }
 
-Test(lower, cuda_of_the_module)
+/* A grid-stride kernel's grid min(cdiv(n, BLOCK), sms * PER_SM), PER_SM a
+ * hint max(1, 16 / warps): evaluated at each launch and per variant
+ * (tests/golden/ok/grid_min_max.tile). Before, min in a grid was an error. */
+Test(lower, grid_takes_min_and_max)
 {
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_file(ctx, "examples/matmul.tile", &m), TILEC_OK);
-    membuf out = {0};
-    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&out)), TILEC_OK);
-    cr_expect(strstr(out.s, "__global__ void __launch_bounds__(128) matmul_v0("));
-    cr_expect(strstr(out.s, "__global__ void __launch_bounds__(256) matmul_v1("));
-    cr_expect(strstr(out.s, "__global__ void __launch_bounds__(256) matmul_v2("));
-    cr_expect(strstr(out.s, "tl_mma_f16("), "f16 dot must use tensor cores");
-    /* one translation unit: the prelude once */
-    const char *first = strstr(out.s, "tl_ldsm_x4(unsigned");
-    cr_expect(first && !strstr(first + 1, "tl_ldsm_x4(unsigned"));
-    free(out.s);
+    cr_assert_eq(tilec_parse_file(ctx, "tests/golden/ok/grid_min_max.tile", &m), TILEC_OK);
+    const tilec_kernel *k = tilec_module_find_kernel(m, "swiglu_gs");
+    cr_assert(k);
+    cr_expect_eq(tilec_kernel_hint(k, 0, "PER_SM", 0), 2);
+    cr_expect_eq(tilec_kernel_hint(k, 1, "PER_SM", 0), 1); /* warps = 16 */
+    int64_t args[5] = {0, 0, 0, INT64_C(8192) * 14336, 132};
+    uint32_t grid[3];
+    cr_assert_eq(tilec_kernel_grid(k, 0, args, grid), TILEC_OK);
+    cr_expect_eq(grid[0], 264); /* min(28672, 132 * 2) */
+    cr_assert_eq(tilec_kernel_grid(k, 1, args, grid), TILEC_OK);
+    cr_expect_eq(grid[0], 132); /* min(57344, 132 * 1) */
+    args[3] = 5000;
+    cr_assert_eq(tilec_kernel_grid(k, 0, args, grid), TILEC_OK);
+    cr_expect_eq(grid[0], 2); /* min(cdiv(5000, 4096), 264) */
+    args[3] = 0;
+    cr_assert_eq(tilec_kernel_grid(k, 0, args, grid), TILEC_OK);
+    cr_expect_eq(grid[0], 0); /* nothing to launch */
     tilec_module_free(m);
     tilec_ctx_free(ctx);
+}
+
+/* The CUDA of the module in file `path` (the caller frees it). */
+static char *cuda_of(const char *path)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, path, &m), TILEC_OK);
+    membuf out = {0};
+    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&out)), TILEC_OK);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    return out.s;
+}
+
+/* let x: T = e (tests/golden/ok/let_types.tile): an untyped literal
+ * becomes a value of T in the CUDA (the double 1e-50, the float 1, the
+ * integer 1 / 2 as a float), and a typed value keeps its type. Before,
+ * `let x: T` was a syntax error. */
+Test(lower, let_with_a_type_binds_a_value_of_that_type)
+{
+    char *cu = cuda_of("tests/golden/ok/let_types.tile");
+    cr_expect(strstr(cu, "const double v_eps = 1e-50;"), "%s", cu);
+    cr_expect(strstr(cu, "const float v_one = ((float)(1));"));
+    cr_expect(strstr(cu, "const float v_half = ((float)((1 / 2)));"));
+    free(cu);
+}
+
+Test(lower, cuda_of_the_module)
+{
+    char *cu = cuda_of("examples/matmul.tile");
+    cr_expect(strstr(cu, "__global__ void __launch_bounds__(128) matmul_v0("));
+    cr_expect(strstr(cu, "__global__ void __launch_bounds__(256) matmul_v1("));
+    cr_expect(strstr(cu, "__global__ void __launch_bounds__(256) matmul_v2("));
+    cr_expect(strstr(cu, "tl_mma_f16("), "f16 dot must use tensor cores");
+    /* one translation unit: the prelude once */
+    const char *first = strstr(cu, "tl_ldsm_x4(unsigned");
+    cr_expect(first && !strstr(first + 1, "tl_ldsm_x4(unsigned"));
+    free(cu);
 }
 
 /* Issue 14 item 7: the file name reaches CUDA in the header comment and

@@ -73,6 +73,8 @@ tilec_ix_err tilec_ix_apply(tilec_ix_op op, int64_t a, int64_t b, int64_t *out)
     case TILEC_IX_AND: *out = a & b; return TILEC_IX_OK;
     case TILEC_IX_OR: *out = a | b; return TILEC_IX_OK;
     case TILEC_IX_XOR: *out = a ^ b; return TILEC_IX_OK;
+    case TILEC_IX_MIN: *out = a < b ? a : b; return TILEC_IX_OK;
+    case TILEC_IX_MAX: *out = a > b ? a : b; return TILEC_IX_OK;
     default: return TILEC_IX_BAD;
     }
 }

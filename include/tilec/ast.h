@@ -125,6 +125,8 @@ typedef struct tilec_stmt {
     const char *text; /* DOC */
     const char **types; /* graphs: the checked type of each bound name, as
                          * text ("f32[R, C]"), set by the checker */
+    struct tilec_tyexpr *ann; /* LET: the written type of `let x: T = e` (an element
+                               * type T, *T, or T[d, ...]), else NULL */
 } tilec_stmt;
 
 typedef struct tilec_hint {

@@ -12,7 +12,8 @@
  *                  b <= 0 is an error; computed as a / b + (a % b > 0),
  *                  which cannot overflow
  *   a << b, a >> b need a >= 0 and 0 <= b <= 62, and no bit shifted out
- *   -a             overflows for INT64_MIN; ~a and !a never fail */
+ *   -a             overflows for INT64_MIN; ~a and !a never fail
+ *   min(a, b), max(a, b)  the smaller, the larger; never fail */
 #ifndef TILEC_IEXPR_H
 #define TILEC_IEXPR_H
 
@@ -39,6 +40,8 @@ typedef enum tilec_ix_op {
     TILEC_IX_AND,
     TILEC_IX_OR,
     TILEC_IX_XOR,
+    TILEC_IX_MIN, /* min(a, b): the smaller; never fails */
+    TILEC_IX_MAX, /* max(a, b): the larger; never fails */
 } tilec_ix_op;
 
 typedef struct tilec_ix {
