@@ -948,8 +948,8 @@ int lower_wga_layout(const lw *L, int64_t M, int64_t N, lay *y);
 /* Append the lowered twin to tu and fill meta (as lower_wg_finish). */
 int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname);
 /* Whether plan w's two consumer warp groups take turns to issue (wgattn.c: the last dot in flight). */
-int lower_wga_takes_turns(const wg_plan *w);
 /* Why the persistent attention twin of pass L may not run (its statements' barriers), or NULL. */
+int lower_wga_takes_turns(const wg_plan *w);
 const char *lower_wga_persist_no(lw *L);
 
 /* ---- wgmma.c: the sm_90a twin ---- */

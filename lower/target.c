@@ -169,7 +169,11 @@ static void twin_remark(lw *R, const twin_ran *t)
     if (t->persist && R->tw.plan.attn)
         h = lower_fmt(R, "%s; on a persistent grid: a block walks (query tile, head) units (min(units, SMs) blocks "
                          "where the units are few a multiprocessor, else a block a unit), its producer copying the "
-                         "next unit's tiles while the consumers store this one", h);
+                         "next unit's tiles while the consumers store this one%s%s", h,
+                      R->order.rev ? ", a head's query tiles in mirrored pairs (the heaviest with the lightest), a "
+                                     "walking block taking a pair a step"
+                                   : "",
+                      lower_wga_takes_turns(&R->tw.plan) ? ", the two warp groups' turns begun and ended per unit" : "");
     if (t->persist && R->tw.plan.gather && t->bres_cap) /* B resident (wgmma.c, persist_plan) */
         h = lower_fmt(R, "%s; B resident: a block copies B's steps once, in its first tile, into %d slots of %lld KiB "
                          "and the ring carries A alone%s, where a tile's steps are at most %d%s (a run-time test; else B "
@@ -278,20 +282,13 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
 /* The persistent attention twin `tname` of R's plan (wgattn.c: its rings
  * by TMA, a block walking (query tile, head) units), lowered and appended
  * to tu: lower_wga_finish's result; 0, with t->persist_why saying why,
- * where it does not apply or did not pay (two warp groups taking turns:
- * bench/results/attention_s49.md), and the one-tile twin then runs. */
+ * where it does not apply, and the one-tile twin then runs. */
 static int persist_attn_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, twin_ran *t)
 {
     wg_plan w = R->tw.plan;
     if (!w.nmaps) {
         snprintf(t->persist_why, sizeof t->persist_why, "its rings are filled by cp.async (the persistent twin's "
                                                         "producer is one thread issuing TMA copies)");
-        return 0;
-    }
-    if (lower_wga_takes_turns(&w)) { /* bench/results/attention_s49.md */
-        snprintf(t->persist_why, sizeof t->persist_why,
-                 "its two warp groups take turns to issue (measured 3-10%% slower on a persistent grid, their turns "
-                 "carried over the walk: docs/lowering.md)");
         return 0;
     }
     w.persist = 1;

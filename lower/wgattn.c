@@ -658,13 +658,23 @@ static int store_smem_a(lw *L, const wg_plan *w)
  * group 0 issues first) and end (group 0 takes group 1's last arrive, so
  * none is left pending; constant ids after the wait: a computed id there,
  * with P V in flight, had ptxas serialize every wgmma, C7515), around
- * the loop (a twin whose groups take turns runs one tile a block:
- * lower_wga_takes_turns). */
+ * the loop of a one-tile twin (a persistent twin's per unit: turns_unit_end). */
 static const char *const turns_begin[] = {
     "const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */",
     "if (tl_wgi == 1)", "    tl_bar_arrive_n(2, 256);", "tl_bar_sync_n(2 + tl_wgi, 256);", NULL};
 static const char *const turns_end[] = {"if (tl_wgi == 0) {", "    tl_bar_arrive_n(3, 256);", "    tl_bar_sync_n(2, 256);",
                                         "} else {", "    tl_bar_arrive_n(2, 256);", "}", NULL};
+/* A persistent twin's turns per unit: a token passed from group to group
+ * (group g takes it by bar.sync on 2 + g, passes it by bar.arrive on the
+ * other's), group 1 passing it to group 0 once before the walk and group 0
+ * taking the last pass after it. Each unit: each group takes its turn
+ * before the loop (group 0 first; group 1 once group 0's first S is
+ * issued) and passes it on after the loop's last wait, before its
+ * epilogue, so neither group's last P V waits behind the other's
+ * epilogue or next unit. Each group alternates take and pass, so no group
+ * arrives on a barrier twice before the other has synced on it. */
+static const char *const turns_unit_end[] = {"if (tl_wgi == 0) /* the turn passes on before the epilogue */",
+                                             "    tl_bar_arrive_n(3, 256);", "else", "    tl_bar_arrive_n(2, 256);", NULL};
 
 static void wga_lines(lw *L, const char *const *l)
 {
@@ -753,6 +763,8 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
             lower_line(L, "asm volatile(\"bar.sync %%0, 128;\" :: \"r\"(4 + (tl_warp >> 2)) : \"memory\"); /* its A is "
                           "written */");
         }
+        if (w->pingpong) /* this unit's turn (turns_unit_end) */
+            lower_line(L, "tl_bar_sync_n(2 + tl_wgi, 256);");
     } else {
         lower_line(L, "int tl_it = 0;");
         if (w->pingpong) /* warp group 0 issues first; its turn for the first iteration's first dot starts here */
@@ -780,7 +792,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         lower_line(L, "    tl_mbar_arrive(tl_empty + ((tl_it - 1) %% %d) * 8);", S);
     }
     if (w->pingpong)
-        wga_lines(L, turns_end);
+        wga_lines(L, persist ? turns_unit_end : turns_end);
     L->ind--;
     lower_line(L, "}");
     if (persist)
@@ -918,7 +930,7 @@ static void rs_fn(strbuf *tu, const char *t, int64_t N, int bk)
 const char *lower_wga_persist_no(lw *L)
 {
     const char *s = sb_str(&L->out), *sync = "__syncthreads();";
-    if (!L->tw.done || !L->tw.plan.persist || L->tw.plan.pingpong)
+    if (!L->tw.done || !L->tw.plan.persist)
         return "the persistent pass did not reach the dot loop";
     const char *q = strstr(s + L->tw.body, sync);
     if (q && q < s + L->tw.pre)
@@ -936,32 +948,63 @@ const char *lower_wga_persist_no(lw *L)
  * barriers' phases), so the producer copies the next unit's K and V while
  * the consumers finish this one, waiting on the ring's empty barriers
  * alone. */
+/* The walk over the block's units and each unit's tl_pid0..2. Where
+ * order.c reversed pid(0) (a causal loop: query tile i runs i + 1 key
+ * tiles), a head's query tiles are taken in mirrored pairs, the heaviest
+ * and the lightest, then the next two (tile n0 - 1, 0, n0 - 2, 1, ...,
+ * pid(0) fastest, then pid(1), pid(2)), and a block that walks
+ * (gridDim.x < units) takes a pair a step (units 2b, 2b + 1, then 2b +
+ * 2 gridDim.x ...), so every block's steps add to about the same: a plain
+ * round robin over the reversed tiles gave a block tiles of one or two
+ * weights (8 query tiles a head and 132 blocks: b + 132 k mod 8 takes two
+ * values), the heaviest blocks twice the lightest. Else the GEMM twins'
+ * order (lower_wg_unit_pids) one unit a step. */
+static void unit_walk(strbuf *tu, const wg_plan *w, int rev)
+{
+    if (!rev) {
+        sb_puts(tu, "        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
+        lower_wg_unit_pids(tu, w, 0);
+        return;
+    }
+    sb_puts(tu, "        for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;\n"
+                "             tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {\n"
+                "        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;\n"
+                "        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);\n"
+                "        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;\n"
+                "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n");
+}
+
 static void persist_attn(lw *L, strbuf *tu)
 {
     const wg_plan *w = &L->tw.plan;
     const char *b = sb_str(&L->out);
     const size_t body = L->tw.body, pre = L->tw.pre, hdr = L->tw.hdr, prod = L->tw.prod, cons = L->tw.cons;
-    const char *walk = "        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n";
     sb_add(tu, b, body);
     sb_add(tu, b + pre, hdr - pre);
     sb_puts(tu, "    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2; /* a persistent grid: each block walks units */\n");
+    if (L->order.rev) /* unit_walk */
+        sb_puts(tu, "    const int tl_pairs = (int)gridDim.x < tl_units; /* mirrored query tiles two a step */\n");
     sb_printf(tu, "    if (tl_tid0 >= %d) { /* the producer warp group: one thread issues the TMA copies */\n"
                   "        tl_setmaxnreg_dec<%d>();\n"
                   "        if (tl_tid0 == %d) {\n"
                   "        int tl_it = 0;\n",
               L->nt, WGA_REGS_PRODUCER_TMA, L->nt);
-    sb_puts(tu, walk);
-    lower_wg_unit_pids(tu, w, L->order.rev);
+    unit_walk(tu, w, L->order.rev);
     sb_add(tu, b + body, pre - body);
     sb_add(tu, b + hdr, cons - hdr);
     sb_puts(tu, "    }\n        }\n        }\n        return;\n    }\n");
     sb_printf(tu, "    tl_setmaxnreg_inc<%d>();\n    int tl_it = 0;\n", WGA_REGS_CONSUMER_TMA);
-    sb_puts(tu, walk);
-    lower_wg_unit_pids(tu, w, L->order.rev);
+    if (w->pingpong) /* group 0 takes the first turn: turns_unit_end */
+        sb_puts(tu, "    const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */\n"
+                    "    if (tl_wgi == 1)\n"
+                    "        tl_bar_arrive_n(2, 256);\n");
+    unit_walk(tu, w, L->order.rev);
     sb_add(tu, b + body, pre - body);
     sb_add(tu, b + hdr, prod - hdr);
     lower_wg_add_consumers(tu, b, cons, cons, L->tw.end, L->nt);
     sb_puts(tu, "        }\n");
+    if (w->pingpong) /* group 0 takes group 1's last pass: none is left pending */
+        sb_puts(tu, "    if (tl_wgi == 0)\n        tl_bar_sync_n(2, 256);\n");
     sb_add(tu, b + L->tw.end, L->out.n - L->tw.end);
 }
 

@@ -44,16 +44,15 @@ Test(wgattn, every_attention_variant_has_a_twin)
         uint32_t threads; /* BM / 16 warps + 128 */
         const char *s_form, *pv_form;
         uint32_t bn, d;
-        int persistent; /* 0: two warp groups taking turns, one tile a block */
     } cases[] = {
-        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64, 0},
-        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64, 0},
-        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64, 1},
-        {"attention_d64", 3, 384, "tl_wgrs_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64, 0},
-        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128, 1},
-        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128, 1},
-        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128, 1},
-        {"attention_d128", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n128(", 128, 128, 1},
+        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64},
+        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64},
+        {"attention_d64", 3, 384, "tl_wgrs_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64},
+        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128},
+        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128},
+        {"attention_d128", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n128(", 128, 128},
     };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, ATTN);
@@ -73,8 +72,8 @@ Test(wgattn, every_attention_variant_has_a_twin)
                           mp->bscale == cases[i].d,
                       "%s variant %d map %u: a head pid(1) of S x D elements", cases[i].kernel, cases[i].v, j);
         }
-        cr_expect_eq(code.tma.persistent, (uint32_t)cases[i].persistent, "%s variant %d: persistent %d",
-                     cases[i].kernel, cases[i].v, cases[i].persistent);
+        cr_expect_eq(code.tma.persistent, 1, "%s variant %d: persistent, the turns' twins too (per unit)",
+                     cases[i].kernel, cases[i].v);
         cr_expect_eq(code.tma.kper, 0, "the launch weighs the units alone");
         cr_expect_eq(code.tma.threads, cases[i].threads, "%s variant %d: %u threads", cases[i].kernel, cases[i].v,
                      code.tma.threads);
@@ -86,10 +85,8 @@ Test(wgattn, every_attention_variant_has_a_twin)
         cr_assert_not_null(tw);
         cr_expect(strstr(tw, "tl_setmaxnreg_dec<") && strstr(tw, "tl_mbar_wait(tl_full"),
                   "a producer warp group and an mbarrier ring");
-        cr_expect(strstr(tw, cases[i].persistent ? "const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ "
-                                                   "tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)"
-                                                 : "const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ "
-                                                   "tl_tmap tl_tm1)"),
+        cr_expect(strstr(tw, "const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, "
+                             "int tl_grid1, int tl_grid2)"),
                   "the maps after the variant's parameters (then a persistent twin's program grid)");
         cr_expect(strstr(tw, "tl_mbar_expect(tl_full + tl_s * 8, ") && strstr(tw, "tl_tma_3d(") &&
                       strstr(tw, "&tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full"),
@@ -99,12 +96,8 @@ Test(wgattn, every_attention_variant_has_a_twin)
         cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by TMA through mbarriers"),
                   "the remark names the path:\n%s", code.remarks);
         cr_expect(strstr(tw, "tl_setmaxnreg_dec<24>();") && strstr(tw, "tl_setmaxnreg_inc<240>();") &&
-                      strstr(code.remarks, cases[i].persistent
-                                               ? ", setmaxnreg 240 for the consumers, 24 for the producer's thread; on a "
-                                                 "persistent grid: a block walks (query tile, head) units"
-                                               : ", setmaxnreg 240 for the consumers, 24 for the producer's thread; but "
-                                                 "one tile a block runs, not a persistent grid: its two warp groups take "
-                                                 "turns to issue (measured 3-10% slower on a persistent grid"),
+                      strstr(code.remarks, ", setmaxnreg 240 for the consumers, 24 for the producer's thread; on a "
+                                           "persistent grid: a block walks (query tile, head) units"),
                   "%s variant %d: the consumers at 240 registers, the producer's thread at 24, and the remark says "
                   "so:\n%s",
                   cases[i].kernel, cases[i].v, code.remarks);
@@ -291,11 +284,23 @@ Test(wgattn, sass_has_register_a_hgmma, .timeout = 200)
  * ping-pong): a group's turn is named barrier 2 + its index, taken before
  * the last dot (P V) and passed on after the next iteration's first
  * (S = Q K^T), before its wait, so one group's softmax runs under the
- * other's products; the turn of the loop's first dot is taken before the
- * loop, and after it group 0 takes group 1's last arrive (none is left
- * pending); the remark says so. One warp group (BM = 64) and the twins that wait for every
+ * other's products. On the persistent grid the turns run per unit: group 1
+ * passes the first turn to group 0 before the walk, each group takes its
+ * turn before each unit's loop and passes it on after the loop's last
+ * wait, before the epilogue (so group 1's last P V does not wait behind
+ * group 0's epilogue), and after the walk group 0 takes group 1's last
+ * pass (none is left pending); the remark says so. One warp group (BM = 64) and the twins that wait for every
  * dot (d = 128: measured slower with the turns, docs/lowering.md) have
  * none. */
+/* Occurrences of needle in [from, to). */
+static int count_in(const char *from, const char *to, const char *needle)
+{
+    int n = 0;
+    for (const char *p = from; (p = strstr(p, needle)) != NULL && p < to; p++)
+        n++;
+    return n;
+}
+
 static const char *next_line(const char *p)
 {
     p = strchr(p, '\n');
@@ -322,6 +327,9 @@ Test(wgattn, two_warp_groups_take_turns)
         cr_expect_eq(strstr(code.remarks, "two warp groups taking turns to issue, the last dot in flight") != NULL,
                      cases[i].turns, "%s variant %d: the remark says whether the groups take turns:\n%s",
                      cases[i].kernel, cases[i].v, code.remarks);
+        cr_expect_eq(strstr(code.remarks, "the two warp groups' turns begun and ended per unit") != NULL, cases[i].turns,
+                     "%s variant %d: the remark says the turns run per unit:\n%s", cases[i].kernel, cases[i].v,
+                     code.remarks);
         cr_expect_eq(strstr(code.remarks, "each dot waited (the last dot's accumulator is 128 columns, wider than the "
                                           "64 kept in flight)") != NULL,
                      !strcmp(cases[i].kernel, "attention_d128"), "%s variant %d: the remark says why each dot waits:\n%s",
@@ -332,13 +340,14 @@ Test(wgattn, two_warp_groups_take_turns)
             tilec_kernel_code_free(&code);
             continue;
         }
-        const char *first = strstr(tw, "if (tl_wgi == 1)"), *loop = strstr(tw, "for (tl_ix v_n0");
+        const char *first = strstr(tw, "if (tl_wgi == 1)"), *loop = first ? strstr(first, "for (tl_ix v_n0") : NULL;
         cr_assert(first && loop, "%s variant %d: the consumers' loop", cases[i].kernel, cases[i].v);
-        loop = strstr(first, "for (tl_ix v_n0");
-        const char *a0 = next_line(first), *s0 = next_line(a0);
-        cr_expect(!strncmp(a0, "tl_bar_arrive_n(2, 256);", 24) && !strncmp(s0, "tl_bar_sync_n(2 + tl_wgi, 256);", 31) &&
-                      s0 < loop,
-                  "%s variant %d: group 0 goes first, its turn taken before the loop", cases[i].kernel, cases[i].v);
+        const char *a0 = next_line(first), *walk = next_line(a0), *it0 = strstr(walk, "const int tl_it0 = tl_it;");
+        const char *s0 = it0 ? strstr(it0, "tl_bar_sync_n(2 + tl_wgi, 256);") : NULL;
+        cr_expect(!strncmp(a0, "tl_bar_arrive_n(2, 256);", 24) && !strncmp(walk, "for (int tl_u = ", 16) && s0 &&
+                      s0 < loop && count_in(walk, loop, "tl_bar_") == 1,
+                  "%s variant %d: group 1 passes the first turn before the walk, each group takes its own before "
+                  "each unit's loop", cases[i].kernel, cases[i].v);
         /* in each copy of the body (unmasked, masked): S's wgmma, the turn passed on, then its wait; the turn
          * taken before P V's wgmma, which stay in flight */
         const char *at = loop;
@@ -355,10 +364,19 @@ Test(wgattn, two_warp_groups_take_turns)
                       "%s variant %d, copy %d: the turn taken before P V's wgmma", cases[i].kernel, cases[i].v, copy);
             at = pv ? strstr(pv, "stay in flight") : arv;
         }
-        const char *tail = strstr(at, "if (tl_wgi == 0) {");
-        cr_expect(tail && strstr(tail, "tl_bar_arrive_n(3, 256);") && strstr(tail, "tl_bar_sync_n(2, 256);") &&
-                      strstr(tail, "} else {") && strstr(tail, "tl_bar_arrive_n(2, 256);"),
-                  "%s variant %d: after the loop, group 0 takes group 1's last arrive", cases[i].kernel, cases[i].v);
+        /* after the loop's last wait, before the epilogue's store: the turn passed on, no group waiting; after
+         * the walk group 0 takes group 1's last pass */
+        const char *wait = strstr(at, "tl_wg_wait<0>();"), *tail = strstr(at, "if (tl_wgi == 0) /* the turn passes on");
+        const char *store = strstr(at, "(v_o + v_base)"), *last = store ? strstr(store, "if (tl_wgi == 0)\n") : NULL;
+        cr_expect(wait && tail && wait < tail && store && tail < store &&
+                      !strncmp(next_line(tail), "tl_bar_arrive_n(3, 256);", 24) &&
+                      !strncmp(next_line(next_line(tail)), "else", 4) &&
+                      !strncmp(next_line(next_line(next_line(tail))), "tl_bar_arrive_n(2, 256);", 24) &&
+                      count_in(tail, store, "tl_bar_") == 2,
+                  "%s variant %d: after the loop's wait and before the epilogue each group passes the turn on",
+                  cases[i].kernel, cases[i].v);
+        cr_expect(last && !strncmp(next_line(last), "tl_bar_sync_n(2, 256);\n}", 24) && count_in(store, last, "tl_bar_") == 0,
+                  "%s variant %d: after the walk, group 0 takes group 1's last pass", cases[i].kernel, cases[i].v);
         cr_expect(strstr(code.source, "#define TL_BAR_TURN"), "the turn helpers");
         tilec_kernel_code_free(&code);
     }
@@ -366,29 +384,25 @@ Test(wgattn, two_warp_groups_take_turns)
     tilec_ctx_free(ctx);
 }
 
-/* Occurrences of needle in [from, to). */
-static int count_in(const char *from, const char *to, const char *needle)
-{
-    int n = 0;
-    for (const char *p = from; (p = strstr(p, needle)) != NULL && p < to; p++)
-        n++;
-    return n;
-}
-
 /* The persistent twin (issue 30): the barriers set up once, then each
  * role walks the block's units (query tile, head) with one stage counter
  * carried over them, so the ring's phases run on from unit to unit and the
  * producer copies the next unit's K and V while the consumers finish this
- * one; the statements before the loop run per unit in each role, pid(0)
- * in reverse under the causal bound (order.c). The one-tile twin set the
- * barriers up and counted from 0 in its one tile; it stays where two warp
- * groups take turns (measured slower walking: docs/lowering.md). */
+ * one; the statements before the loop run per unit in each role. Every
+ * variant, the turns' too (their turns per unit: two_warp_groups_take_turns).
+ * The causal bound grows with pid(0) (order.c), so a head's query tiles
+ * run in mirrored pairs (tile n0 - 1, 0, n0 - 2, 1, ...) and a walking
+ * block takes a pair a step (units 2b, 2b + 1, 2b + 2 gridDim.x, ...):
+ * the old walk, one unit a step in reversed order, gave a block tiles of
+ * one or two weights. The one-tile twin set the barriers up and counted
+ * from 0 in its one tile. */
 Test(wgattn, persistent_walk_carries_the_phases)
 {
     static const struct {
         const char *kernel;
         int v;
-    } cases[] = {{"attention_d64", 2}, {"attention_d128", 0}, {"attention_d128", 3}};
+    } cases[] = {{"attention_d64", 0}, {"attention_d64", 1}, {"attention_d64", 2}, {"attention_d64", 3},
+                 {"attention_d128", 0}, {"attention_d128", 3}};
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, ATTN);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -397,19 +411,25 @@ Test(wgattn, persistent_walk_carries_the_phases)
         const char *tw = strstr(code.source, "_tma("), *end = tw ? tw + strlen(tw) : NULL;
         cr_assert_not_null(tw, "%s variant %d: a twin", cases[i].kernel, cases[i].v);
         cr_expect_eq(code.tma.persistent, 1);
-        const char *walk = "int tl_it = 0;\n", *units = "for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {";
+        const char *walk = "int tl_it = 0;\n",
+                   *units = "for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;\n"
+                            "             tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {";
         const char *init = strstr(tw, "tl_mbar_init(tl_full"), *roles = strstr(tw, "if (tl_tid0 >= ");
         const char *p0 = roles ? strstr(roles, walk) : NULL, *pu = p0 ? strstr(p0, units) : NULL;
         const char *cons = pu ? strstr(pu, "tl_setmaxnreg_inc<240>();") : NULL;
         const char *c0 = cons ? strstr(cons, walk) : NULL, *cu = c0 ? strstr(c0, units) : NULL;
         cr_assert(init && roles && init < roles && pu && cu, "%s variant %d: the barriers once, then each role's walk",
                   cases[i].kernel, cases[i].v);
+        cr_expect(count_in(tw, roles, "const int tl_pairs = (int)gridDim.x < tl_units;") == 1,
+                  "%s variant %d: pairs a step where a block walks", cases[i].kernel, cases[i].v);
         cr_expect(count_in(tw, end, "tl_mbar_init(tl_full") == 1 && count_in(tw, end, "__syncthreads();") == 1 &&
                       count_in(tw, end, walk) == 2 && count_in(tw, end, units) == 2,
                   "%s variant %d: one setup, one counter a role, set before its walk", cases[i].kernel, cases[i].v);
-        /* the unit's coordinates, pid(0) in reverse (the causal bound grows with it), and its statements before the
-         * loop, in each role */
-        const char *pid0 = "const int tl_pid0 = tl_grid0 - 1 - (tl_first + tl_r % tl_gs)";
+        /* the unit's coordinates, a head's query tiles in mirrored pairs (the causal bound grows with pid(0)),
+         * and its statements before the loop, in each role */
+        const char *pid0 = "const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;\n"
+                           "        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);\n"
+                           "        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;";
         cr_expect(count_in(pu, cons, pid0) == 1 && count_in(cu, end, pid0) == 1 &&
                       count_in(pu, cons, "v_hi = (") == 1 && count_in(cu, end, "v_hi = (") == 1,
                   "%s variant %d: each role's unit and its causal bound", cases[i].kernel, cases[i].v);
@@ -419,19 +439,12 @@ Test(wgattn, persistent_walk_carries_the_phases)
                       !strstr(cu, "tl_it > 0") && count_in(pu, end, "tl_mbar_arrive(tl_empty") >= 1,
                   "%s variant %d: the phases from the carried counter, a unit's first stage released by the last",
                   cases[i].kernel, cases[i].v);
-        cr_expect(strstr(code.remarks, "on a persistent grid: a block walks (query tile, head) units"), "%s",
-                  code.remarks);
+        cr_expect(strstr(code.remarks, "on a persistent grid: a block walks (query tile, head) units") &&
+                      strstr(code.remarks, "a head's query tiles in mirrored pairs (the heaviest with the lightest), a "
+                                           "walking block taking a pair a step"),
+                  "%s", code.remarks);
         tilec_kernel_code_free(&code);
     }
-    /* two warp groups taking turns: the one-tile twin, its counter from 0 */
-    tilec_kernel_code code;
-    lower_v(ctx, m, "attention_d64", 3, &code);
-    const char *tw = strstr(code.source, "_tma(");
-    cr_assert_not_null(tw);
-    cr_expect(code.tma.persistent == 0 && !strstr(tw, "tl_units") && strstr(tw, "if (tl_it > 0 && tl_lane == 0)") &&
-                  strstr(code.remarks, "but one tile a block runs, not a persistent grid: its two warp groups take turns"),
-              "the turns' twin one tile a block:\n%s", code.remarks);
-    tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
