@@ -1056,6 +1056,53 @@ Test(wgmma, epilogue_tile_read_by_tma_into_the_staging)
     tilec_ctx_free(ctx);
 }
 
+/* staged_load decides from what the load's pointer and mask mean, not
+ * from their spelling (tests/gpu/epilogue_readback.tile): mm_acc_spelt
+ * (the pointer and mask written again under other lets, the offset
+ * `rn[None, :] + N * rm[:, None]`, the bounds the other way round, the
+ * flag first) and mm_acc_twice (the tile written twice inline, its rows
+ * range(BM) + BM * pid(0) under another name) read c by TMA into the
+ * staging, with the flag's condition where there is one (before: per-thread
+ * loads, the remark silent); the tile one row down (mm_acc_row) and another
+ * tensor at the same offsets (mm_acc_other) do not, and the remark says
+ * why. */
+Test(wgmma, staged_read_decided_by_meaning)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/gpu/epilogue_readback.tile");
+    static const struct {
+        const char *kernel, *fn, *cond, *remark;
+    } cases[] = {
+        {"mm_acc_spelt", "mm_acc_spelt_v0_tma_1(", "const bool tl_sc = (v_add != 0);",
+         "(its one-tile twin: by TMA into the store's staging)"},
+        {"mm_acc_twice", "mm_acc_twice_v0_tma_1(", "const bool tl_sc = true;",
+         "(its one-tile twin: by TMA into the store's staging)"},
+        {"mm_acc_row", "mm_acc_row_v0_tma_1(", NULL,
+         "(its one-tile twin: not by TMA into the store's staging: it reads another tile of c than the store writes "
+         "(its offsets))"},
+        {"mm_acc_other", "mm_acc_other_v0_tma_1(", NULL,
+         "(its one-tile twin: not by TMA into the store's staging: it reads d, the store writes c)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_kernel_code code;
+        lower_variant(ctx, m, cases[i].kernel, 0, &code);
+        char *t = kernel_text(&code, cases[i].fn);
+        int staged = cases[i].cond != NULL;
+        cr_expect(strstr(t, "issued before the dot loop"), "%s: its tile read before the loop:\n%s", cases[i].kernel, t);
+        cr_expect_eq(strstr(t, "by TMA into the store's staging") != NULL, staged, "%s:\n%s", cases[i].kernel, t);
+        cr_expect_eq(code.tma.one_tma, (uint32_t)staged, "%s: one_tma %u", cases[i].kernel, code.tma.one_tma);
+        if (staged)
+            cr_expect(strstr(t, cases[i].cond) && strstr(t, "tl_tma_2d(tl_ring0 + 196608, &tl_tm2,"),
+                      "%s: the copy by the store's map, its condition `%s`:\n%s", cases[i].kernel, cases[i].cond, t);
+        cr_expect(strstr(code.remarks, cases[i].remark), "%s: the remark says `%s`:\n%s", cases[i].kernel,
+                  cases[i].remark, code.remarks);
+        free(t);
+        tilec_kernel_code_free(&code);
+    }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
 /* A persistent twin whose epilogue reads a tile (dW += G^T h: gemm_dw's
  * load of the dW it adds to) has its consumers issue that load before the
  * dot loop, in the accumulator's layout: the load's latency runs under
