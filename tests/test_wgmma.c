@@ -434,7 +434,9 @@ Test(wgmma, paired_early_loads_not_waited_before_the_loop, .timeout = 300)
  * staging (lower/wgmma.c, staged_load): no LDG.E for it (before: 32 a
  * thread, in the accumulator's layout, each with a 2-byte fallback), two
  * more UTMALDG than the producer's four (A's two boxes and B's two a
- * stage), no local memory. */
+ * stage), no local memory; the epilogue reads the staged tile a pair of
+ * adjacent columns at a time (lower/wgstore.c, ws_stage): 32 LDS of 4
+ * bytes a thread, no LDS.U16 (before: 64). */
 Test(wgmma, one_tile_twin_reads_dw_by_tma, .timeout = 300)
 {
     char *t = sass_function("examples/llm.tile", "gemm_dw", 0, "Function : gemm_dw_v0_tma_1\n");
@@ -442,6 +444,8 @@ Test(wgmma, one_tile_twin_reads_dw_by_tma, .timeout = 300)
     cr_expect_eq(count_of(t, "UTMALDG"), 6, "4 UTMALDG of the producer's and 2 of dW's, not %d", count_of(t, "UTMALDG"));
     cr_expect_eq(count_of(t, "UTMASTG"), 2, "the store's two boxes");
     cr_expect(!strstr(t, "STL") && !strstr(t, "LDL"), "no local memory in the one-tile twin");
+    cr_expect_eq(count_of(t, "LDS.U16"), 0, "no 2-byte read of the staged dW, not %d", count_of(t, "LDS.U16"));
+    cr_expect_eq(count_of(t, "LDS "), 32, "32 LDS of a pair of dW's elements, not %d", count_of(t, "LDS "));
     free(t);
 }
 
@@ -1021,9 +1025,11 @@ Test(wgmma, epilogue_tile_read_by_tma_into_the_staging)
                   strstr(one, "tl_tma_2d(tl_ring0 + 212992, &tl_tm2, ((tl_pid1 * v_BN) + 0) + 64,"),
               "two boxes of 128 x 64 by the store's map into its staging:\n%s", one);
     const char *wait = loop ? strstr(loop, "tl_mbar_wait(tl_full0 + 96,") : NULL;
-    cr_expect(wait && strstr(wait, "tl_r0 = tl_sc ? *(const __nv_bfloat16 *)(tl_so + tl_o + 0)") &&
+    cr_expect(wait && strstr(wait, "const unsigned int tl_rw = tl_sc ? *(const unsigned int *)(tl_so + tl_o) : "
+                                   "(unsigned int)0;") &&
+                  strstr(wait, "tl_r1 = ((const __nv_bfloat16 *)&tl_rw)[1];") &&
                   strstr(wait, "__bfloat162float(tl_r0)"),
-              "the epilogue waits, then adds each element where it writes it:\n%s", one);
+              "the epilogue waits, then adds each element where it writes it, a pair a read:\n%s", one);
     cr_expect(!strstr(one, "tl_t0[") && !strstr(one, "v_dw +"), "no register tile, no pointer into dW:\n%s", one);
     cr_expect(!strstr(pair, "store's staging") && strstr(pair, "tl_t0_n1"), "the pairs load registers:\n%s", pair);
     cr_expect(strstr(code.remarks, "(its one-tile twin: by TMA into the store's staging)"), "the remark:\n%s",
