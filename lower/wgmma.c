@@ -448,17 +448,21 @@ static int staged_load(lw *L, const tilec_expr *ld, const tilec_expr **cond)
     size_t nno = sizeof L->tw.plan.early_no;
     *cond = NULL;
     no[0] = '\0';
-    if (!st || w->vstore || w->nmaps != 3 || w->pair || !w->persist || st->nargs != 3 ||
-        !elementwise_of(L, st->args[1], ld))
-        return 0; /* no staging to read into, or not a tile the store's value reads where it writes */
+    if (!st || w->vstore || w->nmaps != 3 || w->pair || !w->persist || st->nargs != 3)
+        return 0; /* no staging to read into */
     const tilec_type *lt = lower_ty(L, ld), *pt = lower_ty(L, st->args[0]);
+    if (!lower_same_shape(lt, pt))
+        return 0; /* not a tile of the store's shape */
     const tilec_expr *o = ld->nargs == 3 ? ld->args[2] : NULL;
     lower_ptraff pl, ps;
     int bl[2], bs[2];
     if (!lower_ptr_map(L, st->args[0], st->args[2], &ps, bs))
         return 0; /* the store's map came from this analysis (ws_match): not reached */
     const char *why = NULL;
-    if (ld->nargs != 3)
+    if (!elementwise_of(L, st->args[1], ld))
+        why = "the stored value does not read it inline element by element (a let of the load, a broadcast, a "
+              "transpose)";
+    else if (ld->nargs != 3)
         why = "it has no mask (the copy takes the store's bounds)";
     else if (!lower_ptr_map_cond(L, ld->args[0], ld->args[1], &pl, bl, cond))
         why = lower_fmt(L, "it is no tensor map's tile (%s, or more than one scalar condition)",

@@ -1069,9 +1069,9 @@ Test(wgmma, epilogue_tile_read_by_tma_into_the_staging)
  * flag first) and mm_acc_twice (the tile written twice inline, its rows
  * range(BM) + BM * pid(0) under another name) read c by TMA into the
  * staging, with the flag's condition where there is one (before: per-thread
- * loads, the remark silent); the tile one row down (mm_acc_row) and another
- * tensor at the same offsets (mm_acc_other) do not, and the remark says
- * why. */
+ * loads, the remark silent); the tile one row down (mm_acc_row), another
+ * tensor at the same offsets (mm_acc_other) and a let of the load
+ * (mm_acc_let: not yet followed) do not, and the remark says why. */
 Test(wgmma, staged_read_decided_by_meaning)
 {
     tilec_ctx *ctx = tilec_ctx_new();
@@ -1088,6 +1088,9 @@ Test(wgmma, staged_read_decided_by_meaning)
          "(its offsets))"},
         {"mm_acc_other", "mm_acc_other_v0_tma_1(", NULL,
          "(its one-tile twin: not by TMA into the store's staging: it reads d, the store writes c)"},
+        {"mm_acc_let", "mm_acc_let_v0_tma_1(", NULL,
+         "(its one-tile twin: not by TMA into the store's staging: the stored value does not read it inline element "
+         "by element (a let of the load, a broadcast, a transpose))"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tilec_kernel_code code;
