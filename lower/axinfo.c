@@ -1144,14 +1144,15 @@ static int reads_pid1(lw *L, const tilec_expr *ptr)
     return 0;
 }
 
-static int mask_bounds(lw *L, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst);
+static int mask_bounds(lw *L, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst, const tilec_expr **cond);
 
 /* lower_ptr_map; konst: lower_ptr_map_const. */
-static int ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst)
+static int ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst,
+                   const tilec_expr **cond)
 {
     bound[0] = bound[1] = -1;
     int ok = affine(L, ptr, pa, 1 << 2, konst);
-    if (ok && mask_bounds(L, m, pa, bound, konst))
+    if (ok && mask_bounds(L, m, pa, bound, konst, cond))
         return 1;
     if (!reads_pid1(L, ptr)) /* no head offset to read otherwise */
         return ok ? (pa->why = "the mask is not R[:, None] < rows && C[None, :] < cols", 0) : 0;
@@ -1163,19 +1164,42 @@ static int ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptra
         return 0;
     }
     *pa = p1;
-    if (!mask_bounds(L, m, pa, bound, konst))
+    if (!mask_bounds(L, m, pa, bound, konst, cond))
         return pa->why = "the mask is not R[:, None] < rows && C[None, :] < cols", 0;
     return 1;
 }
 
 int lower_ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2])
 {
-    return m && ptr_map(L, ptr, m, pa, bound, 0);
+    return m && ptr_map(L, ptr, m, pa, bound, 0, NULL);
+}
+
+int lower_ptr_map_cond(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2],
+                       const tilec_expr **cond)
+{
+    *cond = NULL;
+    return m && ptr_map(L, ptr, m, pa, bound, 0, cond);
+}
+
+/* Do a + add_a and b + add_b (adds maybe NULL) have the same first element? */
+static int same_first2(lw *L, const tilec_expr *a, const tilec_expr *adda, const tilec_expr *b, const tilec_expr *addb);
+
+int lower_same_tile(lw *L, const lower_ptraff *a, const lower_ptraff *b)
+{
+    if (a->base != b->base || !lower_same_shape(a->tile, b->tile) || a->tile->rank != 2 || !a->z != !b->z ||
+        a->bscale != b->bscale || a->bs[0] != b->bs[0] || a->bs[1] != b->bs[1] ||
+        (a->z && (a->zaxis != b->zaxis || !same_first2(L, a->z, NULL, b->z, NULL))))
+        return 0;
+    for (int ax = 0; ax < 2; ax++)
+        if (a->stride[ax] != b->stride[ax] || a->kstride[ax] != b->kstride[ax] ||
+            !same_first2(L, a->idx[ax], a->add[ax], b->idx[ax], b->add[ax]))
+            return 0;
+    return 1;
 }
 
 int lower_ptr_map_const(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2])
 {
-    return ptr_map(L, ptr, m, pa, bound, 1);
+    return ptr_map(L, ptr, m, pa, bound, 1, NULL);
 }
 
 void lower_map_batch(tilec_tma_map *m, const lower_ptraff *pa)
@@ -1266,20 +1290,27 @@ static void lin_of(lw *L, const tilec_expr *e, int64_t mul, lin *f, int depth)
     lin_atom(f, e, mul);
 }
 
-/* Do a and b + add (add maybe NULL) have the same first element? */
-static int same_first(lw *L, const tilec_expr *a, const tilec_expr *b, const tilec_expr *add)
+static int same_first2(lw *L, const tilec_expr *a, const tilec_expr *adda, const tilec_expr *b, const tilec_expr *addb)
 {
     lin f = {.ok = 1};
     lin_of(L, a, 1, &f, 0);
+    if (adda)
+        lin_of(L, adda, 1, &f, 0);
     lin_of(L, b, -1, &f, 0);
-    if (add)
-        lin_of(L, add, -1, &f, 0);
+    if (addb)
+        lin_of(L, addb, -1, &f, 0);
     if (!f.ok || f.c)
         return 0;
     for (int i = 0; i < f.n; i++)
         if (f.coef[i])
             return 0;
     return 1;
+}
+
+/* Do a and b + add (add maybe NULL) have the same first element? */
+static int same_first(lw *L, const tilec_expr *a, const tilec_expr *b, const tilec_expr *add)
+{
+    return same_first2(L, a, NULL, b, add);
 }
 
 int lower_same_first(lw *L, const tilec_expr *a, const tilec_expr *b)
@@ -1331,18 +1362,33 @@ static int starts_at_zero(lw *L, const tilec_expr *x)
 
 int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bound[2])
 {
-    return m && mask_bounds(L, m, (lower_ptraff *)pa, bound, 0);
+    return m && mask_bounds(L, m, (lower_ptraff *)pa, bound, 0, NULL);
 }
 
 /* lower_mask_bounds; konst: a bound may be a constant (pa->kext: it),
  * and m may bound one axis or none (m NULL), an unbounded axis's index
- * range(n) from 0 with nothing added (pa->kext: n). */
-static int mask_bounds(lw *L, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst)
+ * range(n) from 0 with nothing added (pa->kext: n); cond (may be NULL):
+ * one scalar conjunct of m besides the bounds, anywhere in it, into
+ * *cond (`m && add != 0`, `add != 0 && R < rows && C < cols`). */
+static int mask_bounds(lw *L, const tilec_expr *m, lower_ptraff *pa, int bound[2], int konst, const tilec_expr **cond)
 {
     const tilec_expr *t[PA_MAX];
     int64_t kb[2] = {0, 0}, c0;
     bound[0] = bound[1] = -1;
     int n = m ? split(L, m, 1, t, 0, 0) : 0;
+    if (cond) {
+        *cond = NULL;
+        int k = 0;
+        for (int i = 0; i < n; i++) {
+            if (lower_ty(L, t[i])->rank == 0 && !*cond)
+                *cond = t[i];
+            else if (lower_ty(L, t[i])->rank == 0)
+                return 0;
+            else
+                t[k++] = t[i];
+        }
+        n = n < 0 ? n : k;
+    }
     if (konst ? n < 0 || n > 2 : n != 2)
         return 0;
     for (int i = 0; i < n; i++) {

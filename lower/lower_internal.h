@@ -197,6 +197,7 @@ typedef struct wg_plan {
     unsigned early_line;          /* a persistent twin's consumers load the epilogue's tile of this .tile line before
                                    * the loop (wgmma.c, early_issue; 0: none): the remark says so (lower/target.c) */
     int early_tma;                /* ... that tile read by TMA into the store's staging (wgmma.c, staged_load) */
+    char early_no[200];           /* ... or why not, where the twin could have ("": it did, or no such tile) */
     int64_t other;                /* shared memory the twin's passes allocate besides its ring block (lower_wg_block):
                                    * the statements after the loop (a conversion, a reduction); 0 until a lowering
                                    * of the twin measured it (lower/target.c), then the stages leave room for it */
@@ -667,6 +668,15 @@ int lower_ptr_map(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraf
  * unbounded where its index is range(n) from 0 (pa->kext: n), for a map whose extents and stride may
  * be constants (tilec_tma_map's TILEC_TMA_CONST; lower/wgattn.c). */
 int lower_ptr_map_const(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2]);
+/* lower_ptr_map where m may also hold one scalar conjunct, anywhere in
+ * the conjunction and through lets (`m && add != 0`): *cond, else NULL. */
+int lower_ptr_map_cond(lw *L, const tilec_expr *ptr, const tilec_expr *m, lower_ptraff *pa, int bound[2],
+                       const tilec_expr **cond);
+/* Do a and b (lower_ptr_map's) address the same tile: the same pointer
+ * parameter, shape, strides and batch, and per axis the same first
+ * coordinate as linear forms (`rm[:, None] * N + rn[None, :]` and
+ * `rn[None, :] + N * rm[:, None]`, under any let names)? */
+int lower_same_tile(lw *L, const lower_ptraff *a, const lower_ptraff *b);
 /* A tensor map's batch words from pa: none (bs TILEC_TMA_NONE) where pa
  * has no batch index, else batched along pa's grid axis, its stride's
  * parameters and constant factor. */

@@ -135,7 +135,9 @@ typedef struct twin_ran {
     char persist_why[200]; /* why one tile a block runs where the plan named a persistent grid; "" */
     unsigned early_line;   /* its consumers load the epilogue's tile of this .tile line before the loop; 0 */
     int early_tma;         /* ... by TMA into the store's staging */
+    char early_no[200];    /* ... or why not (wgmma.c, staged_load): "" */
     int one_tma;           /* a pair's one-tile twin (single_twin) reads it so */
+    char one_no[200];      /* ... or why not: "" */
     int single;            /* a persistent gather twin's one-tile twin beside it (gather_single) */
     int bres_cap;          /* a persistent gather twin's resident B: its slots (wgmma.c, persist_plan); 0 none */
     int64_t bres_slot;     /* ... their bytes each */
@@ -187,9 +189,12 @@ static void twin_remark(lw *R, const twin_ran *t)
         h = lower_fmt(R, "%s; but one tile a block runs, not a persistent grid: %s", h, t->persist_why);
     if (t->early_line)
         h = lower_fmt(R, "%s; its consumers load the epilogue's tile of line %u before the loop%s", h, t->early_line,
-                      t->early_tma ? ", by TMA into the store's staging"
-                      : t->one_tma ? " (its one-tile twin: by TMA into the store's staging)"
-                                   : "");
+                      t->early_tma     ? ", by TMA into the store's staging"
+                      : t->early_no[0] ? lower_fmt(R, ", not by TMA into the store's staging: %s", t->early_no)
+                      : t->one_tma     ? " (its one-tile twin: by TMA into the store's staging)"
+                      : t->one_no[0] ? lower_fmt(R, " (its one-tile twin: not by TMA into the store's staging: %s)",
+                                                 t->one_no)
+                                     : "");
     R->tw.plan.how = h;
 }
 
@@ -240,6 +245,7 @@ static int persist_twin(const lw *R, const wg_plan *base, wg_plan *w, const char
         int r = lower_wg_finish(&C, &P, tu, meta, name);
         w->early_line = C.tw.plan.early_line;
         w->early_tma = C.tw.plan.early_tma;
+        memcpy(w->early_no, C.tw.plan.early_no, sizeof w->early_no);
         if (!r && why)
             persist_why(&C, &P, why, nwhy);
         lower_free(&P);
@@ -316,7 +322,8 @@ static int persist_attn_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_met
  * into its store's staging (wgmma.c, staged_load), which the pairs do not
  * (the runtime then takes it for short loops too).
  * 1, or -1 out of memory (none made is no error: the pairs run alone). */
-static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, int *staged)
+static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, int *staged, char *no,
+                       size_t nno)
 {
     wg_plan base = R->tw.plan, w;
     base.pair_ok = 0;
@@ -331,6 +338,7 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
             meta->smem_bytes = one.smem_bytes;
         free(one.name);
         *staged = w.early_tma;
+        snprintf(no, nno, "%s", w.early_no);
         meta->one_tma = w.early_tma ? 1u : 0u;
     }
     return r < 0 ? -1 : 1;
@@ -414,6 +422,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
                                        : "one N tile a block";
             t.early_line = w.early_line;
             t.early_tma = w.early_tma;
+            memcpy(t.early_no, w.early_no, sizeof t.early_no);
             t.persist_why[0] = '\0';
             t.bres_cap = w.bres ? w.bres_cap : 0;
             t.bres_slot = w.N * w.K * (int64_t)w.maps[1].elem_bytes;
@@ -424,7 +433,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         if (!r && plan->persist_no && !t.persist_why[0]) /* a gather twin not planned on one (wgmma.c) */
             snprintf(t.persist_why, sizeof t.persist_why, "%s", plan->persist_no);
         if (r > 0 && w.pair)       /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
-            r = single_twin(R, tname, tu, meta, &t.one_tma);
+            r = single_twin(R, tname, tu, meta, &t.one_tma, t.one_no, sizeof t.one_no);
         else if (r > 0 && w.gather) /* and beside a gather twin */
             r = (t.single = gather_single(R, tname, tu, meta)) < 0 ? -1 : r;
     }

@@ -427,32 +427,67 @@ static int elementwise_of(lw *L, const tilec_expr *e, const tilec_expr *ld)
  * TMA (wgstore.c) from a staging of the whole tile (one part, a 2-D map),
  * ld the tile that store writes, read element by element where the store
  * writes it (the value reads it through operators and casts of the tile's
- * shape: elementwise_of), its pointer the store's, its mask the store's
- * (the map's bounds: the copy engine fills what lies past them with 0) or
- * that && a scalar (*cond: no copy where it is false, the epilogue adds 0)
- * and its other 0. gemm_dw's dW += G^T h read (examples/llm.tile): the
- * staging is free from the previous tile's store on, so the read runs
- * under the loop on the copy engine, no register or load instruction of
- * the consumers' (docs/lowering.md, "The epilogue"). */
+ * shape: elementwise_of), decided by meaning, not spelling: its pointer
+ * and mask read by the analysis behind the store's map (lower_ptr_map) as
+ * the same tile (lower_same_tile: parameter, strides, first coordinates
+ * as linear forms, through lets, either order of terms) under the same
+ * bounds (either order of the conjuncts), the mask maybe with one scalar
+ * conjunct more (*cond: no copy where it is false, the epilogue adds 0),
+ * and its other 0 (the copy engine fills what lies past the bounds with
+ * 0). gemm_dw's dW += G^T h read (examples/llm.tile): the staging is free
+ * from the previous tile's store on, so the read runs under the loop on
+ * the copy engine, no register or load instruction of the consumers'
+ * (docs/lowering.md, "The epilogue"). Where such a twin reads a tile of
+ * the store's shape that does not qualify, plan.early_no says why (the
+ * remark: lower/target.c). */
 static int staged_load(lw *L, const tilec_expr *ld, const tilec_expr **cond)
 {
     const wg_plan *w = &L->tw.plan;
     const tilec_expr *st = w->store ? w->store->value : NULL;
+    char *no = L->tw.plan.early_no;
+    size_t nno = sizeof L->tw.plan.early_no;
     *cond = NULL;
-    if (!st || w->vstore || w->nmaps != 3 || w->pair || w->mpair || !w->persist || w->epi_parts > 1 || w->Z[2] ||
-        st->nargs != 3 || ld->nargs != 3 || !elementwise_of(L, st->args[1], ld) ||
-        lower_ty(L, ld)->dtype != lower_ty(L, st->args[0])->dtype || !lower_same_first(L, ld->args[0], st->args[0]))
-        return 0;
-    const tilec_expr *o = ld->args[2], *mk = ld->args[1];
-    if ((o->kind != TILEC_EX_INT || o->ival) && (o->kind != TILEC_EX_FLOAT || o->fval != 0.0))
-        return 0;
-    if (lower_same_first(L, mk, st->args[2]))
+    no[0] = '\0';
+    if (!st || w->vstore || w->nmaps != 3 || w->pair || !w->persist || st->nargs != 3)
+        return 0; /* no staging to read into */
+    const tilec_type *lt = lower_ty(L, ld), *pt = lower_ty(L, st->args[0]);
+    if (!lower_same_shape(lt, pt))
+        return 0; /* not a tile of the store's shape */
+    const tilec_expr *o = ld->nargs == 3 ? ld->args[2] : NULL;
+    lower_ptraff pl, ps;
+    int bl[2], bs[2];
+    if (!lower_ptr_map(L, st->args[0], st->args[2], &ps, bs))
+        return 0; /* the store's map came from this analysis (ws_match): not reached */
+    const char *why = NULL;
+    if (!elementwise_of(L, st->args[1], ld))
+        why = "the stored value does not read it inline element by element (a let of the load, a broadcast, a "
+              "transpose)";
+    else if (ld->nargs != 3)
+        why = "it has no mask (the copy takes the store's bounds)";
+    else if (!lower_ptr_map_cond(L, ld->args[0], ld->args[1], &pl, bl, cond))
+        why = lower_fmt(L, "it is no tensor map's tile (%s, or more than one scalar condition)",
+                        pl.why ? pl.why : "the mask is not the bounds of both axes");
+    else if (pl.base != ps.base)
+        why = lower_fmt(L, "it reads %s, the store writes %s", L->k->params[pl.base].name, L->k->params[ps.base].name);
+    else if (lt->dtype != pt->dtype)
+        why = lower_fmt(L, "it reads %s, the store writes %s", tilec_dtype_name(lt->dtype), tilec_dtype_name(pt->dtype));
+    else if (!lower_same_tile(L, &pl, &ps))
+        why = lower_fmt(L, "it reads another tile of %s than the store writes (its offsets)", L->k->params[pl.base].name);
+    else if (bl[0] != bs[0] || bl[1] != bs[1])
+        why = "its mask bounds other sizes than the store's";
+    else if ((o->kind != TILEC_EX_INT || o->ival) && (o->kind != TILEC_EX_FLOAT || o->fval != 0.0))
+        why = "its other is not 0 (the copy fills what lies past the bounds with 0)";
+    else if (w->Z[2])
+        why = "the store's map is batched (3-D)";
+    else if (w->mpair)
+        why = "two M tiles a block share the staging";
+    else if (w->epi_parts > 1)
+        why = "the store stages its tile in parts";
+    if (!why)
         return 1;
-    if (mk->kind != TILEC_EX_BINARY || mk->op != TILEC_OP_ANDAND || lower_ty(L, mk->args[1])->rank ||
-        !lower_same_first(L, mk->args[0], st->args[2]))
-        return 0;
-    *cond = mk->args[1];
-    return 1;
+    snprintf(no, nno, "%s", why);
+    *cond = NULL;
+    return 0;
 }
 
 /* staged_load's copy, issued by consumer thread 0 once the previous
@@ -535,6 +570,7 @@ static void early_issue(lw *L, const tilec_stmt *loop, const val *acc)
 {
     const wg_plan *w = &L->tw.plan;
     const tilec_expr *ld[WG_MAX_EARLY];
+    L->tw.plan.early_no[0] = '\0';
     int n = L->tw.role && !w->mpair_ok && !w->gather ? early_loads(L, loop, ld, WG_MAX_EARLY) : 0;
     if (!n)
         return;

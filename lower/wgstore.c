@@ -167,10 +167,14 @@ static void ws_stage(lw *L, const tilec_expr *value, const tilec_type *pt, const
     const char *o = lower_fmt(L, "const unsigned tl_o = (tl_b / %d%s) * %lld + (unsigned)tl_i0 * %d + ((((tl_b %% %d) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);",
                               WS_ROW, part ? lower_fmt(L, " - %d", part * bpp) : "", (long long)(w->M * WS_ROW), WS_ROW, WS_ROW);
     if (L->tw.sload) { /* the tile read into the staging (wgmma.c, staged_issue) where this run is written */
+        /* the run's elements adjacent in the staging's row (one 16-byte chunk, aligned as the write of tl_vec
+         * below): one read of vt (LDS.32 for a pair of bf16, not two LDS.U16); 0 bits where no copy was made */
         lower_line(L, "%s", o);
+        lower_line(L, "const %s tl_rw = tl_sc ? *(const %s *)(tl_so + tl_o) : %s;", vt, vt,
+                   !strcmp(vt, "uint2") ? "make_uint2(0u, 0u)" : lower_fmt(L, "(%s)0", vt));
         for (int q = 0; q < nq; q++)
-            lower_line(L, "const %s tl_r%d = tl_sc ? *(const %s *)(tl_so + tl_o + %d) : %s;", lower_ctype(pt->dtype), q,
-                       lower_ctype(pt->dtype), q * (int)size, lower_st_elem(L, "0.0f", pt->dtype));
+            lower_line(L, "const %s tl_r%d = ((const %s *)&tl_rw)[%d];", lower_ctype(pt->dtype), q,
+                       lower_ctype(pt->dtype), q);
     }
     for (int q = 0; q < nq; q++) {
         L->tw.sq = q; /* lower_walk names tl_r<q> for the staged load */

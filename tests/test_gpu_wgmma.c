@@ -535,13 +535,15 @@ Test(wgmma, epilogue_reads_back, .timeout = 300)
  * with nbat > 0 its head form mm_acc_head (nbat products, the head in
  * pid(1), the N tiles in pid(2)): c starts as random f16 values, against
  * the CPU in double. */
-static void run_acc_as(tilec_program *p, int nbat, int add, int M, int N, int K);
+static void run_acc_as(tilec_program *p, const char *name, int nbat, int add, int M, int N, int K);
 
-static void run_acc(tilec_program *p, int nbat, int M, int N, int K) { run_acc_as(p, nbat, -1, M, N, K); }
+static void run_acc(tilec_program *p, int nbat, int M, int N, int K) { run_acc_as(p, NULL, nbat, -1, M, N, K); }
 
 /* run_acc's product; add 0 or 1: mm_acc_if with that flag (c = a @ b +
- * (add ? c : 0)), -1: mm_acc or mm_acc_head. */
-static void run_acc_as(tilec_program *p, int nbat, int add, int M, int N, int K)
+ * (add ? c : 0)), -1: mm_acc or mm_acc_head; name (not NULL): a kernel of
+ * the same parameters by another name (mm_acc_spelt as mm_acc_if,
+ * mm_acc_twice as mm_acc). */
+static void run_acc_as(tilec_program *p, const char *name, int nbat, int add, int M, int N, int K)
 {
     int nz = nbat ? nbat : 1;
     size_t na = (size_t)M * K * nz, nb = (size_t)K * N * nz, nc = (size_t)M * N * nz;
@@ -553,7 +555,7 @@ static void run_acc_as(tilec_program *p, int nbat, int add, int M, int N, int K)
     uint64_t ba, bb, bc;
     uint64_t da = upload_at(ah, na * 2, 0, &ba), db = upload_at(bh, nb * 2, 0, &bb), dc = upload_at(ch, nc * 2, 0, &bc);
     tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}, {.i32 = add >= 0 ? add : nbat}};
-    const char *kernel = add >= 0 ? "mm_acc_if" : nbat ? "mm_acc_head" : "mm_acc";
+    const char *kernel = name ? name : add >= 0 ? "mm_acc_if" : nbat ? "mm_acc_head" : "mm_acc";
     CHECK_RT(tilec_program_launch(p, kernel, 0, args, nbat || add >= 0 ? 7 : 6, NULL));
     CHECK_RT(tilec_rt_synchronize(rt));
     CHECK_RT(tilec_rt_memcpy_dtoh(rt, got16, dc, nc * 2));
@@ -601,8 +603,12 @@ Test(wgmma, epilogue_reads_its_output_paired, .timeout = 300)
             run_acc(p, 3, shapes[s][0], shapes[s][1], shapes[s][2]); /* the pairs along pid(2) */
             /* gemm_dw's flag: the one-tile twin's TMA read of c skipped (0: a plain arrival completes
              * each tile's phase, c not added) and made (1) */
-            run_acc_as(p, 0, 0, shapes[s][0], shapes[s][1], shapes[s][2]);
-            run_acc_as(p, 0, 1, shapes[s][0], shapes[s][1], shapes[s][2]);
+            run_acc_as(p, NULL, 0, 0, shapes[s][0], shapes[s][1], shapes[s][2]);
+            run_acc_as(p, NULL, 0, 1, shapes[s][0], shapes[s][1], shapes[s][2]);
+            /* the same read spelt otherwise (lower/wgmma.c, staged_load decides by meaning) */
+            run_acc_as(p, "mm_acc_spelt", 0, 0, shapes[s][0], shapes[s][1], shapes[s][2]);
+            run_acc_as(p, "mm_acc_spelt", 0, 1, shapes[s][0], shapes[s][1], shapes[s][2]);
+            run_acc_as(p, "mm_acc_twice", 0, -1, shapes[s][0], shapes[s][1], shapes[s][2]);
         }
         tilec_program_free(p);
         tilec_module_free(m);

@@ -434,7 +434,9 @@ Test(wgmma, paired_early_loads_not_waited_before_the_loop, .timeout = 300)
  * staging (lower/wgmma.c, staged_load): no LDG.E for it (before: 32 a
  * thread, in the accumulator's layout, each with a 2-byte fallback), two
  * more UTMALDG than the producer's four (A's two boxes and B's two a
- * stage), no local memory. */
+ * stage), no local memory; the epilogue reads the staged tile a pair of
+ * adjacent columns at a time (lower/wgstore.c, ws_stage): 32 LDS of 4
+ * bytes a thread, no LDS.U16 (before: 64). */
 Test(wgmma, one_tile_twin_reads_dw_by_tma, .timeout = 300)
 {
     char *t = sass_function("examples/llm.tile", "gemm_dw", 0, "Function : gemm_dw_v0_tma_1\n");
@@ -442,6 +444,8 @@ Test(wgmma, one_tile_twin_reads_dw_by_tma, .timeout = 300)
     cr_expect_eq(count_of(t, "UTMALDG"), 6, "4 UTMALDG of the producer's and 2 of dW's, not %d", count_of(t, "UTMALDG"));
     cr_expect_eq(count_of(t, "UTMASTG"), 2, "the store's two boxes");
     cr_expect(!strstr(t, "STL") && !strstr(t, "LDL"), "no local memory in the one-tile twin");
+    cr_expect_eq(count_of(t, "LDS.U16"), 0, "no 2-byte read of the staged dW, not %d", count_of(t, "LDS.U16"));
+    cr_expect_eq(count_of(t, "LDS "), 32, "32 LDS of a pair of dW's elements, not %d", count_of(t, "LDS "));
     free(t);
 }
 
@@ -1021,9 +1025,11 @@ Test(wgmma, epilogue_tile_read_by_tma_into_the_staging)
                   strstr(one, "tl_tma_2d(tl_ring0 + 212992, &tl_tm2, ((tl_pid1 * v_BN) + 0) + 64,"),
               "two boxes of 128 x 64 by the store's map into its staging:\n%s", one);
     const char *wait = loop ? strstr(loop, "tl_mbar_wait(tl_full0 + 96,") : NULL;
-    cr_expect(wait && strstr(wait, "tl_r0 = tl_sc ? *(const __nv_bfloat16 *)(tl_so + tl_o + 0)") &&
+    cr_expect(wait && strstr(wait, "const unsigned int tl_rw = tl_sc ? *(const unsigned int *)(tl_so + tl_o) : "
+                                   "(unsigned int)0;") &&
+                  strstr(wait, "tl_r1 = ((const __nv_bfloat16 *)&tl_rw)[1];") &&
                   strstr(wait, "__bfloat162float(tl_r0)"),
-              "the epilogue waits, then adds each element where it writes it:\n%s", one);
+              "the epilogue waits, then adds each element where it writes it, a pair a read:\n%s", one);
     cr_expect(!strstr(one, "tl_t0[") && !strstr(one, "v_dw +"), "no register tile, no pointer into dW:\n%s", one);
     cr_expect(!strstr(pair, "store's staging") && strstr(pair, "tl_t0_n1"), "the pairs load registers:\n%s", pair);
     cr_expect(strstr(code.remarks, "(its one-tile twin: by TMA into the store's staging)"), "the remark:\n%s",
@@ -1052,6 +1058,56 @@ Test(wgmma, epilogue_tile_read_by_tma_into_the_staging)
     cr_expect(code.tma.persistent == 2 && code.tma.one_tma == 0, "mm's pairs: persistent %u, one_tma %u",
               code.tma.persistent, code.tma.one_tma);
     tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* staged_load decides from what the load's pointer and mask mean, not
+ * from their spelling (tests/gpu/epilogue_readback.tile): mm_acc_spelt
+ * (the pointer and mask written again under other lets, the offset
+ * `rn[None, :] + N * rm[:, None]`, the bounds the other way round, the
+ * flag first) and mm_acc_twice (the tile written twice inline, its rows
+ * range(BM) + BM * pid(0) under another name) read c by TMA into the
+ * staging, with the flag's condition where there is one (before: per-thread
+ * loads, the remark silent); the tile one row down (mm_acc_row), another
+ * tensor at the same offsets (mm_acc_other) and a let of the load
+ * (mm_acc_let: not yet followed) do not, and the remark says why. */
+Test(wgmma, staged_read_decided_by_meaning)
+{
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = parse(ctx, "tests/gpu/epilogue_readback.tile");
+    static const struct {
+        const char *kernel, *fn, *cond, *remark;
+    } cases[] = {
+        {"mm_acc_spelt", "mm_acc_spelt_v0_tma_1(", "const bool tl_sc = (v_add != 0);",
+         "(its one-tile twin: by TMA into the store's staging)"},
+        {"mm_acc_twice", "mm_acc_twice_v0_tma_1(", "const bool tl_sc = true;",
+         "(its one-tile twin: by TMA into the store's staging)"},
+        {"mm_acc_row", "mm_acc_row_v0_tma_1(", NULL,
+         "(its one-tile twin: not by TMA into the store's staging: it reads another tile of c than the store writes "
+         "(its offsets))"},
+        {"mm_acc_other", "mm_acc_other_v0_tma_1(", NULL,
+         "(its one-tile twin: not by TMA into the store's staging: it reads d, the store writes c)"},
+        {"mm_acc_let", "mm_acc_let_v0_tma_1(", NULL,
+         "(its one-tile twin: not by TMA into the store's staging: the stored value does not read it inline element "
+         "by element (a let of the load, a broadcast, a transpose))"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_kernel_code code;
+        lower_variant(ctx, m, cases[i].kernel, 0, &code);
+        char *t = kernel_text(&code, cases[i].fn);
+        int staged = cases[i].cond != NULL;
+        cr_expect(strstr(t, "issued before the dot loop"), "%s: its tile read before the loop:\n%s", cases[i].kernel, t);
+        cr_expect_eq(strstr(t, "by TMA into the store's staging") != NULL, staged, "%s:\n%s", cases[i].kernel, t);
+        cr_expect_eq(code.tma.one_tma, (uint32_t)staged, "%s: one_tma %u", cases[i].kernel, code.tma.one_tma);
+        if (staged)
+            cr_expect(strstr(t, cases[i].cond) && strstr(t, "tl_tma_2d(tl_ring0 + 196608, &tl_tm2,"),
+                      "%s: the copy by the store's map, its condition `%s`:\n%s", cases[i].kernel, cases[i].cond, t);
+        cr_expect(strstr(code.remarks, cases[i].remark), "%s: the remark says `%s`:\n%s", cases[i].kernel,
+                  cases[i].remark, code.remarks);
+        free(t);
+        tilec_kernel_code_free(&code);
+    }
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }

@@ -40888,8 +40888,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
             const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
             const unsigned tl_b = (unsigned)tl_i1 * 2;
             const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
-            const __nv_bfloat16 tl_r0 = tl_sc ? *(const __nv_bfloat16 *)(tl_so + tl_o + 0) : __float2bfloat16_rn(0.0f);
-            const __nv_bfloat16 tl_r1 = tl_sc ? *(const __nv_bfloat16 *)(tl_so + tl_o + 2) : __float2bfloat16_rn(0.0f);
+            const unsigned int tl_rw = tl_sc ? *(const unsigned int *)(tl_so + tl_o) : (unsigned int)0;
+            const __nv_bfloat16 tl_r0 = ((const __nv_bfloat16 *)&tl_rw)[0];
+            const __nv_bfloat16 tl_r1 = ((const __nv_bfloat16 *)&tl_rw)[1];
             const __nv_bfloat16 tl_v0 = __float2bfloat16_rn((v_acc[tl_j] + __bfloat162float(tl_r0)));
             const __nv_bfloat16 tl_v1 = __float2bfloat16_rn((v_acc[tl_j + 1] + __bfloat162float(tl_r1)));
             unsigned int tl_vec;
