@@ -19,9 +19,12 @@
  * Where one producer warp group copies, a B that is a plain strided tile
  * at a computed row (a filter tap's rows of an RSCK filter) goes by TMA
  * instead, through one tensor map, where each step proves its box's rows
- * unmasked (b_by_tma). On a persistent grid B may stay resident across
- * the block's tiles (w->bres: wgmma.c, persist_plan): step j's B then goes
- * to slot j in the block's first tile only (tl_bw, tl_bj).
+ * unmasked (b_by_tma). Where A goes by TMA's im2col mode too, the ring
+ * is all TMA and one producer thread a step waits, issues and arrives,
+ * the full barrier of one arrival (lower_wg_gather_one). On a persistent
+ * grid B may stay resident across the block's tiles (w->bres: wgmma.c,
+ * persist_plan): step j's B then goes to slot j in the block's first
+ * tile only (tl_bw, tl_bj).
  * docs/lowering.md ("wgmma with gathered operands") says why cp.async
  * and not TMA's im2col mode for A. */
 #include <stdint.h>
