@@ -264,8 +264,19 @@ static void tma_issue(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
  * barrier WG_GATHER_BAR (the slot free), their chunks by cp.async, each
  * waits for its own, the group meets again and the one thread expects the
  * step's TMA bytes and arrives. Where B goes by cp.async every step would
- * be such a step, so the whole group arrives as before. */
-int lower_wg_gather_one(const wg_plan *w) { return w->gather && w->atma && w->btma; }
+ * be such a step, so the whole group arrives as before. Only in the
+ * persistent twins whose A takes more stages where B is resident
+ * (wgmma.c, res_stages): on the H200 (bench/results/conv_s49b.md) every
+ * rows twin was 1.03-1.08x faster with it on 3x3 56x56 C64 (B resident,
+ * about six tiles a block), but the 128 x 128 one (variant 0, 6 stages
+ * either way, the multi-kernel's choice there) 5-6% slower on the layers
+ * of one or two tiles a block (3x3 28x28 C128, 14x14 C256, s2 C128); not
+ * explained without a profile, so it and the one-tile twins keep the
+ * group's arrivals. */
+int lower_wg_gather_one(const wg_plan *w)
+{
+    return w->gather && w->atma && w->btma && lower_wg_nbar(w) != w->S;
+}
 enum { WG_GATHER_BAR = 8 };
 
 void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
