@@ -269,7 +269,7 @@ static void tma_issue(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
  * (wgmma.c, res_stages): on the H200 (bench/results/conv_s49b.md) every
  * rows twin was 1.03-1.08x faster with it on 3x3 56x56 C64 (B resident,
  * about six tiles a block), but the 128 x 128 one (variant 0, 6 stages
- * either way, the multi-kernel's choice there) 5-6% slower on the layers
+ * either way, the multi-kernel's choice there) 5-7% slower on the layers
  * of one or two tiles a block (3x3 28x28 C128, 14x14 C256, s2 C128); not
  * explained without a profile, so it and the one-tile twins keep the
  * group's arrivals. */
