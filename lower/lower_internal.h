@@ -1003,6 +1003,9 @@ void lower_wg_coords(lw *L, const wg_plan *w, int i, const char **col, const cha
 int lower_wg_gather_note(lw *L, const lower_pipe_plan *pp, wg_plan *w);
 /* Twin pass: the producer warp group's loop of a gather twin (S stages). */
 void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v);
+/* Is a gather twin's ring all TMA (A's im2col boxes and B's tiles), its producer one thread a step and its
+ * full barriers of one arrival (wggather.c)? */
+int lower_wg_gather_one(const wg_plan *w);
 /* wgim2col.c: is load ld (a gather twin's A, [M, K] f16 or bf16) one box
  * of TMA's im2col mode a step? Its map (kind 2; box_rows M, box_cols left
  * to the caller) into m and the expressions its copy needs into ic; 0 with

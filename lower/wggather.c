@@ -19,9 +19,12 @@
  * Where one producer warp group copies, a B that is a plain strided tile
  * at a computed row (a filter tap's rows of an RSCK filter) goes by TMA
  * instead, through one tensor map, where each step proves its box's rows
- * unmasked (b_by_tma). On a persistent grid B may stay resident across
- * the block's tiles (w->bres: wgmma.c, persist_plan): step j's B then goes
- * to slot j in the block's first tile only (tl_bw, tl_bj).
+ * unmasked (b_by_tma). Where A goes by TMA's im2col mode too, the ring
+ * is all TMA and one producer thread a step waits, issues and arrives,
+ * the full barrier of one arrival (lower_wg_gather_one). On a persistent
+ * grid B may stay resident across the block's tiles (w->bres: wgmma.c,
+ * persist_plan): step j's B then goes to slot j in the block's first
+ * tile only (tl_bw, tl_bj).
  * docs/lowering.md ("wgmma with gathered operands") says why cp.async
  * and not TMA's im2col mode for A. */
 #include <stdint.h>
@@ -253,9 +256,32 @@ static void tma_issue(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
     lower_line(L, "}");
 }
 
+/* The ring all TMA (A by the im2col mode, B by its tiled map): one producer
+ * thread a step. It alone waits on the empty barrier and arrives on the
+ * full one (count 1: its arrive.expect_tx); the warp group's other
+ * threads walk the steps only to meet it in a step whose copies need them
+ * (a tap's offsets past 127, B's box partly masked): the group at named
+ * barrier WG_GATHER_BAR (the slot free), their chunks by cp.async, each
+ * waits for its own, the group meets again and the one thread expects the
+ * step's TMA bytes and arrives. Where B goes by cp.async every step would
+ * be such a step, so the whole group arrives as before. Only in the
+ * persistent twins whose A takes more stages where B is resident
+ * (wgmma.c, res_stages): on the H200 (bench/results/conv_s49b.md) every
+ * rows twin was 1.03-1.08x faster with it on 3x3 56x56 C64 (B resident,
+ * about six tiles a block), but the 128 x 128 one (variant 0, 6 stages
+ * either way, the multi-kernel's choice there) 5-7% slower on the layers
+ * of one or two tiles a block (3x3 28x28 C128, 14x14 C256, s2 C128); not
+ * explained without a profile, so it and the one-tile twins keep the
+ * group's arrivals. */
+int lower_wg_gather_one(const wg_plan *w)
+{
+    return w->gather && w->atma && w->btma && lower_wg_nbar(w) != w->S;
+}
+enum { WG_GATHER_BAR = 8 };
+
 void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char *v)
 {
-    int S = w->S, nt = L->nt;
+    int S = w->S, nt = L->nt, one = lower_wg_gather_one(w);
     int64_t es = w->maps[0].elem_bytes, aslot = w->M * w->K * es, bslot = w->N * w->K * es;
     /* a persistent twin (wgmma.c, persist_body): this tile's steps inside the producer's walk over the
      * block's tiles, which splits the roles, sets the registers and counts tl_it on */
@@ -314,15 +340,24 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     lower_line(L, "const int tl_s = %s;", lower_wg_ring_of(L, w, "tl_it", "%"));
     if (w->bres)
         lower_line(L, "const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */");
+    const char *who = one ? "tl_tid == 0 && " : ""; /* one thread a step: it alone waits for the slot */
     if (lower_wg_nbar(w) == S)
-        lower_line(L, "if (tl_it >= %d)", S);
+        lower_line(L, "if (%stl_it >= %d)", who, S);
     else
-        lower_line(L, "if (tl_it >= (tl_res ? %d : %d))", lower_wg_nbar(w), S);
+        lower_line(L, "if (%stl_it >= (tl_res ? %d : %d))", who, lower_wg_nbar(w), S);
     lower_line(L, "    tl_mbar_wait(tl_empty + tl_s * 8, ((%s) + 1) & 1);", lower_wg_ring_of(L, w, "tl_it", "/"));
     if (w->atma)
         lower_wg_im2col_step(L, w);
     b_by_tma(L, w, aslot, bslot);
-    tma_issue(L, w, aslot, bslot);
+    if (one) {
+        lower_line(L, "const bool tl_one = tl_at && %s; /* the step's copies all TMA: one thread's */",
+                   w->bres ? "(tl_bt || !tl_bw)" : "tl_bt");
+        lower_line(L, "if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */");
+        L->ind++;
+        lower_line(L, "asm volatile(\"bar.sync %d, %d;\" ::: \"memory\");", WG_GATHER_BAR, w->producers);
+    } else {
+        tma_issue(L, w, aslot, bslot);
+    }
     L->eager_bool = 1; /* the masks' && as &: predicates, no branch a term (expr.c) */
     /* every chunk's address, place and masks first, then the copies: no branch between one chunk's arithmetic
      * and the next one's (lower_emit_async_prep). The H100 profile of the one-chunk-at-a-time producer
@@ -382,8 +417,16 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
         lower_line(L, "}");
     }
     L->eager_bool = 0;
-    lower_line(L, "asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%%0];\" :: \"r\"(tl_full + tl_s * 8) : \"memory\");");
-    lower_line(L, "tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */");
+    if (one) { /* each thread's copies landed, the element-wise stores made: then the one arrival */
+        lower_line(L, "asm volatile(\"cp.async.wait_all;\" ::: \"memory\");");
+        lower_line(L, "asm volatile(\"bar.sync %d, %d;\" ::: \"memory\");", WG_GATHER_BAR, w->producers);
+        L->ind--;
+        lower_line(L, "}");
+        tma_issue(L, w, aslot, bslot);
+    } else {
+        lower_line(L, "asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%%0];\" :: \"r\"(tl_full + tl_s * 8) : \"memory\");");
+        lower_line(L, "tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */");
+    }
     lower_stepdiv_advance(L);
     if (taps) {
         lower_line(L, "%s += tl_st, ++tl_it;", v);

@@ -715,8 +715,12 @@ static int k_affine(lw *L, const tilec_expr *e, const char *var, int64_t *a, int
 /* The arrivals a stage's full barrier waits for: a gather twin's producer
  * threads twice each (wggather.c), plus the expect_tx of the thread that
  * issues its TMA boxes (A's im2col, B's tiles) where there are any; else
- * the one TMA producer thread. */
-static int wg_full_arrivals(const wg_plan *w) { return w->gather ? 2 * w->producers + (w->btma || w->atma) : 1; }
+ * (the TMA twin, or a gather twin whose ring is all TMA: lower_wg_gather_one)
+ * the one producer thread's. */
+static int wg_full_arrivals(const wg_plan *w)
+{
+    return w->gather && !lower_wg_gather_one(w) ? 2 * w->producers + (w->btma || w->atma) : 1;
+}
 
 /* Is operand i (0: A, 1: B) of plan w K-major (K its unit-stride axis,
  * the map's columns)? Else MN-major: K the map's rows. */

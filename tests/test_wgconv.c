@@ -513,10 +513,36 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
         char want[128];
         snprintf(want, sizeof want, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? %uu : 0u) + ((tl_bt && tl_bw) ? ", bm[v] * bk[v] * 2);
         cr_expect(strstr(twin, want) && strstr(twin, "&tl_tm1, (int)tl_bcol + 0, (int)tl_brow") &&
-                      strstr(twin, "tl_mbar_init(tl_full0 + tl_s * 8, 257);") &&
                       strstr(twin, "if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */"),
                   "%s variant %u: one thread issues A's box and B's, A's chunks only where the offsets do not fit",
                   kernels[kf], v);
+        /* the ring all TMA in a persistent twin whose A takes more stages where B is resident (variants 1-4):
+         * one producer thread a step (wggather.c, lower_wg_gather_one) waits for the slot and arrives once, the
+         * full barrier of one arrival; the warp group meets it (named barrier 8) only in a step whose chunks go
+         * by cp.async, and arrives on no barrier itself (a later tile's step copies no resident B). Variant 0
+         * (6 stages either way, slower so on the H200) and the one-tile twins: every producer thread arrives
+         * twice, 2 x 128 + 1 */
+        for (int t = 0; t < 2; t++) {
+            const char *x = t ? one : twin;
+            const char *fb = strstr(x, "if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited "
+                                       "for the slot */\n");
+            const char *sync = fb ? strstr(fb, "asm volatile(\"bar.sync 8, 128;\" ::: \"memory\");") : NULL;
+            const char *land = sync ? strstr(sync + 1, "asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n") : NULL;
+            const char *issue = land ? strstr(land, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ?") : NULL;
+            if (!t && v)
+                cr_expect(strstr(x, "tl_mbar_init(tl_full0 + tl_s * 8, 1);") &&
+                              strstr(x, "if (tl_tid == 0 && tl_it >= ") &&
+                              strstr(x, "const bool tl_one = tl_at && (tl_bt || !tl_bw);") && sync && land &&
+                              strstr(land, "bar.sync 8, 128;") && issue &&
+                              !strstr(x, "cp.async.mbarrier.arrive.noinc") && !strstr(x, "tl_mbar_arrive(tl_full"),
+                          "%s variant %u: one producer thread a step, one arrival a full barrier", kernels[kf], v);
+            else
+                cr_expect(strstr(x, t ? "tl_mbar_init(tl_full + tl_s * 8, 257);"
+                                      : "tl_mbar_init(tl_full0 + tl_s * 8, 257);") &&
+                              !fb && strstr(x, "cp.async.mbarrier.arrive.noinc") && !strstr(x, "tl_tid == 0 && tl_it"),
+                          "%s variant %u (%s): the producer warp group arrives, 257 a full barrier", kernels[kf], v,
+                          t ? "one-tile" : "persistent");
+        }
         /* on a persistent grid (wgmma.c, persist_body): the program's grid as parameters, the producer warp
          * group's 128 threads and the consumers each walk the block's tiles, tl_it counting on; the producer
          * waits for its copies once, after its walk, and never returns (its threads are the walk's) */

@@ -10894,7 +10894,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 120;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 15; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
         tl_mbar_fence_init();
@@ -10991,12 +10991,66 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                 do { /* the steps of one tap */
                     const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
                     const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                    if (tl_it >= (tl_res ? 15 : 12))
+                    if (tl_tid == 0 && tl_it >= (tl_res ? 15 : 12))
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 15 : tl_it / 12) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                     const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                     const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
+                    const bool tl_one = tl_at && (tl_bt || !tl_bw); /* the step's copies all TMA: one thread's */
+                    if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */
+                        asm volatile("bar.sync 8, 128;" ::: "memory");
+                        if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                        }
+                        if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + (tl_res ? 122880u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                        }
+                        asm volatile("cp.async.wait_all;" ::: "memory");
+                        asm volatile("bar.sync 8, 128;" ::: "memory");
+                    }
                     if (tl_tid == 0) {
                         tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                         if (tl_at) {
@@ -11007,56 +11061,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                             tl_tma_2d(tl_ring + (tl_res ? 122880u : 98304u) + tl_bj * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 122880u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                     if (tl_dok) { /* the counters one step on */
                         unsigned tl_dn0 = 0;
                         tl_dr0 += (unsigned)tl_st;
@@ -11804,7 +11808,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 8; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
         tl_mbar_fence_init();
@@ -11868,12 +11872,66 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
                 }
                 const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
                 const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                if (tl_it >= (tl_res ? 8 : 6))
+                if (tl_tid == 0 && tl_it >= (tl_res ? 8 : 6))
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 8 : tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                 const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
+                const bool tl_one = tl_at && (tl_bt || !tl_bw); /* the step's copies all TMA: one thread's */
+                if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */
+                    asm volatile("bar.sync 8, 128;" ::: "memory");
+                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 131072u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    asm volatile("cp.async.wait_all;" ::: "memory");
+                    asm volatile("bar.sync 8, 128;" ::: "memory");
+                }
                 if (tl_tid == 0) {
                     tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                     if (tl_at) {
@@ -11883,56 +11941,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
                         tl_tma_2d(tl_ring + (tl_res ? 131072u : 98304u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
-                if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + (tl_res ? 131072u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                 if (tl_dok) { /* the counters one step on */
                     unsigned tl_dn0 = 0;
                     tl_dr0 += (unsigned)tl_st;
@@ -12640,7 +12648,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 8; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 4);
         }
         tl_mbar_fence_init();
@@ -12704,12 +12712,66 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
                 }
                 const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
                 const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                if (tl_it >= (tl_res ? 8 : 6))
+                if (tl_tid == 0 && tl_it >= (tl_res ? 8 : 6))
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 8 : tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                 const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
+                const bool tl_one = tl_at && (tl_bt || !tl_bw); /* the step's copies all TMA: one thread's */
+                if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */
+                    asm volatile("bar.sync 8, 128;" ::: "memory");
+                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 65536u : 49152u) + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    asm volatile("cp.async.wait_all;" ::: "memory");
+                    asm volatile("bar.sync 8, 128;" ::: "memory");
+                }
                 if (tl_tid == 0) {
                     tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 16384u : 0u));
                     if (tl_at) {
@@ -12720,56 +12782,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
                         tl_tma_2d(tl_ring + (tl_res ? 65536u : 49152u) + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
-                if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + (tl_res ? 65536u : 49152u) + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                 if (tl_dok) { /* the counters one step on */
                     unsigned tl_dn0 = 0;
                     tl_dr0 += (unsigned)tl_st;
@@ -13503,7 +13515,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 12; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 4);
         }
         tl_mbar_fence_init();
@@ -13600,12 +13612,66 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                 do { /* the steps of one tap */
                     const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
                     const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                    if (tl_it >= (tl_res ? 12 : 6))
+                    if (tl_tid == 0 && tl_it >= (tl_res ? 12 : 6))
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 12 : tl_it / 6) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                     const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                     const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
+                    const bool tl_one = tl_at && (tl_bt || !tl_bw); /* the step's copies all TMA: one thread's */
+                    if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */
+                        asm volatile("bar.sync 8, 128;" ::: "memory");
+                        if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                        }
+                        if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + (tl_res ? 98304u : 49152u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                        }
+                        asm volatile("cp.async.wait_all;" ::: "memory");
+                        asm volatile("bar.sync 8, 128;" ::: "memory");
+                    }
                     if (tl_tid == 0) {
                         tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                         if (tl_at) {
@@ -13615,56 +13681,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                             tl_tma_2d(tl_ring + (tl_res ? 98304u : 49152u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 98304u : 49152u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                     if (tl_dok) { /* the counters one step on */
                         unsigned tl_dn0 = 0;
                         tl_dr0 += (unsigned)tl_st;
@@ -15387,7 +15403,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 120;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 15; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
         tl_mbar_fence_init();
@@ -15484,12 +15500,66 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                 do { /* the steps of one tap */
                     const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
                     const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                    if (tl_it >= (tl_res ? 15 : 12))
+                    if (tl_tid == 0 && tl_it >= (tl_res ? 15 : 12))
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 15 : tl_it / 12) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                     const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                     const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 32 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483615 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
+                    const bool tl_one = tl_at && (tl_bt || !tl_bw); /* the step's copies all TMA: one thread's */
+                    if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */
+                        asm volatile("bar.sync 8, 128;" ::: "memory");
+                        if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                        }
+                        if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + (tl_res ? 122880u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                        }
+                        asm volatile("cp.async.wait_all;" ::: "memory");
+                        asm volatile("bar.sync 8, 128;" ::: "memory");
+                    }
                     if (tl_tid == 0) {
                         tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                         if (tl_at) {
@@ -15500,56 +15570,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                             tl_tma_2d(tl_ring + (tl_res ? 122880u : 98304u) + tl_bj * 8192 + 4096, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 32, tl_i1 = tl_l % 32;
-                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) ^ (((((unsigned)tl_i1 / 32 * 8192u + (unsigned)tl_i0 * 64u + (unsigned)tl_i1 % 32 * 2u) >> 7) & 3u) << 4)) / 2u);
-                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 122880u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 4096u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                     if (tl_dok) { /* the counters one step on */
                         unsigned tl_dn0 = 0;
                         tl_dr0 += (unsigned)tl_st;
@@ -16363,7 +16383,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 8; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 8);
         }
         tl_mbar_fence_init();
@@ -16427,12 +16447,66 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
                 }
                 const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
                 const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                if (tl_it >= (tl_res ? 8 : 6))
+                if (tl_tid == 0 && tl_it >= (tl_res ? 8 : 6))
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 8 : tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                 const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
+                const bool tl_one = tl_at && (tl_bt || !tl_bw); /* the step's copies all TMA: one thread's */
+                if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */
+                    asm volatile("bar.sync 8, 128;" ::: "memory");
+                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 131072u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    asm volatile("cp.async.wait_all;" ::: "memory");
+                    asm volatile("bar.sync 8, 128;" ::: "memory");
+                }
                 if (tl_tid == 0) {
                     tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                     if (tl_at) {
@@ -16442,56 +16516,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
                         tl_tma_2d(tl_ring + (tl_res ? 131072u : 98304u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
-                if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + (tl_res ? 131072u : 98304u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                 if (tl_dok) { /* the counters one step on */
                     unsigned tl_dn0 = 0;
                     tl_dr0 += (unsigned)tl_st;
@@ -17265,7 +17289,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 8; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 4);
         }
         tl_mbar_fence_init();
@@ -17329,12 +17353,66 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
                 }
                 const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
                 const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                if (tl_it >= (tl_res ? 8 : 6))
+                if (tl_tid == 0 && tl_it >= (tl_res ? 8 : 6))
                     tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 8 : tl_it / 6) + 1) & 1);
                 const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                 const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                 const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                 const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
+                const bool tl_one = tl_at && (tl_bt || !tl_bw); /* the step's copies all TMA: one thread's */
+                if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */
+                    asm volatile("bar.sync 8, 128;" ::: "memory");
+                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
+                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
+                        #pragma unroll
+                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
+                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
+                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
+                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 65536u : 49152u) + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
+                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
+                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                            if (tl_w || !(tl_m0)) {
+                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                            } else {
+                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                            }
+                        }
+                    }
+                    asm volatile("cp.async.wait_all;" ::: "memory");
+                    asm volatile("bar.sync 8, 128;" ::: "memory");
+                }
                 if (tl_tid == 0) {
                     tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 16384u : 0u));
                     if (tl_at) {
@@ -17345,56 +17423,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
                         tl_tma_2d(tl_ring + (tl_res ? 65536u : 49152u) + tl_bj * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
                     }
                 }
-                if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                        const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                        __half *tl_d = (__half *)(tl_r0 + (tl_res ? 65536u : 49152u) + tl_bj * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                        const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                        const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                        const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                        if (tl_w || !(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                 if (tl_dok) { /* the counters one step on */
                     unsigned tl_dn0 = 0;
                     tl_dr0 += (unsigned)tl_st;
@@ -18194,7 +18222,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
     if (tl_tid == 0) {
         for (int tl_s = 0; tl_s < 12; ++tl_s) {
-            tl_mbar_init(tl_full0 + tl_s * 8, 257);
+            tl_mbar_init(tl_full0 + tl_s * 8, 1);
             tl_mbar_init(tl_empty0 + tl_s * 8, 4);
         }
         tl_mbar_fence_init();
@@ -18291,12 +18319,66 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                 do { /* the steps of one tap */
                     const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
                     const int tl_bj = tl_res ? tl_it - tl_it0 : tl_s; /* B's slot */
-                    if (tl_it >= (tl_res ? 12 : 6))
+                    if (tl_tid == 0 && tl_it >= (tl_res ? 12 : 6))
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_res ? tl_it / 12 : tl_it / 6) + 1) & 1);
                     const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
                     const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
                     const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
                     const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483583; /* B's box: every row unmasked */
+                    const bool tl_one = tl_at && (tl_bt || !tl_bw); /* the step's copies all TMA: one thread's */
+                    if (!tl_one) { /* chunks by cp.async: the group meets the thread that waited for the slot */
+                        asm volatile("bar.sync 8, 128;" ::: "memory");
+                        if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                                const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
+                                __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
+                                const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                        }
+                        if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
+                            #pragma unroll
+                            for (int tl_q = 0; tl_q < 4; ++tl_q) {
+                                const int tl_l = (tl_q * 128 + tl_tid) * 8;
+                                const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
+                                const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
+                                __half *tl_d = (__half *)(tl_r0 + (tl_res ? 98304u : 49152u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
+                                const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
+                                const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
+                                const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
+                                if (tl_w || !(tl_m0)) {
+                                    tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
+                                } else {
+                                    tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+                                    tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
+                                    tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
+                                    tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
+                                    tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
+                                    tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
+                                    tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
+                                    tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
+                                }
+                            }
+                        }
+                        asm volatile("cp.async.wait_all;" ::: "memory");
+                        asm volatile("bar.sync 8, 128;" ::: "memory");
+                    }
                     if (tl_tid == 0) {
                         tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 8192u : 0u) + ((tl_bt && tl_bw) ? 8192u : 0u));
                         if (tl_at) {
@@ -18306,56 +18388,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                             tl_tma_2d(tl_ring + (tl_res ? 98304u : 49152u) + tl_bj * 8192 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
                         }
                     }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h0[tl_q] + (tl_h1 + (0LL + (long long)(((int)tl_dr0)))));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (tl_h2[tl_q] & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((tl_h2[tl_q] & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt && tl_bw) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = (tl_h3[tl_q] + (tl_h4 + (0LL + (long long)(((int)tl_dr0)) * (long long)(v_K))));
-                            __half *tl_d = (__half *)(tl_r0 + (tl_res ? 98304u : 49152u) + tl_bj * 8192) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h5[tl_q]);
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & tl_h6[tl_q]);
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
                     if (tl_dok) { /* the counters one step on */
                         unsigned tl_dn0 = 0;
                         tl_dr0 += (unsigned)tl_st;
