@@ -1053,12 +1053,17 @@ const char *lower_wg_ring_of(lw *L, const wg_plan *w, const char *x, const char 
 /* Bytes of A's slot in a stage */
 static int64_t a_slot_of(const wg_plan *w) { return w->M * w->K * (int64_t)w->maps[0].elem_bytes; }
 
+static int64_t a_slot(const wg_plan *w);
+
+/* B's offset in a stage's ring: past A's S slots (or, B resident, past A's
+ * bres_sa), each slot A's rows as the producer copies them: two M tiles'
+ * where a block takes two (a_slot, not a_slot_of). */
 const char *lower_wg_b_base(lw *L, const wg_plan *w)
 {
     if (lower_wg_nbar(w) == w->S)
-        return lower_fmt(L, "%lld", (long long)(w->S * a_slot_of(w)));
-    return lower_fmt(L, "(tl_res ? %lldu : %lldu)", (long long)(w->bres_sa * a_slot_of(w)),
-                     (long long)(w->S * a_slot_of(w)));
+        return lower_fmt(L, "%lld", (long long)(w->S * a_slot(w)));
+    return lower_fmt(L, "(tl_res ? %lldu : %lldu)", (long long)(w->bres_sa * a_slot(w)),
+                     (long long)(w->S * a_slot(w)));
 }
 
 /* The persistent schedule for plan w (wgmma.c's twin of a variant that

@@ -808,6 +808,12 @@ Test(wgmma, two_m_tiles_a_block)
             cr_expect(strstr(code.source, " + tl_g * 16384;"), "%s: a staging each", c);
             cr_expect(strstr(code.source, "tl_mbar_expect(tl_full + tl_s * 8, 49152);"), "%s: (128 + 256) x 64 a stage", c);
             cr_expect(strstr(code.source, "tl_wgmma_f16_n256(v_acc, "), "%s: m64n256 a warp group", c);
+            /* B past A's 4 slots of two M tiles (4 x 128 x 64 halves), where the producer copies it and
+             * where the consumers read it (session 49's merge read it past one M tile's slots) */
+            cr_expect(strstr(code.source, "tl_tma_2d(tl_ring + 65536 + tl_s * 32768 + 0, &tl_tm1, "),
+                      "%s: the producer copies B past A's slots of two M tiles", c);
+            cr_expect(strstr(code.source, "const unsigned tl_b = tl_ring + 65536 + tl_s * 32768;"),
+                      "%s: the consumers read B where the producer copied it", c);
         }
         remark_and_free(ctx, m, &code, c, cases[i].remark, "M tile");
     }
