@@ -158,6 +158,7 @@ typedef struct wg_plan {
     int64_t fn_n[4];              /* ... their N */
     int fn_bk[4];                 /* ... 1: B K-major, | 2: bf16, | 4: A from shared memory too */
     const tilec_expr *first_dot;  /* the body's first dot: it waits for the deferred one too */
+    int64_t key_n;                /* its columns (S = Q K^T's: the keys a step), 0 where not known */
     const tilec_expr *defer_dot;  /* the body's last dot, accumulating into defer_acc in place: its wgmma
                                    * stay in flight into the next iteration (wgattn.c), or NULL */
     const char *defer_acc;        /* its accumulator's name */

@@ -285,6 +285,14 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
     }
 }
 
+/* The keys a step (S = Q K^T's columns) from which a twin whose two warp
+ * groups take turns walks units: at 64 (tests/attn_forms' d64 twins, BM =
+ * 128, 8 consumer warps) the persistent form ran 5-17% slower than one tile
+ * a block on the H200, at 128 (examples/attention.tile's chosen d64
+ * variant) 2-9% faster (bench/results/merged_s49.md, session 49's third
+ * call). */
+enum { WGA_TURNS_WALK_N = 128 };
+
 /* The persistent attention twin `tname` of R's plan (wgattn.c: its rings
  * by TMA, a block walking (query tile, head) units), lowered and appended
  * to tu: lower_wga_finish's result; 0, with t->persist_why saying why,
@@ -295,6 +303,13 @@ static int persist_attn_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_met
     if (!w.nmaps) {
         snprintf(t->persist_why, sizeof t->persist_why, "its rings are filled by cp.async (the persistent twin's "
                                                         "producer is one thread issuing TMA copies)");
+        return 0;
+    }
+    if (lower_wga_takes_turns(&w) && w.key_n && w.key_n < WGA_TURNS_WALK_N) { /* bench/results/merged_s49.md */
+        snprintf(t->persist_why, sizeof t->persist_why,
+                 "its two warp groups take turns over %lld keys a step (the persistent form measured 5-17%% "
+                 "slower than one tile a block below %d keys a step)",
+                 (long long)w.key_n, WGA_TURNS_WALK_N);
         return 0;
     }
     w.persist = 1;

@@ -484,6 +484,8 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     memset(w, 0, sizeof *w);
     lower_bind_loop_scope(L, loop);
     const char *sa = plan_smem_a(L, loop, d, nd, w);
+    const tilec_type *t0 = lower_ty(L, d[0]);
+    w->key_n = t0 && t0->rank == 2 ? t0->dims[1] : 0;
     lower_leave(L);
     int S = (int)((WGA_RING_MAX - w->sa_bytes) / stage); /* A in shared memory counts in the ring's bytes */
     if (S > WGA_MAX_STAGES)

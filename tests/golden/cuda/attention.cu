@@ -789,179 +789,113 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 #endif
 /* attention_d64, variant 0: BM = 128, BN = 64, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
+extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 256, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
+        tl_pid1 = tl_r / tl_gs;
+    }
     constexpr int v_BM = 128;
     constexpr int v_BN = 64;
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-    const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
-    if (tl_tid0 == 0) {
-        for (int tl_s = 0; tl_s < 4; ++tl_s) {
-            tl_mbar_init(tl_full + tl_s * 8, 1);
-            tl_mbar_init(tl_empty + tl_s * 8, 8);
+    // examples/attention.tile:15
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
+    __half v_tq[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
-        tl_mbar_fence_init();
     }
-    __syncthreads();
-    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2; /* a persistent grid: each block walks units */
-    const int tl_pairs = (int)gridDim.x < tl_units; /* mirrored query tiles two a step */
-    if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
-        tl_setmaxnreg_dec<24>();
-        if (tl_tid0 == 256) {
+    // examples/attention.tile:19
+    float v_m_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:20
+    float v_l_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:21
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
+    if ((v_causal != 0)) {
+        // examples/attention.tile:25
+        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:27
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 65536, tl_empty = tl_full + 32;
+        if (tl_tid0 == 0) {
+            for (int tl_s = 0; tl_s < 4; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 1);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<24>();
+            if (tl_tid0 == 256) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 16384);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                }
+            }
+            return;
+        }
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
-             tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:15
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:16
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:17
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:18
-    __half v_tq[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:19
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:20
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:21
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:22
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:23
-    long long v_hi = v_S;
-    // examples/attention.tile:24
-    if ((v_causal != 0)) {
-        // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:27
-    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
-        typedef long long tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 4;
-            if (tl_it >= 4)
-                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
-            tl_mbar_expect(tl_full + tl_s * 8, 16384);
-            tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 8192 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-            tl_tma_3d(tl_sa(tl_smem) + tl_wro + 32768 + tl_s * 8192 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
-        }
-    }
-        }
-        }
-        return;
-    }
-    tl_setmaxnreg_inc<240>();
-    int tl_it = 0;
-    const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
-    if (tl_wgi == 1)
-        tl_bar_arrive_n(2, 256);
-        for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
-             tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:15
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:16
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:17
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:18
-    __half v_tq[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:19
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:20
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:21
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:22
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:23
-    long long v_hi = v_S;
-    // examples/attention.tile:24
-    if ((v_causal != 0)) {
-        // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:27
-    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
-        typedef long long tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        const int tl_it0 = tl_it;
+        const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
+        if (tl_wgi == 1)
+            tl_bar_arrive_n(2, 256);
         tl_bar_sync_n(2 + tl_wgi, 256);
         // examples/attention.tile:27
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -1000,7 +934,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 32);
                     tl_wg_pin(v_acc, 32);
-                    if (tl_it > tl_it0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 // examples/attention.tile:30
@@ -1179,7 +1113,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 32);
                     tl_wg_pin(v_acc, 32);
-                    if (tl_it > tl_it0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[32];
@@ -1320,12 +1254,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         }
         tl_wg_wait<0>();
         tl_wg_pin(v_acc, 32);
-        if (tl_it > tl_it0 && tl_lane == 0)
+        if (tl_it > 0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
-        if (tl_wgi == 0) /* the turn passes on before the epilogue */
+        if (tl_wgi == 0) {
             tl_bar_arrive_n(3, 256);
-        else
+            tl_bar_sync_n(2, 256);
+        } else {
             tl_bar_arrive_n(2, 256);
+        }
     }
     // examples/attention.tile:41
     #pragma unroll
@@ -1348,9 +1284,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
             if (tl_m1) tl_p[1] = tl_v1;
         }
     }
-        }
-    if (tl_wgi == 0)
-        tl_bar_sync_n(2, 256);
 }
 #endif
 
@@ -2040,179 +1973,113 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 #endif
 /* attention_d64, variant 1: BM = 128, BN = 32, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
+extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 256, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
     (void)tl_smem; (void)tl_lane; (void)tl_warp;
+    int tl_pid0, tl_pid1;
+    { /* grouped order, 8 tiles down axis 0 at a time */
+        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
+        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
+        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
+        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
+        tl_pid0 = tl_n0 - 1 - (tl_first + tl_r % tl_gs);
+        tl_pid1 = tl_r / tl_gs;
+    }
     constexpr int v_BM = 128;
     constexpr int v_BN = 32;
     constexpr int v_D = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 2;
-    const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
-    const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 32768, tl_empty = tl_full + 32;
-    if (tl_tid0 == 0) {
-        for (int tl_s = 0; tl_s < 4; ++tl_s) {
-            tl_mbar_init(tl_full + tl_s * 8, 1);
-            tl_mbar_init(tl_empty + tl_s * 8, 8);
+    // examples/attention.tile:15
+    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
+    // examples/attention.tile:16
+    // v_rm: index tile computed where it is used
+    // examples/attention.tile:17
+    // v_rd: index tile computed where it is used
+    // examples/attention.tile:18
+    __half v_tq[32];
+    #pragma unroll
+    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
+        const int tl_j = tl_c;
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
+        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
+        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
+            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
+        } else {
+            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
+            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
         }
-        tl_mbar_fence_init();
     }
-    __syncthreads();
-    const int tl_units = tl_grid0 * tl_grid1 * tl_grid2; /* a persistent grid: each block walks units */
-    const int tl_pairs = (int)gridDim.x < tl_units; /* mirrored query tiles two a step */
-    if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
-        tl_setmaxnreg_dec<24>();
-        if (tl_tid0 == 256) {
+    // examples/attention.tile:19
+    float v_m_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
+    }
+    // examples/attention.tile:20
+    float v_l_i[2];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 2; ++tl_j) {
+        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
+        v_l_i[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:21
+    float v_acc[32];
+    #pragma unroll
+    for (int tl_j = 0; tl_j < 32; ++tl_j) {
+        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
+        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
+        v_acc[tl_j] = ((float)0);
+    }
+    // examples/attention.tile:22
+    const float v_qk_scale = (v_scale * 1.44269502f);
+    // examples/attention.tile:23
+    long long v_hi = v_S;
+    // examples/attention.tile:24
+    if ((v_causal != 0)) {
+        // examples/attention.tile:25
+        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
+    }
+    // examples/attention.tile:27
+    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
+        typedef long long tl_ix; /* the loop variable's type */
+        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
+        const unsigned tl_wro = ((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem);
+        const unsigned tl_full = tl_sa(tl_smem) + tl_wro + 32768, tl_empty = tl_full + 32;
+        if (tl_tid0 == 0) {
+            for (int tl_s = 0; tl_s < 4; ++tl_s) {
+                tl_mbar_init(tl_full + tl_s * 8, 1);
+                tl_mbar_init(tl_empty + tl_s * 8, 8);
+            }
+            tl_mbar_fence_init();
+        }
+        __syncthreads();
+        if (tl_tid0 >= 256) { /* the producer warp group: one thread issues the TMA copies */
+            tl_setmaxnreg_dec<24>();
+            if (tl_tid0 == 256) {
+                int tl_it = 0;
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
+                    const int tl_s = tl_it % 4;
+                    if (tl_it >= 4)
+                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
+                    tl_mbar_expect(tl_full + tl_s * 8, 8192);
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 4096 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
+                    tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 4096 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
+                }
+            }
+            return;
+        }
+        tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
-             tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:15
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:16
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:17
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:18
-    __half v_tq[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:19
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:20
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:21
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:22
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:23
-    long long v_hi = v_S;
-    // examples/attention.tile:24
-    if ((v_causal != 0)) {
-        // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:27
-    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
-        typedef long long tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 4;
-            if (tl_it >= 4)
-                tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
-            tl_mbar_expect(tl_full + tl_s * 8, 8192);
-            tl_tma_3d(tl_sa(tl_smem) + tl_wro + 0 + tl_s * 4096 + 0, &tl_tm0, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tk */
-            tl_tma_3d(tl_sa(tl_smem) + tl_wro + 16384 + tl_s * 4096 + 0, &tl_tm1, (int)(0) + 0, (int)((v_n0 + ((long long)(0)))), tl_pid1, tl_full + tl_s * 8); /* v_tv */
-        }
-    }
-        }
-        }
-        return;
-    }
-    tl_setmaxnreg_inc<240>();
-    int tl_it = 0;
-    const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
-    if (tl_wgi == 1)
-        tl_bar_arrive_n(2, 256);
-        for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
-             tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:15
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:16
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:17
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:18
-    __half v_tq[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:19
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:20
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:21
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:22
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:23
-    long long v_hi = v_S;
-    // examples/attention.tile:24
-    if ((v_causal != 0)) {
-        // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:27
-    { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
-        typedef long long tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        const int tl_it0 = tl_it;
+        const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
+        if (tl_wgi == 1)
+            tl_bar_arrive_n(2, 256);
         tl_bar_sync_n(2 + tl_wgi, 256);
         // examples/attention.tile:27
         for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
@@ -2251,7 +2118,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     tl_wg_wait<0>();
                     tl_wg_pin(v_s_unscaled, 16);
                     tl_wg_pin(v_acc, 32);
-                    if (tl_it > tl_it0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 // examples/attention.tile:30
@@ -2430,7 +2297,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
                     tl_wg_wait<0>();
                     tl_wg_pin(tl_t4, 16);
                     tl_wg_pin(v_acc, 32);
-                    if (tl_it > tl_it0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
+                    if (tl_it > 0 && tl_lane == 0) /* the previous iteration's wgmma are done with its stage */
                         tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
                 }
                 float v_s[16];
@@ -2571,12 +2438,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         }
         tl_wg_wait<0>();
         tl_wg_pin(v_acc, 32);
-        if (tl_it > tl_it0 && tl_lane == 0)
+        if (tl_it > 0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
-        if (tl_wgi == 0) /* the turn passes on before the epilogue */
+        if (tl_wgi == 0) {
             tl_bar_arrive_n(3, 256);
-        else
+            tl_bar_sync_n(2, 256);
+        } else {
             tl_bar_arrive_n(2, 256);
+        }
     }
     // examples/attention.tile:41
     #pragma unroll
@@ -2599,9 +2468,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
             if (tl_m1) tl_p[1] = tl_v1;
         }
     }
-        }
-    if (tl_wgi == 0)
-        tl_bar_sync_n(2, 256);
 }
 #endif
 
