@@ -1050,14 +1050,14 @@ const char *lower_wg_ring_of(lw *L, const wg_plan *w, const char *x, const char 
     return lower_fmt(L, "tl_res ? %s %s %d : %s %s %d", x, op, w->bres_sa, x, op, w->S);
 }
 
-/* Bytes of A's slot in a stage */
-static int64_t a_slot_of(const wg_plan *w) { return w->M * w->K * (int64_t)w->maps[0].elem_bytes; }
+/* A's rows in a stage: the M tile's, or two M tiles' (wgpair.c). */
+static int64_t a_rows(const wg_plan *w) { return w->mpair ? 2 * w->M : w->M; }
 
-static int64_t a_slot(const wg_plan *w);
+/* Bytes of A's slot in a stage, its rows as the producer copies them. */
+static int64_t a_slot(const wg_plan *w) { return a_rows(w) * w->K * (int64_t)w->maps[0].elem_bytes; }
 
 /* B's offset in a stage's ring: past A's S slots (or, B resident, past A's
- * bres_sa), each slot A's rows as the producer copies them: two M tiles'
- * where a block takes two (a_slot, not a_slot_of). */
+ * bres_sa). */
 const char *lower_wg_b_base(lw *L, const wg_plan *w)
 {
     if (lower_wg_nbar(w) == w->S)
@@ -1107,7 +1107,7 @@ int lower_wg_persist(wg_plan *w)
  * twin"). */
 static void res_stages(wg_plan *w, int64_t room)
 {
-    int64_t a = a_slot_of(w), b = b_slot_of(w), ring = w->S * (a + b);
+    int64_t a = a_slot(w), b = b_slot_of(w), ring = w->S * (a + b);
     int top = 2 * w->S < WG_STAGES_CAP ? 2 * w->S : WG_STAGES_CAP;
     for (int s = top; s > w->S; s--) {
         int64_t cap = (ring + room - 16 * (s - w->S) - s * a) / b; /* B's slots past A's s */
@@ -1214,11 +1214,7 @@ static const char *wgmma_sfx(int amn, int bk, int pair, int upper)
     return s[upper][(amn ? 4 : 0) + (bk ? 2 : 0) + (pair ? 1 : 0)];
 }
 
-/* A's rows in a stage: the M tile's, or two M tiles' (wgpair.c). */
-static int64_t a_rows(const wg_plan *w) { return w->mpair ? 2 * w->M : w->M; }
-
-/* Bytes of A's and B's slots in a stage. */
-static int64_t a_slot(const wg_plan *w) { return a_rows(w) * w->K * (int64_t)w->maps[0].elem_bytes; }
+/* Bytes of B's slot in a stage (A's: a_slot, above). */
 static int64_t b_slot(const wg_plan *w) { return lower_wg_n(w) * w->K * (int64_t)w->maps[1].elem_bytes; }
 
 /* The TMA copies of one stage of a K-major operand (A, or a K-major B: map
