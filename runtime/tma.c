@@ -21,7 +21,8 @@
  * TMA_PERSIST_KSTEPS trips). With TILEC_LOGS=tma (read when the kernel is
  * resolved) each twin says on stderr whether it was resolved, or why not,
  * and each launch of its variant which kernel ran, and why when not the
- * twin. Metadata only, no AST. */
+ * twin, and whether a persistent twin walks its units, and why. Metadata
+ * only, no AST. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -421,14 +422,27 @@ static int64_t loop_trips(const pkernel *pk, const tilec_tma_meta *m, const tile
  * metadata can name, and the layers with more than TMA_PERSIST_WAVES tiles
  * a multiprocessor are the large images of few channels, a few trips a
  * tile (ResNet-50's 1x1 56x56 C64: one), whose epilogue walking hides
- * (docs/lowering.md). */
-static int persist_walks(const pkernel *pk, const tilec_rt_arg *args, uint64_t units, uint32_t sms)
+ * (docs/lowering.md). An attention twin's trips are its key loop's most
+ * a unit (lower/wgattn.c wga_trips: S over BN; a causal diagonal fewer,
+ * in units its walk pairs heavy with light). Why, into why (n bytes). */
+static int persist_walks(const pkernel *pk, const tilec_rt_arg *args, uint64_t units, uint32_t sms, char *why,
+                         size_t n)
 {
-    if (units <= (uint64_t)TMA_PERSIST_WAVES * sms)
+    if (units <= (uint64_t)TMA_PERSIST_WAVES * sms) {
+        snprintf(why, n, "%llu units, at most %d a multiprocessor", (unsigned long long)units, TMA_PERSIST_WAVES);
         return 1;
+    }
     int64_t trips = loop_trips(pk, &pk->tma->meta, args);
-    if (trips < 0 && pk->tma->meta.nmaps && pk->tma->meta.maps[0].im2col)
+    if (trips < 0 && pk->tma->meta.nmaps && pk->tma->meta.maps[0].im2col) {
+        snprintf(why, n, "%llu units, A by TMA's im2col mode", (unsigned long long)units);
         return 1; /* A by TMA's im2col mode: a convolution's rows (above) */
+    }
+    if (trips < 0)
+        snprintf(why, n, "%llu units, more than %d a multiprocessor, the trips a unit not known",
+                 (unsigned long long)units, TMA_PERSIST_WAVES);
+    else
+        snprintf(why, n, "%llu units, more than %d a multiprocessor, %lld trips a unit by the loop's bound (%s %d)",
+                 (unsigned long long)units, TMA_PERSIST_WAVES, (long long)trips, trips <= TMA_PERSIST_KSTEPS ? "at most" : "more than", TMA_PERSIST_KSTEPS);
     return trips >= 0 && trips <= TMA_PERSIST_KSTEPS;
 }
 
@@ -475,6 +489,8 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     uint32_t blocks[3] = {grid[0], grid[1], grid[2]};
     CUfunction fn = t->fn;
     const char *one_why = NULL; /* why a paired twin's one-tile twin runs */
+    char walk_why[160] = "";    /* a persistent twin: why it walks its units or takes a block a unit */
+    int walk = 0;
     int32_t logical[3];
     if (t->meta.persistent) { /* the program's grid as parameters; one block per multiprocessor at most */
         uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2];
@@ -499,7 +515,11 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             logical[i] = (int32_t)grid[i];
             params[pk->d.nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
         }
-        int walk = t->persist_mode < 0 ? persist_walks(pk, args, units, t->sms) : t->persist_mode;
+        walk = t->persist_mode;
+        if (walk < 0)
+            walk = persist_walks(pk, args, units, t->sms, walk_why, sizeof walk_why);
+        else
+            snprintf(walk_why, sizeof walk_why, "TILEC_TMA_PERSIST=%d", walk);
         blocks[0] = walk && units > t->sms ? t->sms : (uint32_t)units;
         blocks[1] = blocks[2] = 1;
         if (t->meta.persistent == 5 && t->fn1 &&
@@ -507,6 +527,7 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             fn = t->fn1; /* a block a tile on the program's grid; the kernel reads no grid parameters */
             snprintf(why, sizeof why, "%s", t->persist_mode == 0 ? "TILEC_TMA_PERSIST=0" : "few tiles a multiprocessor");
             one_why = why;
+            walk_why[0] = 0; /* the program's grid: no walk */
             for (int i = 0; i < 3; i++)
                 blocks[i] = grid[i];
         }
@@ -515,9 +536,10 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
                            (CUstream)stream, params, NULL);
     if (r == CUDA_SUCCESS) {
         if (t->log)
-            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s%s%s%s, grid %ux%ux%u, %u tensor maps\n",
+            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s%s%s%s, grid %ux%ux%u, %u tensor maps%s%s\n",
                     pk->d.kernel, pk->d.variant, t->meta.name, fn == t->fn ? "" : "_1 (one tile a unit: ",
-                    fn == t->fn ? "" : one_why, fn == t->fn ? "" : ")", blocks[0], blocks[1], blocks[2], t->meta.nmaps);
+                    fn == t->fn ? "" : one_why, fn == t->fn ? "" : ")", blocks[0], blocks[1], blocks[2], t->meta.nmaps,
+                    !walk_why[0] ? "" : walk ? "; walking its units: " : "; a block a unit: ", walk_why);
         *st = TILEC_RT_OK;
         return 1;
     }

@@ -76,7 +76,10 @@ Test(wgattn, every_attention_variant_has_a_twin)
         cr_expect_eq(code.tma.persistent, (uint32_t)cases[i].walks,
                      "%s variant %d: persistent, the turns' twins too (per unit) from 128 keys a step",
                      cases[i].kernel, cases[i].v);
-        cr_expect_eq(code.tma.kper, 0, "the launch weighs the units alone");
+        /* `for n0 in 0 .. hi step BN`, hi = S or minimum(S, ...): at most S (parameter 4) over BN trips a unit */
+        cr_expect(code.tma.kbound == 4 && code.tma.kfrom == 0 && code.tma.kper == cases[i].bn,
+                  "%s variant %d: trips %u from %u over %u", cases[i].kernel, cases[i].v, code.tma.kbound,
+                  code.tma.kfrom, code.tma.kper);
         cr_expect_eq(code.tma.threads, cases[i].threads, "%s variant %d: %u threads", cases[i].kernel, cases[i].v,
                      code.tma.threads);
         cr_expect(strstr(code.source, cases[i].s_form), "%s variant %d: S = Q K^T by %s", cases[i].kernel, cases[i].v,
@@ -464,6 +467,62 @@ Test(wgattn, persistent_walk_carries_the_phases)
                   "%s", code.remarks);
         tilec_kernel_code_free(&code);
     }
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* The loop's trips a unit the launch may weigh (lower/wgattn.c
+ * wga_trips, runtime/tma.c persist_walks): the docs-written forms at most
+ * S (parameter 4) over BN, the causal bound `minimum(S, ...)` assigned in
+ * a branch (fa_d128, fa_d64_plain) or `minimum(nblk, ...)` of `nblk =
+ * cdiv(S, BN)` stepping by 1 (fa_d64_exp2: not read, kper 0); fa_d64_lets
+ * picks its bound with `where`, which bounds it by S but leaves pid(0)
+ * in order (no launch-order reversal, so no mirrored pairs to balance a
+ * walk): kper 0. A bound that is not a parameter: kper 0. */
+Test(wgattn, loop_trips_for_the_launch)
+{
+    static const struct {
+        const char *path, *kernel;
+        uint32_t kper;
+    } cases[] = {
+        {"tests/attn_forms/fa_d128.tile", "fa_d128", 64},
+        {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", 64},
+        {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2", 0},
+        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = parse(ctx, cases[i].path);
+        tilec_kernel_code code;
+        lower_v(ctx, m, cases[i].kernel, 0, &code);
+        cr_assert_not_null(code.tma.name, "%s: a twin", cases[i].kernel);
+        cr_expect(code.tma.kper == cases[i].kper && (!cases[i].kper || (code.tma.kbound == 4 && code.tma.kfrom == 0)),
+                  "%s: trips from %u over %u (kbound %u)", cases[i].kernel, code.tma.kfrom, code.tma.kper,
+                  code.tma.kbound);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+    /* the same loop bounded by a let of another parameter's value and S: not one parameter, not known */
+    tilec_ctx *ctx = tilec_ctx_new();
+    size_t n;
+    char *src = read_file("tests/aot_attn.tile", &n);
+    cr_assert_not_null(src);
+    char text[8192];
+    cr_assert_lt(n + 64, sizeof text);
+    memcpy(text, src, n + 1);
+    free(src);
+    char *at = strstr(text, "for n0 in 0 .. S step BN");
+    cr_assert_not_null(at);
+    const char *edit = "for n0 in 0 .. maximum(S, bh) step BN";
+    memmove(at + strlen(edit), at + strlen("for n0 in 0 .. S step BN"), strlen(at + strlen("for n0 in 0 .. S step BN")) + 1);
+    memcpy(at, edit, strlen(edit));
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "at.tile", text, strlen(text), &m), TILEC_OK);
+    tilec_kernel_code code;
+    lower_v(ctx, m, "at", 0, &code);
+    cr_expect(code.tma.name && code.tma.kper == 0, "maximum(S, bh): kper %u", code.tma.kper);
+    tilec_kernel_code_free(&code);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }

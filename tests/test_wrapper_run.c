@@ -959,13 +959,16 @@ Test(wrapper_run, aot_sm_90a_launches_the_twin_with_its_tensor_maps, .timeout = 
     /* TILEC_LOGS=tma says which kernel ran */
     out = tw_run(dir, "TILEC_LOGS=tma", 300, 264, 200);
     cr_expect(strstr(out, "tilec tma: tw variant 0: sm_90a twin tw_v0_tma resolved (384 threads, "), "%s", out);
-    /* 3 x 3 tiles: its one-tile twin (lower/wgpair.c); TILEC_TMA_PAIR=1: the 3 x 2 pairs */
+    /* 3 x 3 tiles: its one-tile twin (lower/wgpair.c); TILEC_TMA_PAIR=1: the 3 x 2 pairs; and why the
+     * persistent grid walks its units (runtime/tma.c persist_walks) */
     cr_expect(strstr(out, "tilec tma: tw variant 0: launched sm_90a twin tw_v0_tma_1 (one tile a unit: its rounds of "
-                          "tiles cost less than the pairs'), grid 9x1x1, 3 tensor maps\n"),
+                          "tiles cost less than the pairs'), grid 9x1x1, 3 tensor maps; walking its units: 9 units, "
+                          "at most 8 a multiprocessor\n"),
               "%s", out);
     free(out);
     out = tw_run(dir, "TILEC_LOGS=tma TILEC_TMA_PAIR=1", 300, 264, 200);
-    cr_expect(strstr(out, "tilec tma: tw variant 0: launched sm_90a twin tw_v0_tma, grid 6x1x1, 3 tensor maps\n"), "%s",
+    cr_expect(strstr(out, "tilec tma: tw variant 0: launched sm_90a twin tw_v0_tma, grid 6x1x1, 3 tensor maps; "
+                        "walking its units: 6 units, at most 8 a multiprocessor\n"), "%s",
               out);
     free(out);
     out = tw_run(dir, "TILEC_LOGS=tma TILEC_DISABLE_TMA=1", 300, 264, 200);

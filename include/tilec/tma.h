@@ -104,7 +104,9 @@ typedef struct tilec_tma_meta {
      * persistent grid (runtime/tma.c): ceil((P - kfrom) / kper), P the
      * value of integer parameter kbound (0 steps when P <= kfrom). kper 0:
      * not known (the loop's end is not a parameter, or a twin of another
-     * loop), and the launch weighs the tiles alone. Last, so that a table
+     * loop), and the launch weighs the tiles alone. An attention twin's
+     * (lower/wgattn.c): its key loop's most trips a unit, P bounding the
+     * loop's end (a causal diagonal runs fewer). Last, so that a table
      * of the layout before (TILEC_TMA_META_LAYOUT 1) reads as not known. */
     uint32_t kbound, kfrom, kper;
     /* 1: a paired twin (persistent 2 or 4) whose one-tile twin NAME_1 reads
