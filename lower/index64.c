@@ -541,15 +541,66 @@ static int bind_value(lw *L, const tilec_stmt *s, const char *name, rng *r)
     return w;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* A constant every value of the i32 expression e is a multiple of (0: e is
+ * 0; 1: nothing known): literals and hints, products, sums and differences,
+ * negation and shifts by a constant. pid(0) * BLOCK is a multiple of BLOCK. */
+static int64_t multiple_of(lw *L, const tilec_expr *e)
+{
+    int64_t h, a, b;
+    switch (e->kind) {
+    case TILEC_EX_INT: return e->ival < 0 ? (e->ival == INT64_MIN ? 1 : -e->ival) : e->ival;
+    case TILEC_EX_NAME:
+        if (!find(L, e->name) && lower_hint_value(L, e->name, &h) && h > INT64_MIN)
+            return h < 0 ? -h : h;
+        return 1;
+    case TILEC_EX_UNARY: return e->op == TILEC_OP_NEG ? multiple_of(L, e->args[0]) : 1;
+    case TILEC_EX_BINARY:
+        a = multiple_of(L, e->args[0]);
+        b = multiple_of(L, e->args[1]);
+        switch (e->op) {
+        case TILEC_OP_ADD: case TILEC_OP_SUB: return gcd64(a, b);
+        case TILEC_OP_MUL: return (__int128)a * b > INT32_MAX ? 1 : a * b; /* beyond i32 it tells nothing */
+        case TILEC_OP_SHL:
+            return e->args[1]->kind == TILEC_EX_INT && e->args[1]->ival >= 0 && e->args[1]->ival < 31 &&
+                           ((__int128)a << e->args[1]->ival) <= INT32_MAX
+                       ? a << e->args[1]->ival
+                       : 1;
+        default: return 1;
+        }
+    default: return 1;
+    }
+}
+
+static int64_t floor_div(int64_t a, int64_t g) { return a / g - (a % g != 0 && a < 0); }
+
 /* The values of a loop variable: lo .. hi - 1, and with a constant start
- * and step only the values start + k * step. */
-static rng loop_range(rng lo, rng hi, rng step)
+ * and step only the values start + k * step; with a start and a step that
+ * are multiples of g (pid(0) * BLOCK .. n step num_programs(0) * BLOCK: of
+ * BLOCK), only multiples of g: the last below hi is at most
+ * floor((hi - 1) / g) * g, so o + range(BLOCK) stays below hi rounded up
+ * to g (2^31 - 1 at most for a power-of-two BLOCK, an i32 hi). */
+static rng loop_range(rng lo, rng hi, rng step, int64_t g)
 {
     int64_t top = sat((__int128)hi.hi - 1);
     rng r = {lo.lo, max64(lo.hi, top), 0};
+    if (g > 1 && r.hi < INT64_MAX && r.lo > INT64_MIN) {
+        rng m = {-floor_div(-r.lo, g) * g, floor_div(r.hi, g) * g, 0};
+        if (m.lo <= m.hi)
+            r = m;
+    }
     if (lo.lo != lo.hi || top < lo.lo || step.lo != step.hi || step.lo <= 0)
         return r;
-    r.hi = lo.lo + (int64_t)(((__int128)top - lo.lo) / step.lo * step.lo);
+    r.hi = min64(r.hi, lo.lo + (int64_t)(((__int128)top - lo.lo) / step.lo * step.lo));
     return r;
 }
 
@@ -578,7 +629,8 @@ static void visit_stmt(lw *L, const tilec_stmt *s)
         if (wide && !in_list(&X->shown, s->names[0]))
             add_name(L, &X->shown, s->names[0]);
         int nsc = X->nsc;
-        push(L, s->names[0], loop_range(lo, hi, st), wide);
+        int64_t g = gcd64(multiple_of(L, s->lo), s->step ? multiple_of(L, s->step) : 1);
+        push(L, s->names[0], loop_range(lo, hi, st, g), wide);
         visit_block(L, &s->body);
         X->nsc = nsc;
         return;

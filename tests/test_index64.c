@@ -62,6 +62,19 @@ static const spelling corpus[] = {
     {"let o = scan(i, 0, 0, a, b, maximum(a, b)); store(out + o, load(x + i));", NARROW, "v_o"},
     {"let o = cumsum(i < 4, 0); store(out + o, load(x + i));", NARROW, "v_o"},
     {"let o = reshape(i * 2, 16, 8); store(out + o, 1.0);", NARROW, NULL},
+    /* a grid-stride loop: a start and a step that are multiples of B keep o
+     * on multiples of B, at most 2^31 - B below an i32 n, so o + i fits */
+    {"for o in pid(0) * B .. n step 4 * B { store(out + o + i, load(x + o + i, o + i < n), o + i < n); }", NARROW,
+     NULL},
+    {"for o in (pid(0) << 7) .. n step 256 { store(out + o + i, load(x + o + i, o + i < n), o + i < n); }", NARROW,
+     NULL},
+    {"for o in pid(0) * B + 1 .. n step 4 * B { store(out + o + i, load(x + o + i, o + i < n), o + i < n); }", WIDE,
+     NULL},
+    {"for o in pid(0) * B .. n step 500 { store(out + o + i, load(x + o + i, o + i < n), o + i < n); }", WIDE, NULL},
+    {"for o in pid(0) * B .. n step stride { store(out + o + i, load(x + o + i, o + i < n), o + i < n); }", WIDE,
+     NULL},
+    {"for o in pid(0) * 64 .. n step 4 * B { store(out + o + i, load(x + o + i, o + i < n), o + i < n); }", WIDE,
+     NULL},
     /* data, not an offset: the language's i32 */
     {"let o = cumsum(load(offs + i), 0); store(out + i, cast(o, f32));", NARROW, "v_o"},
 };
