@@ -843,7 +843,9 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
 static void note_twin(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
 {
     lower_miss_reset(L);
-    if (L->tg->note_dot_loop) /* the twin decision (wgmma.c; a split variant's twin: one K slice a block) */
+    if (L->split) /* no sm_90a twin for a split-K variant (docs/lowering.md, "Split-K") */
+        lower_miss(L, 0, "a split-K variant has no sm_90a twin");
+    else if (L->tg->note_dot_loop) /* the twin decision (wgmma.c) */
         L->tg->note_dot_loop(L, loop, pp);
     if (L->tw.loop == loop) { /* its loads' remarks name what the twin does instead */
         L->tw_ld[0] = pp->load[0];

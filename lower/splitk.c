@@ -177,35 +177,10 @@ void lower_split_bounds(lw *L)
                   "+ 1) * tl_per * tl_st;");
 }
 
-/* The sm_90a twin's count of its slices (lower/wgmma.c): only its nt
- * consumer threads run after the loop (the producer warp group has
- * returned), so a named barrier of nt threads, whose or-reduction hands
- * every consumer the counting thread's verdict (no shared flag: the twin's
- * shared memory is the ring's). */
-static void twin_count(lw *L, int S, int nt)
-{
-    lower_line(L, "__threadfence();");
-    lower_line(L, "tl_bar_consumers(%d); /* every consumer's partials written */", nt);
-    lower_line(L, "unsigned int tl_first = 0u;");
-    lower_line(L, "if (tl_tid == 0) {");
-    lower_line(L, "    const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);");
-    lower_line(L, "    tl_first = tl_seen == %du;", S - 1);
-    lower_line(L, "    if (tl_seen == %du)", S - 1);
-    lower_line(L, "        tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */");
-    lower_line(L, "    __threadfence();");
-    lower_line(L, "}");
-    lower_line(L, "unsigned int tl_lastv;");
-    lower_line(L, "asm volatile(\"{ .reg .pred p, q; setp.ne.u32 p, %%1, 0; bar.red.or.pred q, 1, %d, p; selp.u32 %%0, 1, 0, "
-                  "q; }\" : \"=r\"(tl_lastv) : \"r\"(tl_first) : \"memory\");",
-               nt);
-    lower_line(L, "if (!tl_lastv)");
-    lower_line(L, "    return; /* another slice of this tile finishes it */");
-}
-
 void lower_split_reduce(lw *L, const val *acc)
 {
-    int S = L->split, E = acc->ly.E, nt = L->nt, twin = L->tw.on;
-    uint32_t flag = twin ? 0 : lower_alloc_smem(L, 4);
+    int S = L->split, E = acc->ly.E, nt = L->nt;
+    uint32_t flag = lower_alloc_smem(L, 4);
     L->split_bytes = (uint32_t)E * (uint32_t)nt * 4u;
     lower_line(L, "{ /* split_k = %d: the partial sums of this tile's slices, added by the block that finishes last */",
                S);
@@ -218,23 +193,19 @@ void lower_split_reduce(lw *L, const val *acc)
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j)", E);
     lower_line(L, "    __stcg(tl_mine + tl_j * %d + tl_tid, %s[tl_j]);", nt, acc->c);
-    if (twin)
-        twin_count(L, S, nt);
-    else {
-        lower_line(L, "__threadfence();");
-        lower_line(L, "__syncthreads();");
-        lower_line(L, "unsigned int *tl_last = (unsigned int *)(tl_smem + %u);", flag);
-        lower_line(L, "if (tl_tid == 0) {");
-        lower_line(L, "    const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);");
-        lower_line(L, "    *tl_last = tl_seen == %du;", S - 1);
-        lower_line(L, "    if (tl_seen == %du)", S - 1);
-        lower_line(L, "        tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */");
-        lower_line(L, "    __threadfence();");
-        lower_line(L, "}");
-        lower_line(L, "__syncthreads();");
-        lower_line(L, "if (!*tl_last)");
-        lower_line(L, "    return; /* another slice of this tile finishes it */");
-    }
+    lower_line(L, "__threadfence();");
+    lower_line(L, "__syncthreads();");
+    lower_line(L, "unsigned int *tl_last = (unsigned int *)(tl_smem + %u);", flag);
+    lower_line(L, "if (tl_tid == 0) {");
+    lower_line(L, "    const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);");
+    lower_line(L, "    *tl_last = tl_seen == %du;", S - 1);
+    lower_line(L, "    if (tl_seen == %du)", S - 1);
+    lower_line(L, "        tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */");
+    lower_line(L, "    __threadfence();");
+    lower_line(L, "}");
+    lower_line(L, "__syncthreads();");
+    lower_line(L, "if (!*tl_last)");
+    lower_line(L, "    return; /* another slice of this tile finishes it */");
     lower_line(L, "const float *tl_all = tl_split_part + (size_t)tl_tile * %d;", S * E * nt);
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j) {", E);

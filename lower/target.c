@@ -272,10 +272,6 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
     for (;;) {
         lw L;
         twin_pass(R, &w, 0, tname, &L);
-        if (L.split && L.split_bytes > R->split_bytes) { /* its partials would overrun the runtime's workspace */
-            lower_free(&L);
-            return 0;
-        }
         int64_t other = lower_wg_over(&L);
         if (other <= w.other || !lower_wg_one_replan(&w, other)) {
             int r = w.attn ? lower_wga_finish(&L, tu, meta, tname) : lower_wg_finish(&L, NULL, tu, meta, tname);
@@ -419,9 +415,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
     wg_plan w = *plan;
     int64_t cut = 0;
     int r = 0;
-    if (R->split) /* a block one K slice of one tile (lower/splitk.c): the launch's grid, never a walk */
-        snprintf(t.persist_why, sizeof t.persist_why, "split_k = %d: a block takes one K slice of one tile", R->split);
-    else if (!plan->attn) { /* not wgattn.c's loop of dots on cp.async rings, which runs one tile a block */
+    if (!plan->attn) { /* not wgattn.c's loop of dots on cp.async rings, which runs one tile a block */
         r = persist_twin(R, plan, &w, tname, tu, meta, t.persist_why, sizeof t.persist_why, &cut);
         if (!r && plan->mpair_ok) { /* two M tiles a block did not come out (lower/wgpair.c): one */
             wg_plan one = *plan;
@@ -470,7 +464,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
 
 const lower_target lower_target_sm90a = {
     .name = "sm_90a",
-    .split_k = 1, /* docs/lowering.md, "Split-K": a split variant's twin runs one K slice of one tile a block */
+    .split_k = 0, /* docs/lowering.md, "Split-K": no twin for a split variant */
     .remarks = 0, /* the twin's own passes remark nothing */
     .warps = sm90a_warps,
     .launch_bounds = sm90a_launch_bounds,

@@ -1013,9 +1013,6 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
         if (mp)
             w->how = lower_fmt(L, "%s%s%s", wg_how(L, w, 0), w->how + h0, mp);
     }
-    if (L->split && !(w->gather && w->atma)) /* lower/splitk.c: measured on the conv rows only (conv_s50) */
-        return (void)lower_miss(L, 0, "a split-K variant has an sm_90a twin only where A is read by TMA's im2col "
-                                      "mode (a convolution's rows)");
     L->tw.loop = loop;
 }
 
@@ -1444,15 +1441,8 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     const char *step = loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1";
     if (w->iters > 1) /* a stage: this many iterations, K tiles side by side (wg_stage_iters) */
         step = lower_fmt(L, "(%s) * %d", step, w->iters);
-    int split = L->split && loop == L->split_loop; /* one K slice of the tile (lower/splitk.c) */
-    lower_line(L, "const int tl_lo%s = %s, tl_hi%s = %s, tl_st = %s;", split ? "0" : "",
-               lower_walk(L, loop->lo, NULL, 0, NULL, EMIT), split ? "0" : "", lower_walk(L, loop->hi, NULL, 0, NULL, EMIT),
-               step);
-    if (split) { /* the slices in whole stages; the consumers' partials are added after the loop (stmt.c) */
-        lower_line(L, "typedef int tl_ix;");
-        lower_split_bounds(L);
-        L->split_acc = pp.acc;
-    }
+    lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
+               lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), step);
     lower_line(L, "const unsigned tl_ring = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;", base);
     lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)lower_wg_bar_off(w),
                8 * lower_wg_nbar(w));

@@ -188,27 +188,6 @@ tilec_rt_status tilec_program_use_choices(tilec_program *p, const tilec_aot_choi
 
 static const pkernel *variant_of(const tilec_program *p, uint32_t first, int v) { return &p->ks[first + (uint32_t)v]; }
 
-/* Whether split-K variant k (split_k > 1) is a candidate for these
- * arguments (docs/lowering.md, "Split-K"): its slices are for a grid whose
- * tiles (the grid without the slices) leave multiprocessors idle, fewer
- * tiles than the device has multiprocessors (ResNet-50's 14x14 layers at N
- * 32: 98 tiles of 128 x 128 on the H200's 132); with as many tiles or
- * more, the unsplit variants fill the machine and the partials are only
- * traffic. TILEC_SPLIT_K=0 takes no split variant (the old behaviour, for
- * comparisons). Unsplit variants are always candidates. */
-static int split_candidate(tilec_program *p, uint32_t k, const tilec_rt_arg *args, int sms)
-{
-    uint32_t S = p->ks[k].d.split_k, g[3];
-    if (S <= 1)
-        return 1;
-    const char *env = getenv("TILEC_SPLIT_K");
-    if (env && !strcmp(env, "0"))
-        return 0;
-    if (sms <= 0 || rt_program_grid(p, k, args, g) != 0)
-        return 1; /* the device says nothing, or no grid: timed as any variant */
-    return (uint64_t)g[0] * g[1] * (g[2] / S) < (uint64_t)sms;
-}
-
 /* Time every variant on scratch copies of the written buffers. -1: no
  * variant could run; -2: no scratch copy could be made (no timing). */
 static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_arg *args, uint32_t nargs,
@@ -263,15 +242,10 @@ static int choose(tilec_program *p, uint32_t first, uint32_t nv, const tilec_rt_
      * shape at a large size would cost the first launch seconds) */
     float tv[TILEC_MAX_VARIANTS][MK_ROUNDS];
     int alive[TILEC_MAX_VARIANTS];
-    int cand[TILEC_MAX_VARIANTS], ncand = 0;
-    for (uint32_t v = 0; v < nv; v++)
-        ncand += cand[v] = split_candidate(p, first + v, args, dev.multiprocessors);
     for (uint32_t v = 0; v < nv; v++) {
         ms[v] = -1;
-        /* warm-up; a variant that cannot launch is never chosen, nor a split one where the tiles fill the SMs
-         * (unless every variant splits) */
-        alive[v] = (cand[v] || !ncand) &&
-                   tilec_program_launch(p, kname, variant_of(p, first, (int)v)->d.variant, scratch, nargs, stream) ==
+        /* warm-up; a variant that cannot launch is never chosen */
+        alive[v] = tilec_program_launch(p, kname, variant_of(p, first, (int)v)->d.variant, scratch, nargs, stream) ==
                    TILEC_RT_OK;
     }
     for (int r = 0; r < MK_ROUNDS; r++) {

@@ -333,7 +333,10 @@ static void memo_put(rt_grid_memo *m, const int64_t *scal, uint32_t n, const uin
     atomic_store_explicit(&m->seq, s + 2 ? s + 2 : 2, memory_order_release);
 }
 
-int rt_program_grid(tilec_program *p, uint32_t i, const tilec_rt_arg *args, uint32_t grid[3])
+/* One launch of kernel i, its tensor lists (if any) packed: args[a].ptr
+ * is the address of list a's table, whose count the grid reads as len. */
+static tilec_rt_status launch_one(tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream,
+                                  const void *ws_owner)
 {
     pkernel *pk = &p->ks[i];
     int64_t scal[64];
@@ -347,38 +350,23 @@ int rt_program_grid(tilec_program *p, uint32_t i, const tilec_rt_arg *args, uint
         default: scal[a] = 0; break;
         }
     }
+    uint32_t grid[3];
     if (!memo_get(&pk->gm, scal, pk->d.nparams, grid)) { /* the grid's expressions: ~100 ns, the memo ~10 */
         if (pk->grid ? pk->grid(pk->grid_data, pk->d.variant, scal, grid) != 0 : pk->d.grid(scal, grid) != 0)
-            return -1;
+            return TILEC_RT_INVALID_ARG;
         memo_put(&pk->gm, scal, pk->d.nparams, grid);
     }
-    return 0;
-}
-
-/* One launch of kernel i, its tensor lists (if any) packed: args[a].ptr
- * is the address of list a's table, whose count the grid reads as len. */
-static tilec_rt_status launch_one(tilec_program *p, uint32_t i, const tilec_rt_arg *args, void *stream,
-                                  const void *ws_owner)
-{
-    pkernel *pk = &p->ks[i];
-    uint32_t grid[3];
-    if (rt_program_grid(p, i, args, grid) != 0)
-        return TILEC_RT_INVALID_ARG;
     if (!grid[0] || !grid[1] || !grid[2])
         return TILEC_RT_OK; /* nothing to do */
     tilec_rt_status st;
-    if (pk->d.split_k) { /* the workspace and counters after the kernel's own parameters */
+    if (pk->d.split_k) { /* no twin: the workspace and counters after the kernel's own parameters */
         tilec_rt_arg all[TILEC_RT_MAX_PARAMS];
         if (pk->d.nparams)
             memcpy(all, args, pk->d.nparams * sizeof *args);
         int skip = 0;
         st = split_ws(p, pk, (uint64_t)grid[0] * grid[1] * grid[2], stream, ws_owner, &all[pk->d.nparams].ptr,
                       &all[pk->d.nparams + 1].ptr, &skip);
-        if (st != TILEC_RT_OK || skip)
-            return st;
-        if (rt_tma_launch(pk, grid, all, stream, &st)) /* the twin takes the pair after its tensor maps */
-            return st;
-        return tilec_rt_launch(pk->kern, grid, all, stream);
+        return st != TILEC_RT_OK || skip ? st : tilec_rt_launch(pk->kern, grid, all, stream);
     }
     if (rt_tma_launch(pk, grid, args, stream, &st))
         return st;

@@ -90,10 +90,6 @@ struct tilec_program {
 /* The index of variant `variant` of kernel `name`, or -1. */
 int rt_program_find(const tilec_program *p, const char *name, int variant);
 
-/* The grid of kernel i for args (split-K's slices in axis 2), through the
- * kernel's grid memo: 0, or -1 when its expressions refuse the arguments. */
-int rt_program_grid(tilec_program *p, uint32_t i, const tilec_rt_arg *args, uint32_t grid[3]);
-
 /* Launch kernel i (loaded, args holding its nparams arguments) with the
  * grid its metadata computes: tilec_program_launch after the lookup.
  * ws_owner NULL: a split-K kernel uses the stream's workspace pair (grown

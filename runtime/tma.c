@@ -467,17 +467,11 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
                     pk->d.name, why);
         return 0;
     }
-    void *params[64 + TILEC_TMA_MAX_MAPS + 3 + 2];
+    void *params[64 + TILEC_TMA_MAX_MAPS + 3];
     for (uint32_t i = 0; i < pk->d.nparams; i++)
         params[i] = (void *)&args[i];
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
         params[pk->d.nparams + i] = &maps[i];
-    if (pk->d.split_k) { /* a split variant's twin (one K slice a block, never persistent): the workspace pair */
-        if (t->meta.persistent)
-            return 0;
-        params[pk->d.nparams + t->meta.nmaps] = (void *)&args[pk->d.nparams];
-        params[pk->d.nparams + t->meta.nmaps + 1] = (void *)&args[pk->d.nparams + 1];
-    }
     uint32_t blocks[3] = {grid[0], grid[1], grid[2]};
     CUfunction fn = t->fn;
     const char *one_why = NULL; /* why a paired twin's one-tile twin runs */
@@ -520,15 +514,10 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
     CUresult r = t->launch(fn, blocks[0], blocks[1], blocks[2], t->meta.threads, 1, 1, t->meta.smem_bytes,
                            (CUstream)stream, params, NULL);
     if (r == CUDA_SUCCESS) {
-        char sk[96] = "";
-        if (t->log && pk->d.split_k) /* docs/lowering.md, "Split-K": the tiles against the multiprocessors */
-            snprintf(sk, sizeof sk, ", split_k %u: %llu tiles on %u multiprocessors", pk->d.split_k,
-                     (unsigned long long)grid[0] * grid[1] * (grid[2] / pk->d.split_k), t->sms);
         if (t->log)
-            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s%s%s%s, grid %ux%ux%u, %u tensor maps%s\n",
+            fprintf(stderr, "tilec tma: %s variant %d: launched sm_90a twin %s%s%s%s, grid %ux%ux%u, %u tensor maps\n",
                     pk->d.kernel, pk->d.variant, t->meta.name, fn == t->fn ? "" : "_1 (one tile a unit: ",
-                    fn == t->fn ? "" : one_why, fn == t->fn ? "" : ")", blocks[0], blocks[1], blocks[2], t->meta.nmaps,
-                    sk);
+                    fn == t->fn ? "" : one_why, fn == t->fn ? "" : ")", blocks[0], blocks[1], blocks[2], t->meta.nmaps);
         *st = TILEC_RT_OK;
         return 1;
     }

@@ -1010,10 +1010,6 @@ static void check_conv(const char *file, const char *kernel, int fused, int walk
     for (uint32_t var = 0; var < nv; var++) {
         gk g;
         load_or_fail(file, kernel, (int)var, &g);
-        if (g.code.split_k > 1) { /* its workspace is the runtime's: test_gpu_splitk's conv_rows_twin */
-            gk_free(&g);
-            continue;
-        }
         for (size_t t = 0; t < sizeof conv_shapes / sizeof conv_shapes[0]; t++) {
             if (t >= 8 && !walk)
                 continue; /* the pixel-block kernels run one tile a block */

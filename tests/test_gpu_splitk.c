@@ -9,9 +9,7 @@
  * every case launched twice in a row (the tile counters must be back at
  * zero) with bit-identical results (the partials are added in slice
  * order), then on two streams at once, and as two CUDA graphs of one plan
- * replayed on two streams at once (each graph owns its workspace); and a
- * convolution's rows kernel whose split variants keep their sm_90a twin
- * (A by TMA's im2col mode, one K slice of one tile a block). Without
+ * replayed on two streams at once (each graph owns its workspace). Without
  * a GPU one SKIP line. */
 #include <criterion/criterion.h>
 
@@ -252,98 +250,6 @@ Test(splitk, own_kernels, .timeout = 300)
         sk_case z = {pown, "bmm16", 0, F16, 0, 3, shapes[i][0], shapes[i][1], shapes[i][2]};
         run_case(&z);
     }
-}
-
-/* A convolution's rows kernel as examples/conv2d.tile's conv2d_f16_rows
- * (A by TMA's im2col mode on sm_90a), split: its sm_90a twin runs one K
- * slice of one tile a block (lower/splitk.c, docs/lowering.md "Split-K").
- * Variant 0 splits the 3x3 layers' 9 steps of 64 in 4 (the last slice
- * empty), 1 in 2, 2 (128 x 64 tiles) in 3. */
-static const char CONV[] =
-    "kernel rows(x: *f16, w: *f16, y: *f16, N: i32, H: i32, W: i32, C: i32, K: i32,\n"
-    "            R: i32, S: i32, OH: i32, OW: i32, stride: i32, pad: i32)\n"
-    "    grid (cdiv(N * OH * OW, BM), cdiv(K, BN))\n"
-    "    hints { BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 4 }\n"
-    "    variants { {}, { split_k = 2 }, { BN = 64, warps = 4, split_k = 3 } }\n"
-    "{\n"
-    "    let p = pid(0) * BM + range(BM);\n"
-    "    let img = p / (OH * OW);\n"
-    "    let oh = p / OW % OH;\n"
-    "    let ow = p % OW;\n"
-    "    let k = pid(1) * BN + range(BN);\n"
-    "    let cp = maximum(cast(cdiv(C, BK) * BK, i32), 1);\n"
-    "    let s1 = maximum(S, 1);\n"
-    "    let acc = zeros(f32, BM, BN);\n"
-    "    for q0 in 0 .. cast(R * S * cp, i32) step BK {\n"
-    "        let c = q0 % cp + range(BK);\n"
-    "        let h = cast(oh * stride + q0 / cp / s1 - pad, i32);\n"
-    "        let v = cast(ow * stride + q0 / cp % s1 - pad, i32);\n"
-    "        let a = load(x + (((img * H + h) * W + v) * C)[:, None] + c[None, :],\n"
-    "                     (img < N && h >= 0 && h < H && v >= 0 && v < W)[:, None] && c[None, :] < C, 0.0);\n"
-    "        let b = load(w + (q0 / cp * C + c)[:, None] * K + k[None, :], c[:, None] < C && k[None, :] < K, 0.0);\n"
-    "        acc = acc + dot(a, b);\n"
-    "    }\n"
-    "    store(y + p[:, None] * K + k[None, :], cast(acc, f16), (p < N * OH * OW)[:, None] && k[None, :] < K);\n"
-    "}\n";
-
-/* N, H, W, C, K, R (= S), stride, pad: 14x14 at 3x3 (4 M tiles, 9 steps), a 1x1 of 256 channels (4 steps, one
- * ragged M tile, K ragged), channels below BK at stride 2, a 5x5 */
-static const int conv_shapes[][8] = {
-    {2, 14, 14, 64, 128, 3, 1, 1}, {1, 7, 9, 256, 200, 1, 1, 0}, {3, 13, 11, 24, 64, 3, 2, 1}, {2, 10, 10, 72, 64, 5, 2, 2}};
-
-Test(splitk, conv_rows_twin, .timeout = 300)
-{
-    tilec_module *m = NULL;
-    cr_assert_eq(tilec_parse_string(ctx, "conv.tile", CONV, strlen(CONV), &m), TILEC_OK);
-    tilec_build_options o = {.threads = 4};
-    tilec_program *p = NULL;
-    tilec_status bst = tilec_program_build(ctx, rt, m, &o, &p);
-    const tilec_diag *dg = tilec_ctx_diag(ctx, 0);
-    cr_assert_eq(bst, TILEC_OK, "%s", dg ? dg->message : "build failed");
-    for (int v = 0; v < 3; v++) {
-        cr_expect(tilec_program_has_twin(p, "rows", v), "variant %d: a split variant's sm_90a twin", v);
-        for (size_t t = 0; t < sizeof conv_shapes / sizeof conv_shapes[0]; t++) {
-            const int *sh = conv_shapes[t];
-            int N = sh[0], H = sh[1], W = sh[2], C = sh[3], K = sh[4], R = sh[5], S = R, st = sh[6], pad = sh[7];
-            int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
-            size_t nx = (size_t)N * H * W * C, nw = (size_t)K * R * S * C, ny = (size_t)N * OH * OW * K;
-            float *x = malloc(nx * 4), *w = malloc(nw * 4);
-            uint64_t dx = upload(nx, F16, x), dw = upload(nw, F16, w), dy;
-            CHECK_RT(tilec_rt_malloc(rt, ny * 2 + 16, &dy));
-            double *want = calloc(ny, sizeof *want);
-            for (int n = 0; n < N; n++)
-                for (int oh = 0; oh < OH; oh++)
-                    for (int ow = 0; ow < OW; ow++)
-                        for (int r = 0; r < R; r++)
-                            for (int s = 0; s < S; s++) {
-                                int h = oh * st + r - pad, iv = ow * st + s - pad;
-                                if (h < 0 || h >= H || iv < 0 || iv >= W)
-                                    continue;
-                                const float *xp = x + (((size_t)n * H + h) * W + iv) * C;
-                                double *yp = want + (((size_t)n * OH + oh) * OW + ow) * K;
-                                for (int c = 0; c < C; c++)
-                                    for (int k = 0; k < K; k++)
-                                        yp[k] += (double)xp[c] * w[(((size_t)r * S + s) * C + c) * K + k];
-                            }
-            tilec_rt_arg args[14] = {{.ptr = dx}, {.ptr = dw}, {.ptr = dy}, {.i32 = N},  {.i32 = H},
-                                     {.i32 = W},  {.i32 = C},  {.i32 = K},  {.i32 = R},  {.i32 = S},
-                                     {.i32 = OH}, {.i32 = OW}, {.i32 = st}, {.i32 = pad}};
-            sk_case c = {p, "rows", v, F16, 0, 0, 0, 0, 0};
-            float *got = malloc(ny * 4), *again = malloc(ny * 4);
-            launch(&c, args, 14, dy, ny, NULL, got);
-            double err = rel_l2(got, want, ny);
-            cr_expect(err < 2e-3, "rows variant %d, N%d H%d W%d C%d K%d %dx%d stride %d pad %d: rel. error %g", v, N, H,
-                      W, C, K, R, S, st, pad, err);
-            launch(&c, args, 14, dy, ny, NULL, again); /* the counters back at zero, the same bits */
-            cr_expect(!memcmp(got, again, ny * 4), "rows variant %d, shape %zu: a second launch differs", v, t);
-            tilec_rt_free(rt, dx);
-            tilec_rt_free(rt, dw);
-            tilec_rt_free(rt, dy);
-            free(x), free(w), free(want), free(got), free(again);
-        }
-    }
-    tilec_program_free(p);
-    tilec_module_free(m);
 }
 
 /* The first split-K variant of tests/gemm_variants.tile's matmul_f16. */

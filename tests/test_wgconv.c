@@ -476,7 +476,7 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
     static const char *const kernels[] = {"conv2d_f16_rows", "conv2d_nhwc_rows"};
     for (uint32_t kf = 0; kf < 2; kf++) {
     uint32_t nv = tilec_kernel_variant_count(tilec_module_find_kernel(m, kernels[kf]));
-    cr_expect_eq(nv, 7); /* 5 and 6 split K: their twins run one K slice of one tile a block (test_splitk) */
+    cr_expect_eq(nv, 5);
     static const uint32_t bm[] = {128, 128, 128, 64, 64}, bk[] = {64, 32, 64, 64, 64};
     for (uint32_t v = 0; v < nv && v < 5; v++) {
         tilec_kernel_code code;

@@ -9729,7 +9729,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
 }
 #endif
 
-/* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -9741,7 +9741,6 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -10015,7 +10014,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -10027,7 +10026,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
@@ -10364,7 +10362,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -10385,7 +10383,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -10595,7 +10592,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
 }
 #endif
 
-/* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -10607,7 +10604,6 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -10881,7 +10877,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -10893,7 +10889,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 12 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 120;
@@ -11270,7 +11265,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -11291,7 +11286,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -11537,7 +11531,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
 }
 #endif
 
-/* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -11549,7 +11543,6 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -11798,7 +11791,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -11810,7 +11803,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
@@ -12150,7 +12142,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -12171,7 +12163,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -12380,7 +12371,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
 }
 #endif
 
-/* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -12392,7 +12383,6 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -12641,7 +12631,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -12653,7 +12643,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
@@ -12994,7 +12983,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -13015,7 +13004,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -13225,7 +13213,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
 }
 #endif
 
-/* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -13237,7 +13225,6 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -13511,7 +13498,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -13523,7 +13510,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
@@ -13899,7 +13885,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -13920,7 +13906,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:107
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:108
@@ -14165,1185 +14150,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
 }
 #endif
 
-/* conv2d_f16_rows, variant 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 2 */
-/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v5(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    const int tl_slice = (int)blockIdx.z % 2; /* split_k: this block's K slice */
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 128;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    constexpr int v_split_k = 2;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    { /* v_acc += dot, 3-stage cp.async pipeline */
-        typedef int tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        /* split_k = 2: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
-        const tl_ix tl_per = (tl_steps + 1) / 2;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
-        const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
-        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const __half * tl_h0[4];
-        bool tl_h1[4];
-        decltype(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-        decltype((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) + 0) tl_h3[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)(((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-            tl_h1[tl_q] = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N)));
-            tl_h2[tl_q] = (((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)));
-            tl_h3[tl_q] = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride)));
-        }
-        const __half * tl_h4[4];
-        bool tl_h5[4];
-        bool tl_h6[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
-            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
-        }
-        #pragma unroll
-        for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
-            if (v_q0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                    __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        // examples/conv2d.tile:115
-        int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-            tl_cp_wait<1>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
-                const int tl_ns = (tl_it + 2) % 3;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_q0 = tl_next;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-            }
-            // examples/conv2d.tile:122
-            const int tl_cs = tl_it % 3;
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[4][4], tl_fb[4][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (55296 + tl_cs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 4; ++tl_n)
-                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        tl_cp_wait<0>();
-        __syncthreads();
-    }
-    { /* split_k = 2: the partial sums of this tile's slices, added by the block that finishes last */
-        const unsigned int tl_tile = ((unsigned int)blockIdx.z / 2u * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *tl_mine = tl_split_part + ((size_t)tl_tile * 2 + tl_slice) * 16384;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_mine + tl_j * 256 + tl_tid, v_acc[tl_j]);
-        __threadfence();
-        __syncthreads();
-        unsigned int *tl_last = (unsigned int *)(tl_smem + 107520);
-        if (tl_tid == 0) {
-            const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);
-            *tl_last = tl_seen == 1u;
-            if (tl_seen == 1u)
-                tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */
-            __threadfence();
-        }
-        __syncthreads();
-        if (!*tl_last)
-            return; /* another slice of this tile finishes it */
-        const float *tl_all = tl_split_part + (size_t)tl_tile * 32768;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            float tl_s = tl_slice == 0 ? v_acc[tl_j] : __ldcg(tl_all + tl_j * 256 + tl_tid);
-            #pragma unroll
-            for (int tl_z = 1; tl_z < 2; ++tl_z) /* slice order: the same sum whichever block is last */
-                tl_s += tl_z == tl_slice ? v_acc[tl_j] : __ldcg(tl_all + (size_t)tl_z * 16384 + tl_j * 256 + tl_tid);
-            v_acc[tl_j] = tl_s;
-        }
-    }
-    // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#ifndef TL_WG_HELPERS
-#define TL_WG_HELPERS
-/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
-struct __align__(64) tl_tmap { unsigned long long v[16]; };
-static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
-{
-    unsigned ok = 0;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
-    } while (!ok);
-}
-static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
-static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
-static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
-}
-#endif
-#ifndef TL_WGMMA_f16_N128
-#define TL_WGMMA_f16_N128
-static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
-{
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "n"(1) : "memory");
-}
-#endif
-/* conv2d_f16_rows, variant 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 2 */
-/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v5_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
-    const int tl_slice = (int)blockIdx.z % 2; /* split_k: this block's K slice */
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 128;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    constexpr int v_split_k = 2;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        typedef int tl_ix;
-        /* split_k = 2: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
-        const tl_ix tl_per = (tl_steps + 1) / 2;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
-        const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 6; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 257);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
-        }
-        __syncthreads();
-        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
-            const int tl_ptid = tl_tid - 256;
-            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
-            {
-                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
-                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
-                /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
-                const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
-                int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-                    if (!tl_dok) {
-                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
-                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
-                    }
-                    const int tl_s = tl_it % 6;
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                    const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
-                    const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 16384u : 0u));
-                        if (tl_at) {
-                            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
-                        }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        }
-                    }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        unsigned tl_dn0 = 0;
-                        tl_dr0 += (unsigned)tl_st;
-                        while (tl_dr0 >= (unsigned)(v_cp)) {
-                            tl_dr0 -= (unsigned)(v_cp);
-                            ++tl_dn0;
-                        }
-                        tl_dq0 += tl_dn0;
-                        unsigned tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (unsigned)(v_s1)) {
-                            tl_dr1 -= (unsigned)(v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
-                }
-            }
-            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
-            return;
-        }
-        int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
-            tl_fence_async_smem();
-            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
-            tl_wg_fence();
-            #pragma unroll
-            for (int tl_q = 0; tl_q < 4; ++tl_q)
-                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
-            tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
-        }
-        tl_wg_wait<0>();
-    }
-    { /* split_k = 2: the partial sums of this tile's slices, added by the block that finishes last */
-        const unsigned int tl_tile = ((unsigned int)blockIdx.z / 2u * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *tl_mine = tl_split_part + ((size_t)tl_tile * 2 + tl_slice) * 16384;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_mine + tl_j * 256 + tl_tid, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256); /* every consumer's partials written */
-        unsigned int tl_first = 0u;
-        if (tl_tid == 0) {
-            const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);
-            tl_first = tl_seen == 1u;
-            if (tl_seen == 1u)
-                tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */
-            __threadfence();
-        }
-        unsigned int tl_lastv;
-        asm volatile("{ .reg .pred p, q; setp.ne.u32 p, %1, 0; bar.red.or.pred q, 1, 256, p; selp.u32 %0, 1, 0, q; }" : "=r"(tl_lastv) : "r"(tl_first) : "memory");
-        if (!tl_lastv)
-            return; /* another slice of this tile finishes it */
-        const float *tl_all = tl_split_part + (size_t)tl_tile * 32768;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            float tl_s = tl_slice == 0 ? v_acc[tl_j] : __ldcg(tl_all + tl_j * 256 + tl_tid);
-            #pragma unroll
-            for (int tl_z = 1; tl_z < 2; ++tl_z) /* slice order: the same sum whichever block is last */
-                tl_s += tl_z == tl_slice ? v_acc[tl_j] : __ldcg(tl_all + (size_t)tl_z * 16384 + tl_j * 256 + tl_tid);
-            v_acc[tl_j] = tl_s;
-        }
-    }
-    // examples/conv2d.tile:124
-    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
-        tl_bar_consumers(256); /* every wgmma has read its stage */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 2;
-            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_n = 0; tl_n < 8; ++tl_n) {
-            const int tl_u = tl_n * 256 + tl_tid;
-            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
-            const int tl_i1 = 0 + tl_k * 8;
-            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
-            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
-            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
-            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
-            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
-            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
-            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
-            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)tl_p = tl_vec;
-            } else {
-                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
-                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
-                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
-                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
-                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
-                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
-                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
-                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
-            }
-        }
-    }
-}
-#endif
-
-/* conv2d_f16_rows, variant 6: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 4 */
-/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v6(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    const int tl_slice = (int)blockIdx.z % 4; /* split_k: this block's K slice */
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 128;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    constexpr int v_split_k = 4;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    { /* v_acc += dot, 3-stage cp.async pipeline */
-        typedef int tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        /* split_k = 4: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
-        const tl_ix tl_per = (tl_steps + 3) / 4;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
-        const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
-        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const __half * tl_h0[4];
-        bool tl_h1[4];
-        decltype(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-        decltype((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) + 0) tl_h3[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)(((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-            tl_h1[tl_q] = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N)));
-            tl_h2[tl_q] = (((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)));
-            tl_h3[tl_q] = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride)));
-        }
-        const __half * tl_h4[4];
-        bool tl_h5[4];
-        bool tl_h6[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
-            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
-        }
-        #pragma unroll
-        for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
-            if (v_q0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                    __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        // examples/conv2d.tile:115
-        int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-            tl_cp_wait<1>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
-                const int tl_ns = (tl_it + 2) % 3;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_q0 = tl_next;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-            }
-            // examples/conv2d.tile:122
-            const int tl_cs = tl_it % 3;
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[4][4], tl_fb[4][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (55296 + tl_cs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 4; ++tl_n)
-                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        tl_cp_wait<0>();
-        __syncthreads();
-    }
-    { /* split_k = 4: the partial sums of this tile's slices, added by the block that finishes last */
-        const unsigned int tl_tile = ((unsigned int)blockIdx.z / 4u * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *tl_mine = tl_split_part + ((size_t)tl_tile * 4 + tl_slice) * 16384;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_mine + tl_j * 256 + tl_tid, v_acc[tl_j]);
-        __threadfence();
-        __syncthreads();
-        unsigned int *tl_last = (unsigned int *)(tl_smem + 107520);
-        if (tl_tid == 0) {
-            const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);
-            *tl_last = tl_seen == 3u;
-            if (tl_seen == 3u)
-                tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */
-            __threadfence();
-        }
-        __syncthreads();
-        if (!*tl_last)
-            return; /* another slice of this tile finishes it */
-        const float *tl_all = tl_split_part + (size_t)tl_tile * 65536;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            float tl_s = tl_slice == 0 ? v_acc[tl_j] : __ldcg(tl_all + tl_j * 256 + tl_tid);
-            #pragma unroll
-            for (int tl_z = 1; tl_z < 4; ++tl_z) /* slice order: the same sum whichever block is last */
-                tl_s += tl_z == tl_slice ? v_acc[tl_j] : __ldcg(tl_all + (size_t)tl_z * 16384 + tl_j * 256 + tl_tid);
-            v_acc[tl_j] = tl_s;
-        }
-    }
-    // examples/conv2d.tile:124
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-        const bool tl_m0 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-        const bool tl_m1 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#ifndef TL_WG_HELPERS
-#define TL_WG_HELPERS
-/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
-struct __align__(64) tl_tmap { unsigned long long v[16]; };
-static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
-{
-    unsigned ok = 0;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
-    } while (!ok);
-}
-static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
-static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
-static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
-}
-#endif
-#ifndef TL_WGMMA_f16_N128
-#define TL_WGMMA_f16_N128
-static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
-{
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "n"(1) : "memory");
-}
-#endif
-/* conv2d_f16_rows, variant 6: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 4 */
-/* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v6_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
-    const int tl_slice = (int)blockIdx.z % 4; /* split_k: this block's K slice */
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 128;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    constexpr int v_split_k = 4;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        typedef int tl_ix;
-        /* split_k = 4: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
-        const tl_ix tl_per = (tl_steps + 3) / 4;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
-        const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 6; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 257);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
-        }
-        __syncthreads();
-        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
-            const int tl_ptid = tl_tid - 256;
-            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
-            {
-                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
-                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
-                /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
-                const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
-                int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-                    if (!tl_dok) {
-                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
-                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
-                    }
-                    const int tl_s = tl_it % 6;
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                    const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
-                    const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 16384u : 0u));
-                        if (tl_at) {
-                            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
-                        }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        }
-                    }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        unsigned tl_dn0 = 0;
-                        tl_dr0 += (unsigned)tl_st;
-                        while (tl_dr0 >= (unsigned)(v_cp)) {
-                            tl_dr0 -= (unsigned)(v_cp);
-                            ++tl_dn0;
-                        }
-                        tl_dq0 += tl_dn0;
-                        unsigned tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (unsigned)(v_s1)) {
-                            tl_dr1 -= (unsigned)(v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
-                }
-            }
-            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
-            return;
-        }
-        int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
-            tl_fence_async_smem();
-            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
-            tl_wg_fence();
-            #pragma unroll
-            for (int tl_q = 0; tl_q < 4; ++tl_q)
-                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
-            tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
-        }
-        tl_wg_wait<0>();
-    }
-    { /* split_k = 4: the partial sums of this tile's slices, added by the block that finishes last */
-        const unsigned int tl_tile = ((unsigned int)blockIdx.z / 4u * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *tl_mine = tl_split_part + ((size_t)tl_tile * 4 + tl_slice) * 16384;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_mine + tl_j * 256 + tl_tid, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256); /* every consumer's partials written */
-        unsigned int tl_first = 0u;
-        if (tl_tid == 0) {
-            const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);
-            tl_first = tl_seen == 3u;
-            if (tl_seen == 3u)
-                tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */
-            __threadfence();
-        }
-        unsigned int tl_lastv;
-        asm volatile("{ .reg .pred p, q; setp.ne.u32 p, %1, 0; bar.red.or.pred q, 1, 256, p; selp.u32 %0, 1, 0, q; }" : "=r"(tl_lastv) : "r"(tl_first) : "memory");
-        if (!tl_lastv)
-            return; /* another slice of this tile finishes it */
-        const float *tl_all = tl_split_part + (size_t)tl_tile * 65536;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            float tl_s = tl_slice == 0 ? v_acc[tl_j] : __ldcg(tl_all + tl_j * 256 + tl_tid);
-            #pragma unroll
-            for (int tl_z = 1; tl_z < 4; ++tl_z) /* slice order: the same sum whichever block is last */
-                tl_s += tl_z == tl_slice ? v_acc[tl_j] : __ldcg(tl_all + (size_t)tl_z * 16384 + tl_j * 256 + tl_tid);
-            v_acc[tl_j] = tl_s;
-        }
-    }
-    // examples/conv2d.tile:124
-    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
-        tl_bar_consumers(256); /* every wgmma has read its stage */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 2;
-            const __half tl_v0 = __float2half_rn(v_acc[tl_j]);
-            const __half tl_v1 = __float2half_rn(v_acc[tl_j + 1]);
-            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_n = 0; tl_n < 8; ++tl_n) {
-            const int tl_u = tl_n * 256 + tl_tid;
-            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
-            const int tl_i1 = 0 + tl_k * 8;
-            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
-            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
-            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
-            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
-            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
-            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
-            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
-            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)tl_p = tl_vec;
-            } else {
-                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
-                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
-                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
-                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
-                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
-                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
-                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
-                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
-            }
-        }
-    }
-}
-#endif
-
-/* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -15355,7 +14162,6 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -15651,7 +14457,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -15663,7 +14469,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 48;
@@ -16022,7 +14827,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -16043,7 +14848,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
     constexpr int v_BK = 64;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -16275,7 +15079,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
 }
 #endif
 
-/* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -16287,7 +15091,6 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -16583,7 +15386,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -16595,7 +15398,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 12 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 120;
@@ -16994,7 +15796,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -17015,7 +15817,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
     constexpr int v_BK = 32;
     constexpr int v_warps = 8;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -17283,7 +16084,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
 }
 #endif
 
-/* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -17295,7 +16096,6 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -17566,7 +16366,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -17578,7 +16378,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
@@ -17940,7 +16739,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -17961,7 +16760,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -18192,7 +16990,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
 }
 #endif
 
-/* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -18204,7 +17002,6 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -18475,7 +17272,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -18487,7 +17284,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 64;
@@ -18850,7 +17646,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -18871,7 +17667,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -19103,7 +17898,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
 }
 #endif
 
-/* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad)
 {
@@ -19115,7 +17910,6 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -19411,7 +18205,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
@@ -19423,7 +18217,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     { /* a persistent grid: each block walks tiles, 6 stages (sm_90a) */
     const unsigned tl_ring0 = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
     const unsigned tl_full0 = tl_ring0 + 229376, tl_empty0 = tl_full0 + 96;
@@ -19821,7 +18614,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
         : "l"(da), "l"(db), "n"(1) : "memory");
 }
 #endif
-/* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3, split_k = 1 */
+/* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
 extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1)
 {
@@ -19842,7 +18635,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
     constexpr int v_BK = 64;
     constexpr int v_warps = 4;
     constexpr int v_stages = 3;
-    constexpr int v_split_k = 1;
     // examples/conv2d.tile:136
     // v_p: index tile computed where it is used
     // examples/conv2d.tile:137
@@ -20083,1272 +18875,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
             const int tl_i0 = tl_u / 8, tl_k = tl_u % 8;
             const int tl_i1 = 0 + tl_k * 8;
             const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 8192 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
-            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
-            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
-            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
-            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
-            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
-            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
-            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)tl_p = tl_vec;
-            } else {
-                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
-                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
-                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
-                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
-                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
-                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
-                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
-                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
-            }
-        }
-    }
-}
-#endif
-
-/* conv2d_nhwc_rows, variant 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 2 */
-/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v5(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    const int tl_slice = (int)blockIdx.z % 2; /* split_k: this block's K slice */
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 128;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    constexpr int v_split_k = 2;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    { /* v_acc += dot, 3-stage cp.async pipeline */
-        typedef int tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        /* split_k = 2: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
-        const tl_ix tl_per = (tl_steps + 1) / 2;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
-        const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
-        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const __half * tl_h0[4];
-        bool tl_h1[4];
-        decltype(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-        decltype((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) + 0) tl_h3[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)(((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-            tl_h1[tl_q] = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N)));
-            tl_h2[tl_q] = (((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)));
-            tl_h3[tl_q] = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride)));
-        }
-        const __half * tl_h4[4];
-        bool tl_h5[4];
-        bool tl_h6[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
-            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
-        }
-        #pragma unroll
-        for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
-            if (v_q0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                    __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        // examples/conv2d.tile:144
-        int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-            tl_cp_wait<1>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
-                const int tl_ns = (tl_it + 2) % 3;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_q0 = tl_next;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-            }
-            // examples/conv2d.tile:151
-            const int tl_cs = tl_it % 3;
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[4][4], tl_fb[4][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (55296 + tl_cs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 4; ++tl_n)
-                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        tl_cp_wait<0>();
-        __syncthreads();
-    }
-    { /* split_k = 2: the partial sums of this tile's slices, added by the block that finishes last */
-        const unsigned int tl_tile = ((unsigned int)blockIdx.z / 2u * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *tl_mine = tl_split_part + ((size_t)tl_tile * 2 + tl_slice) * 16384;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_mine + tl_j * 256 + tl_tid, v_acc[tl_j]);
-        __threadfence();
-        __syncthreads();
-        unsigned int *tl_last = (unsigned int *)(tl_smem + 107520);
-        if (tl_tid == 0) {
-            const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);
-            *tl_last = tl_seen == 1u;
-            if (tl_seen == 1u)
-                tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */
-            __threadfence();
-        }
-        __syncthreads();
-        if (!*tl_last)
-            return; /* another slice of this tile finishes it */
-        const float *tl_all = tl_split_part + (size_t)tl_tile * 32768;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            float tl_s = tl_slice == 0 ? v_acc[tl_j] : __ldcg(tl_all + tl_j * 256 + tl_tid);
-            #pragma unroll
-            for (int tl_z = 1; tl_z < 2; ++tl_z) /* slice order: the same sum whichever block is last */
-                tl_s += tl_z == tl_slice ? v_acc[tl_j] : __ldcg(tl_all + (size_t)tl_z * 16384 + tl_j * 256 + tl_tid);
-            v_acc[tl_j] = tl_s;
-        }
-    }
-    // examples/conv2d.tile:153
-    __half tl_t0[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
-        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    float v_bk[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
-        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#ifndef TL_WG_HELPERS
-#define TL_WG_HELPERS
-/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
-struct __align__(64) tl_tmap { unsigned long long v[16]; };
-static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
-{
-    unsigned ok = 0;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
-    } while (!ok);
-}
-static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
-static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
-static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
-}
-#endif
-#ifndef TL_WGMMA_f16_N128
-#define TL_WGMMA_f16_N128
-static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
-{
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "n"(1) : "memory");
-}
-#endif
-/* conv2d_nhwc_rows, variant 5: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 2 */
-/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v5_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
-    const int tl_slice = (int)blockIdx.z % 2; /* split_k: this block's K slice */
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 128;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    constexpr int v_split_k = 2;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        typedef int tl_ix;
-        /* split_k = 2: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
-        const tl_ix tl_per = (tl_steps + 1) / 2;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
-        const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 6; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 257);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
-        }
-        __syncthreads();
-        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
-            const int tl_ptid = tl_tid - 256;
-            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
-            {
-                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
-                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
-                /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
-                const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
-                int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-                    if (!tl_dok) {
-                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
-                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
-                    }
-                    const int tl_s = tl_it % 6;
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                    const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
-                    const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 16384u : 0u));
-                        if (tl_at) {
-                            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
-                        }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        }
-                    }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        unsigned tl_dn0 = 0;
-                        tl_dr0 += (unsigned)tl_st;
-                        while (tl_dr0 >= (unsigned)(v_cp)) {
-                            tl_dr0 -= (unsigned)(v_cp);
-                            ++tl_dn0;
-                        }
-                        tl_dq0 += tl_dn0;
-                        unsigned tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (unsigned)(v_s1)) {
-                            tl_dr1 -= (unsigned)(v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
-                }
-            }
-            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
-            return;
-        }
-        int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
-            tl_fence_async_smem();
-            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
-            tl_wg_fence();
-            #pragma unroll
-            for (int tl_q = 0; tl_q < 4; ++tl_q)
-                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
-            tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
-        }
-        tl_wg_wait<0>();
-    }
-    { /* split_k = 2: the partial sums of this tile's slices, added by the block that finishes last */
-        const unsigned int tl_tile = ((unsigned int)blockIdx.z / 2u * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *tl_mine = tl_split_part + ((size_t)tl_tile * 2 + tl_slice) * 16384;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_mine + tl_j * 256 + tl_tid, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256); /* every consumer's partials written */
-        unsigned int tl_first = 0u;
-        if (tl_tid == 0) {
-            const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);
-            tl_first = tl_seen == 1u;
-            if (tl_seen == 1u)
-                tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */
-            __threadfence();
-        }
-        unsigned int tl_lastv;
-        asm volatile("{ .reg .pred p, q; setp.ne.u32 p, %1, 0; bar.red.or.pred q, 1, 256, p; selp.u32 %0, 1, 0, q; }" : "=r"(tl_lastv) : "r"(tl_first) : "memory");
-        if (!tl_lastv)
-            return; /* another slice of this tile finishes it */
-        const float *tl_all = tl_split_part + (size_t)tl_tile * 32768;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            float tl_s = tl_slice == 0 ? v_acc[tl_j] : __ldcg(tl_all + tl_j * 256 + tl_tid);
-            #pragma unroll
-            for (int tl_z = 1; tl_z < 2; ++tl_z) /* slice order: the same sum whichever block is last */
-                tl_s += tl_z == tl_slice ? v_acc[tl_j] : __ldcg(tl_all + (size_t)tl_z * 16384 + tl_j * 256 + tl_tid);
-            v_acc[tl_j] = tl_s;
-        }
-    }
-    // examples/conv2d.tile:153
-    __half tl_t0[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
-        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
-        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    float v_bk[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
-        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/conv2d.tile:154
-    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
-        tl_bar_consumers(256); /* every wgmma has read its stage */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 2;
-            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_n = 0; tl_n < 8; ++tl_n) {
-            const int tl_u = tl_n * 256 + tl_tid;
-            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
-            const int tl_i1 = 0 + tl_k * 8;
-            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
-            __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-            const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
-            const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
-            const bool tl_m2 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483646 ? v_K - 2 : -2147483647 - 1)));
-            const bool tl_m3 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483645 ? v_K - 3 : -2147483647 - 1)));
-            const bool tl_m4 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483644 ? v_K - 4 : -2147483647 - 1)));
-            const bool tl_m5 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483643 ? v_K - 5 : -2147483647 - 1)));
-            const bool tl_m6 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483642 ? v_K - 6 : -2147483647 - 1)));
-            const bool tl_m7 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-            if (tl_m7 && ((unsigned long long)tl_p & 15) == 0) {
-                *(uint4 *)tl_p = tl_vec;
-            } else {
-                if (tl_m0) tl_p[0] = ((const __half *)&tl_vec)[0];
-                if (tl_m1) tl_p[1] = ((const __half *)&tl_vec)[1];
-                if (tl_m2) tl_p[2] = ((const __half *)&tl_vec)[2];
-                if (tl_m3) tl_p[3] = ((const __half *)&tl_vec)[3];
-                if (tl_m4) tl_p[4] = ((const __half *)&tl_vec)[4];
-                if (tl_m5) tl_p[5] = ((const __half *)&tl_vec)[5];
-                if (tl_m6) tl_p[6] = ((const __half *)&tl_vec)[6];
-                if (tl_m7) tl_p[7] = ((const __half *)&tl_vec)[7];
-            }
-        }
-    }
-}
-#endif
-
-/* conv2d_nhwc_rows, variant 6: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 4 */
-/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v6(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    const int tl_slice = (int)blockIdx.z % 4; /* split_k: this block's K slice */
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 128;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    constexpr int v_split_k = 4;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    { /* v_acc += dot, 3-stage cp.async pipeline */
-        typedef int tl_ix; /* the loop variable's type */
-        const tl_ix tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        /* split_k = 4: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
-        const tl_ix tl_per = (tl_steps + 3) / 4;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
-        const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
-        /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
-        const __half * tl_h0[4];
-        bool tl_h1[4];
-        decltype(((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) + 0) tl_h2[4];
-        decltype((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) + 0) tl_h3[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-            tl_h0[tl_q] = v_x + (0LL + (long long)(tl_i1) + (long long)(((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H)))) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)((((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) * (long long)((long long)(v_C) * (long long)(v_W)) - (long long)(v_pad) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) * (long long)(v_C) - (long long)(v_pad) * (long long)(v_C));
-            tl_h1[tl_q] = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N)));
-            tl_h2[tl_q] = (((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)));
-            tl_h3[tl_q] = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride)));
-        }
-        const __half * tl_h4[4];
-        bool tl_h5[4];
-        bool tl_h6[4];
-        #pragma unroll
-        for (int tl_q = 0; tl_q < 4; ++tl_q) {
-            const int tl_l = (tl_q * 256 + tl_tid) * 8;
-            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-            tl_h4[tl_q] = v_w + (0LL + (long long)(((((int)blockIdx.y) * v_BN) + tl_i1)) + (long long)(tl_i0) * (long long)(v_K));
-            tl_h5[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K);
-            tl_h6[tl_q] = (((((int)blockIdx.y) * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1));
-        }
-        #pragma unroll
-        for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
-            if (v_q0 < tl_hi) {
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                    const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
-                    __half *tl_d = (__half *)(tl_smem + 0 + tl_s * 18432) + tl_i0 * 72 + tl_i1;
-                    const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                    const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-                #pragma unroll
-                for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                    const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                    const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                    const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                    __half *tl_d = (__half *)(tl_smem + 55296 + tl_s * 17408) + tl_i0 * 136 + tl_i1;
-                    const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                    const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
-                    if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                        tl_cp16(tl_d, tl_p, 16);
-                    } else if (!(tl_m0)) {
-                        tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                    } else {
-                        tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                        tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                        tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                        tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                        tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                        tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                        tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                        tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                    }
-                }
-            }
-            tl_cp_commit();
-        }
-        // examples/conv2d.tile:144
-        int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-            tl_cp_wait<1>();
-            __syncthreads();
-            {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
-                const int tl_ns = (tl_it + 2) % 3;
-                if (tl_next < tl_hi) {
-                    const tl_ix v_q0 = tl_next;
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                        const __half *tl_p = (tl_h0[tl_q] + (0LL + (long long)((v_q0 % v_cp)) + (long long)(((v_q0 / v_cp) / v_s1)) * (long long)((long long)(v_C) * (long long)(v_W)) + (long long)(((v_q0 / v_cp) % v_s1)) * (long long)(v_C)));
-                        __half *tl_d = (__half *)(tl_smem + 0 + tl_ns * 18432) + tl_i0 * 72 + tl_i1;
-                        const bool tl_m0 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < v_C));
-                        const bool tl_m7 = (((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = ((((((tl_h1[tl_q] && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h2[tl_q] + ((long long)(((v_q0 / v_cp) / v_s1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((tl_h3[tl_q] + ((long long)(((v_q0 / v_cp) % v_s1)))) - ((long long)(v_pad))))) < v_W)) && (((v_q0 % v_cp) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                    #pragma unroll
-                    for (int tl_q = 0; tl_q < 4; ++tl_q) {
-                        const int tl_l = (tl_q * 256 + tl_tid) * 8;
-                        const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                        const __half *tl_p = (tl_h4[tl_q] + (0LL + (long long)((((long long)((v_q0 / v_cp))) * ((long long)(v_C)))) * (long long)(v_K) + (long long)((v_q0 % v_cp)) * (long long)(v_K)));
-                        __half *tl_d = (__half *)(tl_smem + 55296 + tl_ns * 17408) + tl_i0 * 136 + tl_i1;
-                        const bool tl_m0 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h5[tl_q]);
-                        const bool tl_m7 = ((((v_q0 % v_cp) + tl_i0) < v_C) && tl_h6[tl_q]);
-                        if ((tl_m7) && ((unsigned long long)tl_p & 15) == 0) {
-                            tl_cp16(tl_d, tl_p, 16);
-                        } else if (!(tl_m0)) {
-                            tl_cp16(tl_d, tl_p, 0); /* zero fill */
-                        } else {
-                            tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                            tl_d[1] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                            tl_d[2] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                            tl_d[3] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                            tl_d[4] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                            tl_d[5] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                            tl_d[6] = (((((v_q0 % v_cp) + tl_i0) < v_C) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                            tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                        }
-                    }
-                }
-                tl_cp_commit();
-            }
-            // examples/conv2d.tile:151
-            const int tl_cs = tl_it % 3;
-            #pragma unroll
-            for (int tl_k = 0; tl_k < 64; tl_k += 16) {
-                unsigned tl_fa[4][4], tl_fb[4][2];
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    tl_ldsm_x4(tl_fa[tl_m], tl_smem + (0 + tl_cs * 18432) + (((tl_warp / 4) * 64 + tl_m * 16 + (tl_lane & 15)) * 72 + tl_k + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_n = 0; tl_n < 4; tl_n += 2)
-                    tl_ldsm_x4_t(tl_fb[tl_n], tl_fb[tl_n + 1], tl_smem + (55296 + tl_cs * 17408) + ((tl_k + (tl_lane & 15)) * 136 + (tl_warp % 4) * 32 + tl_n * 8 + (tl_lane >> 4) * 8) * 2);
-                #pragma unroll
-                for (int tl_m = 0; tl_m < 4; ++tl_m)
-                    #pragma unroll
-                    for (int tl_n = 0; tl_n < 4; ++tl_n)
-                        tl_mma_f16(v_acc + (tl_m * 4 + tl_n) * 4, tl_fa[tl_m], tl_fb[tl_n]);
-            }
-        }
-        tl_cp_wait<0>();
-        __syncthreads();
-    }
-    { /* split_k = 4: the partial sums of this tile's slices, added by the block that finishes last */
-        const unsigned int tl_tile = ((unsigned int)blockIdx.z / 4u * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *tl_mine = tl_split_part + ((size_t)tl_tile * 4 + tl_slice) * 16384;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_mine + tl_j * 256 + tl_tid, v_acc[tl_j]);
-        __threadfence();
-        __syncthreads();
-        unsigned int *tl_last = (unsigned int *)(tl_smem + 107520);
-        if (tl_tid == 0) {
-            const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);
-            *tl_last = tl_seen == 3u;
-            if (tl_seen == 3u)
-                tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */
-            __threadfence();
-        }
-        __syncthreads();
-        if (!*tl_last)
-            return; /* another slice of this tile finishes it */
-        const float *tl_all = tl_split_part + (size_t)tl_tile * 65536;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            float tl_s = tl_slice == 0 ? v_acc[tl_j] : __ldcg(tl_all + tl_j * 256 + tl_tid);
-            #pragma unroll
-            for (int tl_z = 1; tl_z < 4; ++tl_z) /* slice order: the same sum whichever block is last */
-                tl_s += tl_z == tl_slice ? v_acc[tl_j] : __ldcg(tl_all + (size_t)tl_z * 16384 + tl_j * 256 + tl_tid);
-            v_acc[tl_j] = tl_s;
-        }
-    }
-    // examples/conv2d.tile:153
-    __half tl_t0[8];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 8; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
-        const __half *tl_p = (v_bias + ((((int)blockIdx.y) * v_BN) + tl_i0));
-        const bool tl_m0 = (((((int)blockIdx.y) * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((((int)blockIdx.y) * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    float v_bk[8];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 8; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 3) << 3) | (((tl_lane >> 0) & 3) << 1) | (((tl_warp >> 0) & 3) << 5);
-        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/conv2d.tile:154
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 4) * 64 + (tl_j / 16) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 4) * 32 + ((tl_j >> 2) % 4) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        __half *tl_p = ((v_y + (((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((((int)blockIdx.y) * v_BN) + tl_i1));
-        const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 3) << 1)]), 0.0f));
-        const bool tl_m0 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + tl_i1) < v_K));
-        const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 3) << 1)]), 0.0f));
-        const bool tl_m1 = ((((((long long)(((int)blockIdx.x))) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((((int)blockIdx.y) * v_BN) + (tl_i1 + 1)) < v_K));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)tl_p = tl_vec;
-        } else {
-            if (tl_m0) tl_p[0] = tl_v0;
-            if (tl_m1) tl_p[1] = tl_v1;
-        }
-    }
-}
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#ifndef TL_WG_HELPERS
-#define TL_WG_HELPERS
-/* sm_90a: tensor maps, mbarriers, TMA copies, wgmma (lower/wgmma.c) */
-struct __align__(64) tl_tmap { unsigned long long v[16]; };
-static __device__ __forceinline__ unsigned tl_sa(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-static __device__ __forceinline__ void tl_mbar_init(unsigned b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b), "r"(n) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-static __device__ __forceinline__ void tl_mbar_expect(unsigned b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), "r"(bytes) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_arrive(unsigned b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(b) : "memory"); }
-static __device__ __forceinline__ void tl_mbar_wait(unsigned b, unsigned ph)
-{
-    unsigned ok = 0;
-    do {
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok) : "r"(b), "r"(ph) : "memory");
-    } while (!ok);
-}
-static __device__ __forceinline__ void tl_tma_2d(unsigned dst, const tl_tmap *m, int c0, int c1, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_3d(unsigned dst, const tl_tmap *m, int c0, int c1, int c2, unsigned bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
-                 :: "r"(dst), "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_3d(const tl_tmap *m, int c0, int c1, int c2, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(c2), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_tma_store_2d(const tl_tmap *m, int c0, int c1, unsigned src)
-{
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
-                 :: "l"((unsigned long long)m), "r"(c0), "r"(c1), "r"(src) : "memory");
-}
-static __device__ __forceinline__ void tl_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-static __device__ __forceinline__ void tl_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
-static __device__ __forceinline__ void tl_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-static __device__ __forceinline__ void tl_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void tl_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(N)); }
-template <int N> static __device__ __forceinline__ void tl_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(N)); }
-static __device__ __forceinline__ void tl_bar_consumers(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
-/* a shared-memory matrix descriptor; layout: 1 128-byte, 2 64-byte, 3 32-byte swizzle */
-static __device__ __forceinline__ unsigned long long tl_wg_desc(unsigned a, unsigned lbo, unsigned sbo, unsigned layout)
-{
-    return (unsigned long long)((a & 0x3FFFF) >> 4) | (unsigned long long)(lbo >> 4) << 16 |
-           (unsigned long long)(sbo >> 4) << 32 | (unsigned long long)layout << 62;
-}
-#endif
-#ifndef TL_WGMMA_f16_N128
-#define TL_WGMMA_f16_N128
-static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long long da, unsigned long long db)
-{
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1; }"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "n"(1) : "memory");
-}
-#endif
-/* conv2d_nhwc_rows, variant 6: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3, split_k = 4 */
-/* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v6_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, float *__restrict__ tl_split_part, unsigned int *__restrict__ tl_split_cnt)
-{
-    extern __shared__ __align__(16) unsigned char tl_smem[];
-    const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
-    (void)tl_smem; (void)tl_lane; (void)tl_warp;
-    int tl_pid0, tl_pid1;
-    { /* grouped order, 8 tiles down axis 0 at a time */
-        const int tl_n0 = (int)gridDim.x, tl_n1 = (int)gridDim.y;
-        const int tl_lin = (int)blockIdx.x + (int)blockIdx.y * tl_n0, tl_gw = 8 * tl_n1;
-        const int tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_n0 - tl_first;
-        const int tl_gs = tl_rest < 8 ? tl_rest : 8, tl_r = tl_lin % tl_gw;
-        tl_pid0 = tl_first + tl_r % tl_gs;
-        tl_pid1 = tl_r / tl_gs;
-    }
-    const int tl_slice = (int)blockIdx.z % 4; /* split_k: this block's K slice */
-    constexpr int v_BM = 128;
-    constexpr int v_BN = 128;
-    constexpr int v_BK = 64;
-    constexpr int v_warps = 8;
-    constexpr int v_stages = 3;
-    constexpr int v_split_k = 4;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        typedef int tl_ix;
-        /* split_k = 4: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
-        const tl_ix tl_per = (tl_steps + 3) / 4;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
-        const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
-        const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
-        const unsigned tl_full = tl_ring + 196608, tl_empty = tl_full + 48;
-        if (tl_tid == 0) {
-            for (int tl_s = 0; tl_s < 6; ++tl_s) {
-                tl_mbar_init(tl_full + tl_s * 8, 257);
-                tl_mbar_init(tl_empty + tl_s * 8, 8);
-            }
-            tl_mbar_fence_init();
-        }
-        __syncthreads();
-        if (tl_tid >= 256) { /* the producer, 128 threads: A and B by cp.async, each chunk where TMA would put it */
-            const int tl_ptid = tl_tid - 256;
-            unsigned char *const tl_r0 = tl_smem + (tl_ring - tl_sa(tl_smem)); /* the aligned ring */
-            {
-                const int tl_tid = tl_ptid; /* the chunks divide among the producer's threads */
-                /* step counters: the copies' 6 divisions by loop-invariant divisors, no division a step */
-                const bool tl_dok = tl_lo >= 0 && tl_st > 0 && (v_cp) > 0 && (v_s1) > 0;
-                unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
-                unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
-                /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
-                const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
-                int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
-                    if (!tl_dok) {
-                        tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
-                        tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
-                    }
-                    const int tl_s = tl_it % 6;
-                    if (tl_it >= 6)
-                        tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
-                    const int tl_ac = (int)((((int)tl_dr0) + 0)), tl_aow = 0 + (int)(((int)tl_dr1)), tl_aoh = 0 + (int)(((int)tl_dq1));
-                    const bool tl_at = (unsigned)tl_aow <= 127u && (unsigned)tl_aoh <= 127u; /* the tap's offsets as the copy takes them, else A by cp.async */
-                    const long long tl_brow = (long long)(((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + 0))))), tl_bcol = (long long)(((tl_pid1 * v_BN) + 0));
-                    const bool tl_bt = (long long)((((int)tl_dr0) + 0)) + 64 <= (long long)(v_C) && tl_brow >= 0 && tl_brow <= 2147483583 && tl_bcol >= 0 && tl_bcol <= 2147483519; /* B's box: every row unmasked */
-                    if (tl_tid == 0) {
-                        tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? 16384u : 0u) + (tl_bt ? 16384u : 0u));
-                        if (tl_at) {
-                            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};" :: "r"(tl_ring + tl_s * 16384u + 0u), "l"((unsigned long long)&tl_tm0), "r"(tl_ac + 0), "r"(tl_aw), "r"(tl_ah), "r"(tl_an), "r"(tl_full + tl_s * 8), "h"((unsigned short)tl_aow), "h"((unsigned short)tl_aoh) : "memory");
-                        }
-                        if (tl_bt) {
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 0, &tl_tm1, (int)tl_bcol + 0, (int)tl_brow, tl_full + tl_s * 8);
-                            tl_tma_2d(tl_ring + 98304 + tl_s * 16384 + 8192, &tl_tm1, (int)tl_bcol + 64, (int)tl_brow, tl_full + tl_s * 8);
-                        }
-                    }
-                    if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 64, tl_i1 = tl_l % 64;
-                            const __half *tl_p = ((v_x + ((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) * ((long long)(v_H))) + ((long long)(((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad)))))))) * ((long long)(v_W))) + ((long long)(((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad)))))))) * ((long long)(v_C)))) + (((int)tl_dr0) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 16384u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < v_C));
-                            const bool tl_m7 = (((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + tl_i1) < (v_C >= -2147483641 ? v_C - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 1)) < v_C))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 2)) < v_C))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 3)) < v_C))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 4)) < v_C))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 5)) < v_C))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / (((long long)(v_OH)) * ((long long)(v_OW)))) < ((long long)(v_N))) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) >= 0)) && (((int)((((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride))) + ((long long)(((int)tl_dq1)))) - ((long long)(v_pad))))) < v_H)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) >= 0)) && (((int)(((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) % ((long long)(v_OW))) * ((long long)(v_stride))) + ((long long)(((int)tl_dr1)))) - ((long long)(v_pad))))) < v_W)) & ((((int)tl_dr0) + (tl_i1 + 6)) < v_C))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    if (!tl_bt) { /* B's box partly masked: its chunks by cp.async */
-                        #pragma unroll
-                        for (int tl_q = 0; tl_q < 8; ++tl_q) {
-                            const int tl_l = (tl_q * 128 + tl_tid) * 8;
-                            const int tl_i0 = tl_l / 128, tl_i1 = tl_l % 128;
-                            const __half *tl_p = ((v_w + (((((long long)(((int)tl_dq0))) * ((long long)(v_C))) + ((long long)((((int)tl_dr0) + tl_i0)))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
-                            __half *tl_d = (__half *)(tl_r0 + 98304 + tl_s * 16384) + ((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) ^ (((((unsigned)tl_i1 / 64 * 8192u + (unsigned)tl_i0 * 128u + (unsigned)tl_i1 % 64 * 2u) >> 7) & 7u) << 4)) / 2u);
-                            const bool tl_m0 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < v_K));
-                            const bool tl_m7 = (((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483641 ? v_K - 7 : -2147483647 - 1)));
-                            const bool tl_w = (tl_m7) && ((unsigned long long)tl_p & 15) == 0;
-                            if (tl_w || !(tl_m0)) {
-                                tl_cp16(tl_d, tl_p, tl_w ? 16 : 0); /* whole, or zero fill */
-                            } else {
-                                tl_d[0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-                                tl_d[1] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 1)) < v_K))) ? tl_p[1] : __float2half_rn(0.0f);
-                                tl_d[2] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 2)) < v_K))) ? tl_p[2] : __float2half_rn(0.0f);
-                                tl_d[3] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 3)) < v_K))) ? tl_p[3] : __float2half_rn(0.0f);
-                                tl_d[4] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 4)) < v_K))) ? tl_p[4] : __float2half_rn(0.0f);
-                                tl_d[5] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 5)) < v_K))) ? tl_p[5] : __float2half_rn(0.0f);
-                                tl_d[6] = ((((((int)tl_dr0) + tl_i0) < v_C) & (((tl_pid1 * v_BN) + (tl_i1 + 6)) < v_K))) ? tl_p[6] : __float2half_rn(0.0f);
-                                tl_d[7] = tl_m7 ? tl_p[7] : __float2half_rn(0.0f);
-                            }
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(tl_full + tl_s * 8) : "memory");
-                    tl_mbar_arrive(tl_full + tl_s * 8); /* the element-wise stores of a partial chunk */
-                    if (tl_dok) { /* the counters one step on */
-                        unsigned tl_dn0 = 0;
-                        tl_dr0 += (unsigned)tl_st;
-                        while (tl_dr0 >= (unsigned)(v_cp)) {
-                            tl_dr0 -= (unsigned)(v_cp);
-                            ++tl_dn0;
-                        }
-                        tl_dq0 += tl_dn0;
-                        unsigned tl_dn1 = 0;
-                        tl_dr1 += tl_dn0;
-                        while (tl_dr1 >= (unsigned)(v_s1)) {
-                            tl_dr1 -= (unsigned)(v_s1);
-                            ++tl_dn1;
-                        }
-                        tl_dq1 += tl_dn1;
-                    }
-                }
-            }
-            asm volatile("cp.async.wait_all;" ::: "memory"); /* no copy outlives its thread */
-            return;
-        }
-        int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
-            const int tl_s = tl_it % 6;
-            tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
-            tl_fence_async_smem();
-            const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
-            const unsigned tl_b = tl_ring + 98304 + tl_s * 16384;
-            tl_wg_fence();
-            #pragma unroll
-            for (int tl_q = 0; tl_q < 4; ++tl_q)
-                tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
-            tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
-        }
-        tl_wg_wait<0>();
-    }
-    { /* split_k = 4: the partial sums of this tile's slices, added by the block that finishes last */
-        const unsigned int tl_tile = ((unsigned int)blockIdx.z / 4u * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-        float *tl_mine = tl_split_part + ((size_t)tl_tile * 4 + tl_slice) * 16384;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_mine + tl_j * 256 + tl_tid, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256); /* every consumer's partials written */
-        unsigned int tl_first = 0u;
-        if (tl_tid == 0) {
-            const unsigned int tl_seen = atomicAdd(tl_split_cnt + tl_tile, 1u);
-            tl_first = tl_seen == 3u;
-            if (tl_seen == 3u)
-                tl_split_cnt[tl_tile] = 0u; /* every slice has counted: ready for the next launch */
-            __threadfence();
-        }
-        unsigned int tl_lastv;
-        asm volatile("{ .reg .pred p, q; setp.ne.u32 p, %1, 0; bar.red.or.pred q, 1, 256, p; selp.u32 %0, 1, 0, q; }" : "=r"(tl_lastv) : "r"(tl_first) : "memory");
-        if (!tl_lastv)
-            return; /* another slice of this tile finishes it */
-        const float *tl_all = tl_split_part + (size_t)tl_tile * 65536;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j) {
-            float tl_s = tl_slice == 0 ? v_acc[tl_j] : __ldcg(tl_all + tl_j * 256 + tl_tid);
-            #pragma unroll
-            for (int tl_z = 1; tl_z < 4; ++tl_z) /* slice order: the same sum whichever block is last */
-                tl_s += tl_z == tl_slice ? v_acc[tl_j] : __ldcg(tl_all + (size_t)tl_z * 16384 + tl_j * 256 + tl_tid);
-            v_acc[tl_j] = tl_s;
-        }
-    }
-    // examples/conv2d.tile:153
-    __half tl_t0[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
-        const __half *tl_p = (v_bias + ((tl_pid1 * v_BN) + tl_i0));
-        const bool tl_m0 = (((tl_pid1 * v_BN) + tl_i0) < v_K);
-        const bool tl_m1 = (((tl_pid1 * v_BN) + tl_i0) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1));
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&tl_t0[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            tl_t0[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            tl_t0[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    float v_bk[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 0 | (((tl_j) >> 1) & 15) << 3) | (((tl_lane >> 0) & 3) << 1);
-        v_bk[tl_j] = __half2float(tl_t0[tl_j]);
-    }
-    // examples/conv2d.tile:154
-    { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
-        unsigned char *tl_so = tl_smem + (((tl_sa(tl_smem + 0) + 1023u) & ~1023u) - tl_sa(tl_smem));
-        tl_bar_consumers(256); /* every wgmma has read its stage */
-        #pragma unroll
-        for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-            const int tl_j = tl_c;
-            const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-            const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-            const unsigned tl_b = (unsigned)tl_i1 * 2;
-            const __half tl_v0 = __float2half_rn(tl_max((v_acc[tl_j] + v_bk[(((tl_j >> 0) & 1) << 0 | ((tl_j >> 2) & 15) << 1)]), 0.0f));
-            const __half tl_v1 = __float2half_rn(tl_max((v_acc[tl_j + 1] + v_bk[((((tl_j + 1) >> 0) & 1) << 0 | (((tl_j + 1) >> 2) & 15) << 1)]), 0.0f));
-            const unsigned tl_o = (tl_b / 128) * 16384 + (unsigned)tl_i0 * 128 + ((((tl_b % 128) >> 4) ^ ((unsigned)tl_i0 & 7)) << 4) + (tl_b & 15);
-            unsigned int tl_vec;
-            ((__half *)&tl_vec)[0] = tl_v0;
-            ((__half *)&tl_vec)[1] = tl_v1;
-            *(unsigned int *)(tl_so + tl_o) = tl_vec;
-        }
-        tl_bar_consumers(256);
-        #pragma unroll
-        for (int tl_n = 0; tl_n < 8; ++tl_n) {
-            const int tl_u = tl_n * 256 + tl_tid;
-            const int tl_i0 = tl_u / 16, tl_k = tl_u % 16;
-            const int tl_i1 = 0 + tl_k * 8;
-            const uint4 tl_vec = *(const uint4 *)(tl_so + (tl_k >> 3) * 16384 + tl_i0 * 128 + (((tl_k & 7) ^ (tl_i0 & 7)) << 4));
             __half *tl_p = ((v_y + (((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) * ((long long)(v_K)))) + ((tl_pid1 * v_BN) + tl_i1));
             const bool tl_m0 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < v_K));
             const bool tl_m1 = ((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(tl_i0))) < ((((long long)(v_N)) * ((long long)(v_OH))) * ((long long)(v_OW)))) && (((tl_pid1 * v_BN) + tl_i1) < (v_K >= -2147483647 ? v_K - 1 : -2147483647 - 1)));
