@@ -63,9 +63,9 @@ enum {
      * d128's 64-key twin (160) measured 1.5-2.4% slower with Q in shared memory (docs/lowering.md) */
     WGA_REGS_A_SMEM = 192,
     WGA_WG_WARPS = 4, /* warps of a warp group */
-    /* one consumer warp group (M = 64): two blocks an SM where their rings fit (wga_blocks), each block's 256
-     * threads then 128 registers at launch (65536 / 512): the producer gives back to 24 (TMA) or 56 (cp.async)
-     * and its consumers take the rest, 2 x 128 - 24 = 232 or 200 */
+    /* one consumer warp group (M = 64) by TMA: two blocks an SM where their rings fit (wga_blocks), each block's
+     * 256 threads then 128 registers at launch (65536 / 512): the producer's thread gives back to 24 and the
+     * consumers take the rest, 2 x 128 - 24 = 232 */
     WGA_SM_SMEM = 228 * 1024, /* shared memory of an SM, 1 KiB of it reserved a block */
     WGA_SM_REGS = 65536,
 };
@@ -77,13 +77,15 @@ enum {
  * of its shared memory blocks (the ring, A in shared memory, the barriers)
  * fit: launched at 128 registers a thread, the producer's thread gives back
  * all but WGA_REGS_PRODUCER(_TMA) and the consumers take the rest (232 by
- * TMA, 200 by cp.async); the program's grid and pid(0) stay the user's. */
+ * TMA); the program's grid and pid(0) stay the user's. Rings by cp.async
+ * (no tensor map: a producer of 128 threads at 56 registers, the consumers
+ * at 200) keep one block: measured and run on the GPU only by TMA. */
 static void wga_blocks(wg_plan *w, int S, int tma)
 {
     w->blocks = 1;
     w->preg = tma ? WGA_REGS_PRODUCER_TMA : WGA_REGS_PRODUCER;
     w->creg = tma ? WGA_REGS_CONSUMER_TMA : WGA_REGS_CONSUMER;
-    if (w->warps != WGA_WG_WARPS || 2 * (lower_wg_block(S, w->stage_bytes, w->sa_bytes) + 1024) > WGA_SM_SMEM)
+    if (w->warps != WGA_WG_WARPS || !tma || 2 * (lower_wg_block(S, w->stage_bytes, w->sa_bytes) + 1024) > WGA_SM_SMEM)
         return;
     int launch = WGA_SM_REGS / (2 * (WGA_WG_WARPS * 32 + WGA_PRODUCER)) / 8 * 8;
     w->blocks = 2;
@@ -541,6 +543,9 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
                        w->blocks > 1 ? lower_fmt(L, ", two blocks an SM (one consumer warp group a block; each block "
                                                     "%lld bytes of shared memory, 128 registers a thread at launch)",
                                                  (long long)lower_wg_block(S, w->stage_bytes, w->sa_bytes))
+                       : w->warps == WGA_WG_WARPS && !w->nmaps
+                           ? ", one block an SM (one consumer warp group, but its rings by cp.async: two blocks an SM "
+                             "are built only where TMA fills them)"
                        : w->warps == WGA_WG_WARPS
                            ? lower_fmt(L, ", one block an SM (one consumer warp group, but %lld bytes of shared memory a "
                                           "block do not fit twice)",

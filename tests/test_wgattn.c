@@ -139,7 +139,9 @@ Test(wgattn, every_attention_variant_has_a_twin)
  * thread at 24 and the consumers at 232; the remark says so. Two groups
  * (fa_d64_plain at BM = 128) keep one block of 384 threads at 240, and a
  * one-group twin whose ring does not fit twice (fa_d128's BM = 64
- * variant: 4 stages of 32 KiB) keeps one block, the remark saying why. */
+ * variant: 4 stages of 32 KiB), or whose rings are filled by cp.async (no
+ * tensor map: measured only by TMA), keeps one block, the remark saying
+ * why. */
 Test(wgattn, one_warp_group_two_blocks_an_sm)
 {
     static const struct {
@@ -179,6 +181,30 @@ Test(wgattn, one_warp_group_two_blocks_an_sm)
         tilec_kernel_code_free(&code);
         tilec_module_free(m);
     }
+    /* rings by cp.async (attention_ring.tile's attention_cp_d64 at BM = 64: no tensor map) keep one block */
+    char *src = read_file(ATTN_RING, NULL);
+    cr_assert_not_null(src);
+    const char *from = "hints { BM = 128, BN = 64, D = 64, warps = 4, stages = 2 }";
+    char *at = strstr(src, from);
+    cr_assert_not_null(at);
+    memcpy(at, "hints { BM = 64 , BN = 64, D = 64, warps = 4, stages = 2 }", strlen(from));
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "ring64.tile", src, strlen(src), &m), TILEC_OK);
+    tilec_kernel_code code;
+    lower_v(ctx, m, "attention_cp_d64", 0, &code);
+    cr_assert_not_null(code.tma.name, "attention_cp_d64 at BM = 64: a twin");
+    cr_expect_eq(code.tma.nmaps, 0, "its rings by cp.async");
+    char sig[128];
+    snprintf(sig, sizeof sig, "__launch_bounds__(256, 1) %s(", code.tma.name);
+    cr_expect(strstr(code.source, sig) && strstr(code.source, "tl_setmaxnreg_inc<224>();") &&
+                  strstr(code.source, "tl_setmaxnreg_dec<56>();"),
+              "one block an SM, the consumers at 224, the producer at 56");
+    cr_expect(strstr(code.remarks, ", one block an SM (one consumer warp group, but its rings by cp.async: two blocks "
+                                   "an SM are built only where TMA fills them)"),
+              "the remark says why one block:\n%s", code.remarks);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    free(src);
     tilec_ctx_free(ctx);
 }
 
