@@ -540,14 +540,14 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
                        sa ? lower_fmt(L, ", %s", sa) : "",
                        nomap ? "" : lower_fmt(L, ", setmaxnreg %d for the consumers, %d for the producer's thread",
                                               w->creg, w->preg),
-                       w->blocks > 1 ? lower_fmt(L, ", two blocks an SM (one consumer warp group a block; each block "
+                       w->blocks > 1 ? lower_fmt(L, ", two blocks an SM (64 rows a block; each block "
                                                     "%lld bytes of shared memory, 128 registers a thread at launch)",
                                                  (long long)lower_wg_block(S, w->stage_bytes, w->sa_bytes))
                        : w->warps == WGA_WG_WARPS && !w->nmaps
-                           ? ", one block an SM (one consumer warp group, but its rings by cp.async: two blocks an SM "
+                           ? ", one block an SM (64 rows, but its rings by cp.async: two blocks an SM "
                              "are built only where TMA fills them)"
                        : w->warps == WGA_WG_WARPS
-                           ? lower_fmt(L, ", one block an SM (one consumer warp group, but %lld bytes of shared memory a "
+                           ? lower_fmt(L, ", one block an SM (64 rows, but %lld bytes of shared memory a "
                                           "block do not fit twice)",
                                        (long long)lower_wg_block(S, w->stage_bytes, w->sa_bytes))
                            : "",

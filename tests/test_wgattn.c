@@ -112,7 +112,7 @@ Test(wgattn, every_attention_variant_has_a_twin)
         char inc[64], said[512];
         snprintf(inc, sizeof inc, "tl_setmaxnreg_inc<%d>();", creg);
         snprintf(said, sizeof said, ", setmaxnreg %d for the consumers, 24 for the producer's thread%s%s", creg,
-                 cases[i].two ? ", two blocks an SM (one consumer warp group a block; each block " : "",
+                 cases[i].two ? ", two blocks an SM (64 rows a block; each block " : "",
                  cases[i].two    ? ""
                  : cases[i].walks ? "; on a persistent grid: a block walks (query tile, head) units"
                                   : "; but one tile a block runs, not a persistent grid: its two warp groups take "
@@ -152,13 +152,13 @@ Test(wgattn, one_warp_group_two_blocks_an_sm)
     } cases[] = {
         {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 0, 256, "__launch_bounds__(256, 2)",
          "tl_setmaxnreg_inc<232>();",
-         ", setmaxnreg 232 for the consumers, 24 for the producer's thread, two blocks an SM (one consumer warp "
-         "group a block; each block 66624 bytes of shared memory, 128 registers a thread at launch)"},
+         ", setmaxnreg 232 for the consumers, 24 for the producer's thread, two blocks an SM (64 rows a block; "
+         "each block 66624 bytes of shared memory, 128 registers a thread at launch)"},
         {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", 0, 384, "__launch_bounds__(384, 1)",
          "tl_setmaxnreg_inc<240>();", ", setmaxnreg 240 for the consumers, 24 for the producer's thread; "},
         {"tests/attn_forms/fa_d128.tile", "fa_d128", 2, 256, "__launch_bounds__(256, 1)", "tl_setmaxnreg_inc<240>();",
-         ", setmaxnreg 240 for the consumers, 24 for the producer's thread, one block an SM (one consumer warp group, "
-         "but 132160 bytes of shared memory a block do not fit twice)"},
+         ", setmaxnreg 240 for the consumers, 24 for the producer's thread, one block an SM (64 rows, but "
+         "132160 bytes of shared memory a block do not fit twice)"},
     };
     tilec_ctx *ctx = tilec_ctx_new();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -199,7 +199,7 @@ Test(wgattn, one_warp_group_two_blocks_an_sm)
     cr_expect(strstr(code.source, sig) && strstr(code.source, "tl_setmaxnreg_inc<224>();") &&
                   strstr(code.source, "tl_setmaxnreg_dec<56>();"),
               "one block an SM, the consumers at 224, the producer at 56");
-    cr_expect(strstr(code.remarks, ", one block an SM (one consumer warp group, but its rings by cp.async: two blocks "
+    cr_expect(strstr(code.remarks, ", one block an SM (64 rows, but its rings by cp.async: two blocks "
                                    "an SM are built only where TMA fills them)"),
               "the remark says why one block:\n%s", code.remarks);
     tilec_kernel_code_free(&code);
