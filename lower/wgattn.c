@@ -63,7 +63,34 @@ enum {
      * d128's 64-key twin (160) measured 1.5-2.4% slower with Q in shared memory (docs/lowering.md) */
     WGA_REGS_A_SMEM = 192,
     WGA_WG_WARPS = 4, /* warps of a warp group */
+    /* one consumer warp group (M = 64) by TMA: two blocks an SM where their rings fit (wga_blocks), each block's
+     * 256 threads then 128 registers at launch (65536 / 512): the producer's thread gives back to 24 and the
+     * consumers take the rest, 2 x 128 - 24 = 232 */
+    WGA_SM_SMEM = 228 * 1024, /* shared memory of an SM, 1 KiB of it reserved a block */
+    WGA_SM_REGS = 65536,
 };
+
+/* One consumer warp group (M = 64 rows, 4 warps) leaves an SM to one block
+ * of 4 consumer warps where the consumers take 240 registers a thread: the
+ * docs-written d64 attention (BM = 64, issue 30) ran 0.38-0.45x SDPA there
+ * while the two-group twins ran 0.65-0.9x. Two such blocks an SM where two
+ * of its shared memory blocks (the ring, A in shared memory, the barriers)
+ * fit: launched at 128 registers a thread, the producer's thread gives back
+ * all but WGA_REGS_PRODUCER(_TMA) and the consumers take the rest (232 by
+ * TMA); the program's grid and pid(0) stay the user's. Rings by cp.async
+ * (no tensor map: a producer of 128 threads at 56 registers, the consumers
+ * at 200) keep one block: measured and run on the GPU only by TMA. */
+static void wga_blocks(wg_plan *w, int S, int tma)
+{
+    w->blocks = 1;
+    w->preg = tma ? WGA_REGS_PRODUCER_TMA : WGA_REGS_PRODUCER;
+    w->creg = tma ? WGA_REGS_CONSUMER_TMA : WGA_REGS_CONSUMER;
+    if (w->warps != WGA_WG_WARPS || !tma || 2 * (lower_wg_block(S, w->stage_bytes, w->sa_bytes) + 1024) > WGA_SM_SMEM)
+        return;
+    int launch = WGA_SM_REGS / (2 * (WGA_WG_WARPS * 32 + WGA_PRODUCER)) / 8 * 8;
+    w->blocks = 2;
+    w->creg = (2 * launch - w->preg) / 8 * 8;
+}
 
 /* Consumer warps of an M tile: one warp group per 64 rows; 0 if none fits. */
 static int wga_warps(int64_t M) { return M == 64 || M == 128 ? (int)(M / 16) : 0; }
@@ -585,7 +612,8 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     plan_defer(L, loop, w);
     const char *nomap;
     ring_maps(L, loop, rp, w, &nomap);
-    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s%s", S, (long long)stage, w->warps,
+    wga_blocks(w, S, w->nmaps > 0);
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s%s%s", S, (long long)stage, w->warps,
                        w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "",
                        lone_group(L, d[0], w),
                        takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "",
@@ -595,7 +623,18 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
                                    : "",
                        sa ? lower_fmt(L, ", %s", sa) : "",
                        nomap ? "" : lower_fmt(L, ", setmaxnreg %d for the consumers, %d for the producer's thread",
-                                              WGA_REGS_CONSUMER_TMA, WGA_REGS_PRODUCER_TMA),
+                                              w->creg, w->preg),
+                       w->blocks > 1 ? lower_fmt(L, ", two blocks an SM (64 rows a block; each block "
+                                                    "%lld bytes of shared memory, 128 registers a thread at launch)",
+                                                 (long long)lower_wg_block(S, w->stage_bytes, w->sa_bytes))
+                       : w->warps == WGA_WG_WARPS && !w->nmaps
+                           ? ", one block an SM (64 rows, but its rings by cp.async: two blocks an SM "
+                             "are built only where TMA fills them)"
+                       : w->warps == WGA_WG_WARPS
+                           ? lower_fmt(L, ", one block an SM (64 rows, but %lld bytes of shared memory a "
+                                          "block do not fit twice)",
+                                       (long long)lower_wg_block(S, w->stage_bytes, w->sa_bytes))
+                           : "",
                        nomap ? lower_fmt(L, "; not by TMA: %s", nomap) : "");
     L->tw.loop = loop;
     return 1;
@@ -612,7 +651,7 @@ static void producer(lw *L, const tilec_stmt *loop, ring_plan *rp, const char *v
     int S = rp->S, nt = L->nt;
     lower_line(L, "if (tl_tid0 >= %d) { /* the producer warp group */", nt);
     L->ind++;
-    lower_line(L, "tl_setmaxnreg_dec<%d>();", WGA_REGS_PRODUCER);
+    lower_line(L, "tl_setmaxnreg_dec<%d>();", L->tw.plan.preg);
     lower_line(L, "const int tl_tid = tl_tid0 - %d;", nt);
     lower_line(L, "int tl_it = 0;");
     lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
@@ -683,7 +722,7 @@ static void producer_tma(lw *L, const tilec_stmt *loop, const ring_plan *rp, con
     int nt = L->nt;
     lower_line(L, "if (tl_tid0 >= %d) { /* the producer warp group: one thread issues the TMA copies */", nt);
     L->ind++;
-    lower_line(L, "tl_setmaxnreg_dec<%d>();", WGA_REGS_PRODUCER_TMA);
+    lower_line(L, "tl_setmaxnreg_dec<%d>();", w->preg);
     lower_line(L, "if (tl_tid0 == %d) {", nt);
     L->ind++;
     lower_line(L, "int tl_it = 0;");
@@ -835,7 +874,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         producer(L, loop, rp, v);
     if (!persist) {
         L->tw.epi = L->out.n; /* from here on only the consumer warps run: their own named barrier */
-        lower_line(L, "tl_setmaxnreg_inc<%d>();", w->nmaps ? WGA_REGS_CONSUMER_TMA : WGA_REGS_CONSUMER);
+        lower_line(L, "tl_setmaxnreg_inc<%d>();", w->creg);
     }
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
     if (persist) {
@@ -1074,12 +1113,12 @@ static void persist_attn(lw *L, strbuf *tu)
                   "        tl_setmaxnreg_dec<%d>();\n"
                   "        if (tl_tid0 == %d) {\n"
                   "        int tl_it = 0;\n",
-              L->nt, WGA_REGS_PRODUCER_TMA, L->nt);
+              L->nt, w->preg, L->nt);
     unit_walk(tu, w, L->order.rev);
     sb_add(tu, b + body, pre - body);
     sb_add(tu, b + hdr, cons - hdr);
     sb_puts(tu, "    }\n        }\n        }\n        return;\n    }\n");
-    sb_printf(tu, "    tl_setmaxnreg_inc<%d>();\n    int tl_it = 0;\n", WGA_REGS_CONSUMER_TMA);
+    sb_printf(tu, "    tl_setmaxnreg_inc<%d>();\n    int tl_it = 0;\n", w->creg);
     if (w->pingpong) /* group 0 takes the first turn: turns_unit_end */
         sb_puts(tu, "    const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */\n"
                     "    if (tl_wgi == 1)\n"

@@ -31,6 +31,14 @@ static void lower_v(tilec_ctx *ctx, tilec_module *m, const char *kernel, int v, 
     cr_assert_eq(tilec_lower_kernel(ctx, m, k, v, code), TILEC_OK, "%s variant %d does not lower", kernel, v);
 }
 
+/* "__launch_bounds__(threads, 1)" */
+static const char *lower_launch_one(uint32_t threads)
+{
+    static char b[64];
+    snprintf(b, sizeof b, "__launch_bounds__(%u, 1)", threads);
+    return b;
+}
+
 /* Every variant of both kernels: a twin of BM / 16 consumer warps plus
  * the producer warp group, its dots in the register-A form of wgmma (K
  * read K-major: _bk; V MN-major), K and V copied by TMA (two maps of the
@@ -45,15 +53,16 @@ Test(wgattn, every_attention_variant_has_a_twin)
         const char *s_form, *pv_form;
         uint32_t bn, d;
         int walks; /* 0: two warp groups taking turns over fewer than 128 keys a step run one tile a block */
+        int two;   /* one consumer warp group whose ring fits twice: two blocks an SM, its consumers at 232 */
     } cases[] = {
-        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64, 0},
-        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64, 0},
-        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64, 1},
-        {"attention_d64", 3, 384, "tl_wgrs_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64, 1},
-        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128, 1},
-        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128, 1},
-        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128, 1},
-        {"attention_d128", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n128(", 128, 128, 1},
+        {"attention_d64", 0, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64, 0, 0},
+        {"attention_d64", 1, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n64(", 32, 64, 0, 0},
+        {"attention_d64", 2, 256, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n64(", 64, 64, 1, 1},
+        {"attention_d64", 3, 384, "tl_wgrs_f16_n128_bk(", "tl_wgrs_f16_n64(", 128, 64, 1, 0},
+        {"attention_d128", 0, 256, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128, 1, 1},
+        {"attention_d128", 1, 384, "tl_wgrs_f16_n64_bk(", "tl_wgrs_f16_n128(", 64, 128, 1, 0},
+        {"attention_d128", 2, 384, "tl_wgrs_f16_n32_bk(", "tl_wgrs_f16_n128(", 32, 128, 1, 0},
+        {"attention_d128", 3, 384, "tl_wgmma_f16_n128_bk(", "tl_wgrs_f16_n128(", 128, 128, 1, 0},
     };
     tilec_ctx *ctx = tilec_ctx_new();
     tilec_module *m = parse(ctx, ATTN);
@@ -102,16 +111,21 @@ Test(wgattn, every_attention_variant_has_a_twin)
         cr_expect(!strstr(tw, "tl_cp16(") && !strstr(tw, "tl_cp_wait<"), "no cp.async in the twin");
         cr_expect(strstr(code.remarks, "dot loop: wgmma, its rings filled by TMA through mbarriers"),
                   "the remark names the path:\n%s", code.remarks);
-        cr_expect(strstr(tw, "tl_setmaxnreg_dec<24>();") && strstr(tw, "tl_setmaxnreg_inc<240>();") &&
-                      strstr(code.remarks,
-                             cases[i].walks ? ", setmaxnreg 240 for the consumers, 24 for the producer's thread; on a "
-                                              "persistent grid: a block walks (query tile, head) units"
-                                            : ", setmaxnreg 240 for the consumers, 24 for the producer's thread; but one "
-                                              "tile a block runs, not a persistent grid: its two warp groups take turns "
-                                              "over "),
-                  "%s variant %d: the consumers at 240 registers, the producer's thread at 24, and the remark says "
+        int creg = cases[i].two ? 232 : 240;
+        char inc[64], said[512];
+        snprintf(inc, sizeof inc, "tl_setmaxnreg_inc<%d>();", creg);
+        snprintf(said, sizeof said, ", setmaxnreg %d for the consumers, 24 for the producer's thread%s%s", creg,
+                 cases[i].two ? ", two blocks an SM (64 rows a block; each block " : "",
+                 cases[i].two    ? ""
+                 : cases[i].walks ? "; on a persistent grid: a block walks (query tile, head) units"
+                                  : "; but one tile a block runs, not a persistent grid: its two warp groups take "
+                                    "turns over ");
+        cr_expect(strstr(tw, "tl_setmaxnreg_dec<24>();") && strstr(tw, inc) && strstr(code.remarks, said),
+                  "%s variant %d: the consumers at %d registers, the producer's thread at 24, and the remark says "
                   "so:\n%s",
-                  cases[i].kernel, cases[i].v, code.remarks);
+                  cases[i].kernel, cases[i].v, creg, code.remarks);
+        cr_expect(strstr(code.source, cases[i].two ? "__launch_bounds__(256, 2)" : lower_launch_one(code.tma.threads)),
+                  "%s variant %d: %s an SM", cases[i].kernel, cases[i].v, cases[i].two ? "two blocks" : "one block");
         cr_expect(!strstr(code.remarks, "sm_90a twin: cp.async by its producer warps") &&
                       strstr(code.remarks, "(16 bytes) a chunk, a whole tile without checks where it is in bounds, mask on "
                                            "a prefix; sm_90a twin: TMA\n"),
@@ -120,6 +134,102 @@ Test(wgattn, every_attention_variant_has_a_twin)
     }
     tilec_module_free(m);
     tilec_ctx_free(ctx);
+}
+
+/* One consumer warp group (BM = 64: the docs-written d64 attention,
+ * issue 30) whose shared memory fits twice runs two blocks an SM: launch
+ * bounds (256, 2), 128 registers a thread at launch, the producer's
+ * thread at 24 and the consumers at 232; the remark says so. Two groups
+ * (fa_d64_plain at BM = 128) keep one block of 384 threads at 240, and a
+ * one-group twin whose ring does not fit twice (fa_d128's BM = 64
+ * variant: 4 stages of 32 KiB), or whose rings are filled by cp.async (no
+ * tensor map: measured only by TMA), keeps one block, the remark saying
+ * why. */
+Test(wgattn, one_warp_group_two_blocks_an_sm)
+{
+    static const struct {
+        const char *file, *kernel;
+        int v;
+        uint32_t threads;
+        const char *bounds, *inc, *said;
+    } cases[] = {
+        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 0, 256, "__launch_bounds__(256, 2)",
+         "tl_setmaxnreg_inc<232>();",
+         ", setmaxnreg 232 for the consumers, 24 for the producer's thread, two blocks an SM (64 rows a block; "
+         "each block 66624 bytes of shared memory, 128 registers a thread at launch)"},
+        {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", 0, 384, "__launch_bounds__(384, 1)",
+         "tl_setmaxnreg_inc<240>();", ", setmaxnreg 240 for the consumers, 24 for the producer's thread; "},
+        {"tests/attn_forms/fa_d128.tile", "fa_d128", 2, 256, "__launch_bounds__(256, 1)", "tl_setmaxnreg_inc<240>();",
+         ", setmaxnreg 240 for the consumers, 24 for the producer's thread, one block an SM (64 rows, but "
+         "132160 bytes of shared memory a block do not fit twice)"},
+    };
+    tilec_ctx *ctx = tilec_ctx_new();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_module *m = parse(ctx, cases[i].file);
+        tilec_kernel_code code;
+        lower_v(ctx, m, cases[i].kernel, cases[i].v, &code);
+        cr_assert_not_null(code.tma.name, "%s: an sm_90a twin", cases[i].kernel);
+        cr_expect_eq(code.tma.threads, cases[i].threads, "%s: %u threads", cases[i].kernel, code.tma.threads);
+        const char *tw = strstr(code.source, "_tma(");
+        cr_assert_not_null(tw);
+        char sig[128];
+        snprintf(sig, sizeof sig, "%s %s(", cases[i].bounds, code.tma.name);
+        cr_expect(strstr(code.source, sig), "%s: the twin is `%s`", cases[i].kernel, sig);
+        cr_expect(strstr(tw, "tl_setmaxnreg_dec<24>();") && strstr(tw, cases[i].inc), "%s: %s", cases[i].kernel,
+                  cases[i].inc);
+        cr_expect(strstr(code.remarks, cases[i].said), "%s: the remark says `%s`:\n%s", cases[i].kernel,
+                  cases[i].said, code.remarks);
+        cr_expect(!strstr(tw, "blockIdx.x) * 2") && !strstr(tw, "* 2 + tl_wgi"),
+                  "%s: pid(0) is the user's, one query tile a block", cases[i].kernel);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+    }
+    /* rings by cp.async (attention_ring.tile's attention_cp_d64 at BM = 64: no tensor map) keep one block */
+    char *src = read_file(ATTN_RING, NULL);
+    cr_assert_not_null(src);
+    const char *from = "hints { BM = 128, BN = 64, D = 64, warps = 4, stages = 2 }";
+    char *at = strstr(src, from);
+    cr_assert_not_null(at);
+    memcpy(at, "hints { BM = 64 , BN = 64, D = 64, warps = 4, stages = 2 }", strlen(from));
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "ring64.tile", src, strlen(src), &m), TILEC_OK);
+    tilec_kernel_code code;
+    lower_v(ctx, m, "attention_cp_d64", 0, &code);
+    cr_assert_not_null(code.tma.name, "attention_cp_d64 at BM = 64: a twin");
+    cr_expect_eq(code.tma.nmaps, 0, "its rings by cp.async");
+    char sig[128];
+    snprintf(sig, sizeof sig, "__launch_bounds__(256, 1) %s(", code.tma.name);
+    cr_expect(strstr(code.source, sig) && strstr(code.source, "tl_setmaxnreg_inc<224>();") &&
+                  strstr(code.source, "tl_setmaxnreg_dec<56>();"),
+              "one block an SM, the consumers at 224, the producer at 56");
+    cr_expect(strstr(code.remarks, ", one block an SM (64 rows, but its rings by cp.async: two blocks "
+                                   "an SM are built only where TMA fills them)"),
+              "the remark says why one block:\n%s", code.remarks);
+    tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    free(src);
+    tilec_ctx_free(ctx);
+}
+
+/* The two-block twin's SASS (fa_d64_lets): 128 registers a thread at
+ * launch, the consumers' setmaxnreg.inc to 232 (0xe8) and the producer's
+ * dec to 24; its wgmma not serialized at 232 (at most 4
+ * WARPGROUP.DEPBAR, one a dot's wait, as at 240) and nothing spilled. */
+static char *twin_sass_in(const char *file, const char *kernel, int v);
+
+Test(wgattn, sass_two_blocks_an_sm, .timeout = 200)
+{
+    char *t = twin_sass_in("tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 0);
+    int hg = 0, dep = 0;
+    for (const char *p = t; (p = strstr(p, "HGMMA.")) != NULL; p++)
+        hg++;
+    for (const char *p = t; (p = strstr(p, "WARPGROUP.DEPBAR")) != NULL; p++)
+        dep++;
+    cr_expect(strstr(t, "USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xe8") && strstr(t, "USETMAXREG.DEALLOC.CTAPOOL 0x18"),
+              "the consumers at 232 registers, the producer at 24");
+    cr_expect(hg >= 16 && dep <= 4, "%d HGMMA, %d WARPGROUP.DEPBAR (serialized: one a HGMMA)", hg, dep);
+    cr_expect(!strstr(t, "STL") && !strstr(t, "LDL"), "nothing spilled");
+    free(t);
 }
 
 /* K given as [D, S]: its tile is contiguous along the keys, so the ring
@@ -438,7 +548,7 @@ Test(wgattn, persistent_walk_carries_the_phases)
                             "             tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {";
         const char *init = strstr(tw, "tl_mbar_init(tl_full"), *roles = strstr(tw, "if (tl_tid0 >= ");
         const char *p0 = roles ? strstr(roles, walk) : NULL, *pu = p0 ? strstr(p0, units) : NULL;
-        const char *cons = pu ? strstr(pu, "tl_setmaxnreg_inc<240>();") : NULL;
+        const char *cons = pu ? strstr(pu, "tl_setmaxnreg_inc<") : NULL; /* 240, or 232 at two blocks an SM */
         const char *c0 = cons ? strstr(cons, walk) : NULL, *cu = c0 ? strstr(c0, units) : NULL;
         cr_assert(init && roles && init < roles && pu && cu, "%s variant %d: the barriers once, then each role's walk",
                   cases[i].kernel, cases[i].v);

@@ -3149,7 +3149,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n64(float *d, const unsigned 
 #endif
 /* attention_d64, variant 2: BM = 64, BN = 64, D = 64, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 18, 23, 25, 27, 28, 29, 31, 37, 41), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
+extern "C" __global__ void __launch_bounds__(256, 2) attention_d64_v2_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 128, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -3252,7 +3252,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d64_v2_tma(__half
         }
         return;
     }
-    tl_setmaxnreg_inc<240>();
+    tl_setmaxnreg_inc<232>();
     int tl_it = 0;
         for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
              tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
@@ -5629,7 +5629,7 @@ static __device__ __forceinline__ void tl_wgrs_f16_n128(float *d, const unsigned
 #endif
 /* attention_d128, variant 0: BM = 64, BN = 32, D = 128, warps = 4, stages = 2 */
 /* indexing: 64-bit for hi, n0, rn (lines 52, 57, 59, 61, 62, 63, 65, 71, 75), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
+extern "C" __global__ void __launch_bounds__(256, 2) attention_d128_v0_tma(__half *v_q, __half *v_k, __half *v_v, __half *v_o, int v_S, int v_bh, int v_causal, float v_scale, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid0 = threadIdx.x, tl_tid = tl_tid0 % 128, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -5734,7 +5734,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) attention_d128_v0_tma(__hal
         }
         return;
     }
-    tl_setmaxnreg_inc<240>();
+    tl_setmaxnreg_inc<232>();
     int tl_it = 0;
         for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
              tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
