@@ -61,6 +61,7 @@
     X(FuncGetAttribute, PFN_cuFuncGetAttribute_v2020, RT_CUDA_ABI, 1)                             \
     X(FuncSetAttribute, PFN_cuFuncSetAttribute_v9000, RT_CUDA_ABI, 1)                             \
     X(LaunchKernel, PFN_cuLaunchKernel_v4000, RT_CUDA_ABI, 1)                                     \
+    X(OccupancyMaxActiveBlocksPerMultiprocessor, PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050, RT_CUDA_ABI, 0) \
     X(FuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040, 12040, 0)                                 \
     X(TensorMapEncodeTiled, PFN_cuTensorMapEncodeTiled_v12000, 12000, 0)                          \
     X(TensorMapEncodeIm2col, PFN_cuTensorMapEncodeIm2col_v12000, 12000, 0)                        \

@@ -95,7 +95,9 @@ struct rt_tma {
     PFN_cuTensorMapEncodeTiled_v12000 encode;
     PFN_cuTensorMapEncodeIm2col_v12000 encode_im2col; /* NULL: the driver has none (no im2col map then) */
     PFN_cuLaunchKernel_v4000 launch;
-    uint32_t sms;       /* the device's multiprocessors: a persistent twin's blocks */
+    uint32_t sms;       /* the device's multiprocessors */
+    uint32_t per_sm;    /* the twin's blocks resident on one multiprocessor (cuOccupancyMaxActiveBlocksPerMultiprocessor;
+                           1 where the driver cannot say): a walking grid takes min(units, sms * per_sm) blocks */
     int log;            /* TILEC_LOGS=tma when resolved */
     pthread_mutex_t mu; /* guards the cache */
     tma_entry cache[TMA_CACHE];
@@ -216,6 +218,15 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
         }
     }
     t->sms = rt->props.multiprocessors > 0 ? (uint32_t)rt->props.multiprocessors : 1;
+    /* a twin built for two blocks a multiprocessor (lower/wgattn.c, wga_blocks: one consumer warp group whose
+     * registers and shared memory fit twice) walks on twice the blocks: every resident slot takes units */
+    int per = 0;
+    t->per_sm = rt->drv.OccupancyMaxActiveBlocksPerMultiprocessor &&
+                        rt->drv.OccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, (int)t->meta.threads,
+                                                                         t->meta.smem_bytes) == CUDA_SUCCESS &&
+                        per > 1
+                    ? (uint32_t)(per < 8 ? per : 8)
+                    : 1;
     t->encode = rt->drv.TensorMapEncodeTiled;
     t->encode_im2col = rt->drv.TensorMapEncodeIm2col;
     t->launch = rt->drv.LaunchKernel;
@@ -520,7 +531,11 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             walk = persist_walks(pk, args, units, t->sms, walk_why, sizeof walk_why);
         else
             snprintf(walk_why, sizeof walk_why, "TILEC_TMA_PERSIST=%d", walk);
-        blocks[0] = walk && units > t->sms ? t->sms : (uint32_t)units;
+        blocks[0] = walk && units > (uint64_t)t->sms * t->per_sm ? t->sms * t->per_sm : (uint32_t)units;
+        if (walk && t->per_sm > 1 && units > t->sms) {
+            size_t l = strlen(walk_why);
+            snprintf(walk_why + l, sizeof walk_why - l, "; %u blocks a multiprocessor", t->per_sm);
+        }
         blocks[1] = blocks[2] = 1;
         if (t->meta.persistent == 5 && t->fn1 &&
             (t->persist_mode == 0 || (t->persist_mode < 0 && tiles <= (uint64_t)TMA_GATHER_WALK * t->sms))) {

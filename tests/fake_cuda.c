@@ -602,6 +602,16 @@ static CUresult fake_FuncGetAttribute(int *v, CUfunction_attribute a, CUfunction
     }
 }
 
+static CUresult fake_OccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads, size_t smem)
+{
+    (void)f;
+    (void)smem;
+    if (threads <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *n = state.per_sm > 0 ? state.per_sm : 1;
+    return CUDA_SUCCESS;
+}
+
 static CUresult fake_FuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
     const fake_kernel *k = (const fake_kernel *)(const void *)f;
@@ -894,7 +904,7 @@ static const struct {
     ENTRY(FuncGetAttribute),   ENTRY(FuncSetAttribute),   ENTRY(FuncGetParamInfo),  ENTRY(LaunchKernel),
     ENTRY(StreamBeginCapture), ENTRY(StreamEndCapture),   ENTRY(GraphInstantiateWithFlags),
     ENTRY(GraphLaunch),        ENTRY(GraphExecDestroy),   ENTRY(GraphDestroy),      ENTRY(GraphExecUpdate),
-    ENTRY(TensorMapEncodeTiled), ENTRY(TensorMapEncodeIm2col),
+    ENTRY(TensorMapEncodeTiled), ENTRY(TensorMapEncodeIm2col), ENTRY(OccupancyMaxActiveBlocksPerMultiprocessor),
 };
 
 CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

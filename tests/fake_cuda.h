@@ -100,6 +100,7 @@ typedef struct fake_cuda_state {
     int tma_launches, tma_encodes, tma_one_launches;
     unsigned long long tma_args[3]; /* first word of each map tw_v0_tma got */
     int tma_grid[3];                /* and the program's grid after them (a persistent twin) */
+    int per_sm;                     /* what cuOccupancyMaxActiveBlocksPerMultiprocessor answers (0: 1) */
     struct {
         unsigned long long base, dims[3], stride, bstride; /* dims[2], bstride: a 3-D (batched) map's */
         unsigned rank, box[2], dtype, swizzle;

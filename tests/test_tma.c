@@ -348,6 +348,60 @@ Test(tma, attention_twin_weighs_its_loop_s_trips, .timeout = 120)
     env_free(&e);
 }
 
+/* A twin whose registers and shared memory fit twice on a multiprocessor
+ * (lower/wgattn.c wga_blocks: the docs' BM = 64 attention) walks on every
+ * resident slot: min(units, SMs x blocks a multiprocessor) blocks, as
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor says; the log says so. */
+Test(tma, walking_grid_fills_every_resident_block, .timeout = 120)
+{
+    env e;
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e.rt), TILEC_RT_OK);
+    fake->per_sm = 2; /* read as the twin is resolved */
+    e.ctx = tilec_ctx_new();
+    size_t n;
+    char *src = read_file("tests/aot_attn.tile", &n);
+    cr_assert_not_null(src);
+    char text[8192];
+    cr_assert_lt(n, sizeof text);
+    memcpy(text, src, n + 1);
+    free(src);
+    edit_src(text, sizeof text, "BN = 64", "BN = 128");
+    setenv("TILEC_LOGS", "tma", 1);
+    cr_assert_eq(tilec_parse_string(e.ctx, "at.tile", text, strlen(text), &e.m), TILEC_OK);
+    tilec_build_options o = {.threads = 1};
+    tilec_status st = tilec_program_build(e.ctx, e.rt, e.m, &o, &e.p);
+    const tilec_diag *d = tilec_ctx_diag(e.ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    cr_assert(tilec_program_has_twin(e.p, "at", 0));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, i == 0 ? &e.a : i == 1 ? &e.b : &e.c), TILEC_RT_OK);
+    static const struct {
+        int S, bh;
+        unsigned blocks;
+        const char *why;
+    } cases[] = {
+        {4096, 64, 264, "walking its units: 2048 units, more than 8 a multiprocessor, 32 trips a unit by the loop's "
+                        "bound (at most 32); 2 blocks a multiprocessor\n"},
+        {4224, 64, 2112, "a block a unit: 2112 units, more than 8 a multiprocessor, 33 trips a unit by the loop's "
+                         "bound (more than 32)\n"},
+        {1024, 4, 32, "walking its units: 32 units, at most 8 a multiprocessor\n"},
+        {1024, 20, 160, "walking its units: 160 units, at most 8 a multiprocessor; 2 blocks a multiprocessor\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_rt_arg args[8] = {{.ptr = e.a},         {.ptr = e.b},          {.ptr = e.c}, {.ptr = e.a},
+                                {.i32 = cases[i].S}, {.i32 = cases[i].bh}, {.i32 = 0},   {.f32 = 0.125f}};
+        int before = fake->tma_launches;
+        char *log = stderr_of(&e, args);
+        cr_expect(fake->tma_launches == before + 1 && fake->grid[0] == cases[i].blocks, "S %d bh %d: %u blocks",
+                  cases[i].S, cases[i].bh, fake->grid[0]);
+        cr_expect(strstr(log, cases[i].why), "S %d bh %d: %s", cases[i].S, cases[i].bh, log);
+        free(log);
+    }
+    unsetenv("TILEC_LOGS");
+    env_free(&e);
+}
+
 /* A twin of two M tiles a block (BM = 64 with 8 warps, lower/wgpair.c:
  * tilec_tma_meta.persistent 3) counts its units as pairs of tiles along
  * x: ceil(x / 2) * y * z blocks at most, A's box both tiles' 128 rows. */
