@@ -419,6 +419,9 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     L->eager_bool = 0;
     if (one) { /* each thread's copies landed, the element-wise stores made: then the one arrival */
         lower_line(L, "asm volatile(\"cp.async.wait_all;\" ::: \"memory\");");
+        /* the writer's proxy fence (its chunks and stores, generic proxy, before wgmma reads them through the
+         * async one): the consumers then fence no step (wgmma.c, consumer) */
+        lower_line(L, "tl_fence_async_smem();");
         lower_line(L, "asm volatile(\"bar.sync %d, %d;\" ::: \"memory\");", WG_GATHER_BAR, w->producers);
         L->ind--;
         lower_line(L, "}");
