@@ -1367,7 +1367,9 @@ void lower_wg_res_test(lw *L, const wg_plan *w)
 
 /* The consumer warp groups: wait for a slot, K/16 k16 steps of wgmma on
  * it, then wait for the previous slot's and hand that one back (one
- * group of wgmma in flight while the next slot is awaited). A is K-major
+ * group of wgmma in flight while the next slot is awaited; in the twins
+ * of lower_wg_gather_one, whose copies are the limit, each slot back as
+ * soon as its own wgmma are done). A is K-major
  * in rows of w->arow bytes swizzled as wide (the descriptor's stride
  * byte offset: 8 such rows; its leading one unused), a k16 step 32 bytes
  * along a row, into the next box past 128 bytes; B is N-major in boxes
