@@ -547,7 +547,8 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
              * (wait_group 0), not a step later; elsewhere the consumers fence and keep one group in flight */
             const char *fence = strstr(x, "tl_fence_async_smem();");
             if (!t && v)
-                cr_expect(land && fence && fence > land && fence < issue && !strstr(fence + 1, "tl_fence_async_smem();") &&
+                cr_expect(land && fence && fence > land && fence < issue &&
+                              !strstr(fence + 1, "tl_fence_async_smem();") &&
                               strstr(x, "tl_wg_commit();\n            tl_wg_wait<0>();\n            if (tl_lane == 0)\n"
                                         "                tl_mbar_arrive(tl_empty + tl_s * 8);") &&
                               !strstr(x, "tl_wg_wait<1>();"),
