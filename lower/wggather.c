@@ -272,7 +272,10 @@ static void tma_issue(lw *L, const wg_plan *w, int64_t aslot, int64_t bslot)
  * either way, the multi-kernel's choice there) 5-7% slower on the layers
  * of one or two tiles a block (3x3 28x28 C128, 14x14 C256, s2 C128); not
  * explained without a profile, so it and the one-tile twins keep the
- * group's arrivals. */
+ * group's arrivals. In these twins the threads that copied a step by
+ * cp.async fence (generic to async proxy) before the one arrival, so the
+ * consumers fence no step, and the consumers hand each slot back when its
+ * own wgmma are done (wgmma.c, consumer; bench/results/conv_s50b.md). */
 int lower_wg_gather_one(const wg_plan *w)
 {
     return w->gather && w->atma && w->btma && lower_wg_nbar(w) != w->S;
@@ -419,6 +422,9 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     L->eager_bool = 0;
     if (one) { /* each thread's copies landed, the element-wise stores made: then the one arrival */
         lower_line(L, "asm volatile(\"cp.async.wait_all;\" ::: \"memory\");");
+        /* the writer's proxy fence (its chunks and stores, generic proxy, before wgmma reads them through the
+         * async one): the consumers then fence no step (wgmma.c, consumer) */
+        lower_line(L, "tl_fence_async_smem();");
         lower_line(L, "asm volatile(\"bar.sync %d, %d;\" ::: \"memory\");", WG_GATHER_BAR, w->producers);
         L->ind--;
         lower_line(L, "}");

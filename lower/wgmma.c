@@ -1367,7 +1367,9 @@ void lower_wg_res_test(lw *L, const wg_plan *w)
 
 /* The consumer warp groups: wait for a slot, K/16 k16 steps of wgmma on
  * it, then wait for the previous slot's and hand that one back (one
- * group of wgmma in flight while the next slot is awaited). A is K-major
+ * group of wgmma in flight while the next slot is awaited; in the twins
+ * of lower_wg_gather_one, whose copies are the limit, each slot back as
+ * soon as its own wgmma are done). A is K-major
  * in rows of w->arow bytes swizzled as wide (the descriptor's stride
  * byte offset: 8 such rows; its leading one unused), a k16 step 32 bytes
  * along a row, into the next box past 128 bytes; B is N-major in boxes
@@ -1388,7 +1390,10 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     stage_loop(L, w, "tl_kv");
     lower_line(L, "const int tl_s = %s;", lower_wg_ring_of(L, w, "tl_it", "%"));
     lower_line(L, "tl_mbar_wait(tl_full + tl_s * 8, (%s) & 1);", lower_wg_ring_of(L, w, "tl_it", "/"));
-    if (w->gather) /* the producer's cp.async wrote the slot: generic proxy, wgmma reads through the async one */
+    /* the producer's cp.async wrote the slot: generic proxy, wgmma reads through the async one; where one
+     * producer thread arrives (lower_wg_gather_one) the writers fenced before it, and a step all TMA needs none */
+    int one = lower_wg_gather_one(w);
+    if (w->gather && !one)
         lower_line(L, "tl_fence_async_smem();");
     /* each consumer warp group its 64 rows of A (MN-major: its box of 64 along M) */
     lower_line(L, "const unsigned tl_a = tl_ring + tl_s * %lld + (tl_warp >> 2) * %lld;", (long long)a_slot(w),
@@ -1404,6 +1409,15 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "    tl_wgmma_%s_n%lld%s(%s%s, %s, %s);", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)lower_wg_n(w),
                wgmma_sfx(w->amn, w->bk, w->pair, 0), acc->c, w->pair ? ", tl_acc1" : "", da, db);
     lower_line(L, "tl_wg_commit();");
+    if (one) {
+        /* the slot back as soon as its own wgmma are done, not when the next slot has landed: these twins'
+         * consumers wait for their copies (not the tensor cores), so the ring keeps one more copy in flight */
+        lower_line(L, "tl_wg_wait<0>();");
+        lower_line(L, "if (tl_lane == 0)");
+        lower_line(L, "    tl_mbar_arrive(tl_empty + tl_s * 8);");
+        stage_loop_end(L, w);
+        return;
+    }
     /* one group in flight: the previous stage's wgmma are done, its slot free */
     lower_line(L, "tl_wg_wait<1>();");
     const char *prev = lower_wg_ring_of(L, w, "(tl_it - 1)", "%");

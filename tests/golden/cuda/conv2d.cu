@@ -11049,6 +11049,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                             }
                         }
                         asm volatile("cp.async.wait_all;" ::: "memory");
+                        tl_fence_async_smem();
                         asm volatile("bar.sync 8, 128;" ::: "memory");
                     }
                     if (tl_tid == 0) {
@@ -11127,7 +11128,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
-            tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
             const unsigned tl_b = tl_ring + (tl_res ? 122880u : 98304u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
@@ -11135,13 +11135,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
             for (int tl_q = 0; tl_q < 2; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 15 : (tl_it - 1) % 12) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 15 : (tl_it - 1) % 12) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -11930,6 +11927,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
                         }
                     }
                     asm volatile("cp.async.wait_all;" ::: "memory");
+                    tl_fence_async_smem();
                     asm volatile("bar.sync 8, 128;" ::: "memory");
                 }
                 if (tl_tid == 0) {
@@ -12004,7 +12002,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
-            tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
             const unsigned tl_b = tl_ring + (tl_res ? 131072u : 98304u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
@@ -12012,13 +12009,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -12770,6 +12764,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
                         }
                     }
                     asm volatile("cp.async.wait_all;" ::: "memory");
+                    tl_fence_async_smem();
                     asm volatile("bar.sync 8, 128;" ::: "memory");
                 }
                 if (tl_tid == 0) {
@@ -12845,7 +12840,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
-            tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
             const unsigned tl_b = tl_ring + (tl_res ? 65536u : 49152u) + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
             tl_wg_fence();
@@ -12853,13 +12847,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
@@ -13670,6 +13661,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                             }
                         }
                         asm volatile("cp.async.wait_all;" ::: "memory");
+                        tl_fence_async_smem();
                         asm volatile("bar.sync 8, 128;" ::: "memory");
                     }
                     if (tl_tid == 0) {
@@ -13747,7 +13739,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
-            tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
             const unsigned tl_b = tl_ring + (tl_res ? 98304u : 49152u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
@@ -13755,13 +13746,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 12 : (tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 12 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
@@ -15558,6 +15546,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                             }
                         }
                         asm volatile("cp.async.wait_all;" ::: "memory");
+                        tl_fence_async_smem();
                         asm volatile("bar.sync 8, 128;" ::: "memory");
                     }
                     if (tl_tid == 0) {
@@ -15636,7 +15625,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
-            tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
             const unsigned tl_b = tl_ring + (tl_res ? 122880u : 98304u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
@@ -15644,13 +15632,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
             for (int tl_q = 0; tl_q < 2; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 15 : (tl_it - 1) % 12) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 15 : (tl_it - 1) % 12) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
@@ -16505,6 +16490,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
                         }
                     }
                     asm volatile("cp.async.wait_all;" ::: "memory");
+                    tl_fence_async_smem();
                     asm volatile("bar.sync 8, 128;" ::: "memory");
                 }
                 if (tl_tid == 0) {
@@ -16579,7 +16565,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
-            tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
             const unsigned tl_b = tl_ring + (tl_res ? 131072u : 98304u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
@@ -16587,13 +16572,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[16];
@@ -17411,6 +17393,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
                         }
                     }
                     asm volatile("cp.async.wait_all;" ::: "memory");
+                    tl_fence_async_smem();
                     asm volatile("bar.sync 8, 128;" ::: "memory");
                 }
                 if (tl_tid == 0) {
@@ -17486,7 +17469,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
-            tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
             const unsigned tl_b = tl_ring + (tl_res ? 65536u : 49152u) + (tl_res ? tl_it - tl_it0 : tl_s) * 16384;
             tl_wg_fence();
@@ -17494,13 +17476,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 8 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
@@ -18377,6 +18356,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                             }
                         }
                         asm volatile("cp.async.wait_all;" ::: "memory");
+                        tl_fence_async_smem();
                         asm volatile("bar.sync 8, 128;" ::: "memory");
                     }
                     if (tl_tid == 0) {
@@ -18454,7 +18434,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
-            tl_fence_async_smem();
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
             const unsigned tl_b = tl_ring + (tl_res ? 98304u : 49152u) + (tl_res ? tl_it - tl_it0 : tl_s) * 8192;
             tl_wg_fence();
@@ -18462,13 +18441,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > tl_it0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 12 : (tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
-        if (tl_it > tl_it0 && tl_lane == 0)
-            tl_mbar_arrive(tl_empty + (tl_res ? (tl_it - 1) % 12 : (tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[16];
