@@ -52,6 +52,9 @@ struct lower_ix {
     namelist shown;     /* widened let and loop names, for the comment */
     uint32_t lines[16]; /* statement lines with 64-bit arithmetic */
     int nlines;
+    const tilec_stmt **safe; /* loops whose variable is proven not to wrap */
+    unsigned char *safe64;   /* ... only in 64 bits (0: in 32 bits too) */
+    int nsafe, capsafe;
 };
 
 static const rng FULL64 = {INT64_MIN, INT64_MAX, 0};
@@ -604,6 +607,48 @@ static rng loop_range(rng lo, rng hi, rng step, int64_t g)
     return r;
 }
 
+/* A loop `for v in lo .. hi step st` advances v by st after its last
+ * trip, from at most hi - 1: v + st must still be a value of v's type, or
+ * v wraps, still passes v < hi, and the body runs at a negative index.
+ * Proven safe when hi.hi - 1 + st.hi fits and st > 0; the lowering emits
+ * a header that cannot wrap for every other loop (lower_loop_next). */
+static void note_safe_loop(lw *L, const tilec_stmt *s, rng hi, rng st)
+{
+    struct lower_ix *X = L->ix;
+    if (X->nomark || st.lo <= 0)
+        return;
+    __int128 last = (__int128)hi.hi - 1 + st.hi;
+    if (last > INT64_MAX)
+        return;
+    if (X->nsafe == X->capsafe) {
+        int cap = X->capsafe ? 2 * X->capsafe : 16;
+        const tilec_stmt **v = ar_array(&L->ar, (size_t)cap, sizeof *v);
+        unsigned char *w = ar_array(&L->ar, (size_t)cap, sizeof *w);
+        if (!v || !w) {
+            L->failed = 1;
+            return;
+        }
+        if (X->nsafe) {
+            memcpy(v, X->safe, (size_t)X->nsafe * sizeof *v);
+            memcpy(w, X->safe64, (size_t)X->nsafe * sizeof *w);
+        }
+        X->safe = v;
+        X->safe64 = w;
+        X->capsafe = cap;
+    }
+    X->safe[X->nsafe] = s;
+    X->safe64[X->nsafe++] = last > INT32_MAX;
+}
+
+int lower_ix_loop_safe(const lw *L, const tilec_stmt *s, int wide)
+{
+    const struct lower_ix *X = L->ix;
+    for (int i = 0; X && i < X->nsafe; i++)
+        if (X->safe[i] == s)
+            return wide || !X->safe64[i];
+    return 0;
+}
+
 static void visit_stmt(lw *L, const tilec_stmt *s)
 {
     struct lower_ix *X = L->ix;
@@ -631,6 +676,7 @@ static void visit_stmt(lw *L, const tilec_stmt *s)
         int nsc = X->nsc;
         int64_t g = gcd64(multiple_of(L, s->lo), s->step ? multiple_of(L, s->step) : 1);
         push(L, s->names[0], loop_range(lo, hi, st, g), wide);
+        note_safe_loop(L, s, hi, st);
         visit_block(L, &s->body);
         X->nsc = nsc;
         return;
@@ -702,6 +748,7 @@ void lower_index_widths(lw *L)
         X->nsc = 0;
         X->shown.n = 0;
         X->nlines = 0;
+        X->nsafe = 0;
         if (X->cap)
             memset(X->keys, 0, X->cap * sizeof *X->keys);
         X->n = 0;

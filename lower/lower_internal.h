@@ -348,6 +348,7 @@ typedef struct lw {
         int sq;
     } tw;
     struct lower_ix *ix; /* index64.c: the expressions computed in 64 bits */
+    int cp_wraps;        /* lower_cp_bounds' loop may pass 2^31 - 1 (or 2^63 - 1) by its step */
     /* layplan.c: shapes reduced along their rows, the dots, the report */
     int64_t rowred[LP_MAX][2];
     int nrowred;
@@ -1192,6 +1193,14 @@ void lower_split_reduce(lw *L, const val *acc);
 void lower_index_widths(lw *L);
 const tilec_type *lower_ix_type(const lw *L, const tilec_expr *e);
 int lower_ix_wide_name(const lw *L, const char *name); /* assigned a 64-bit value somewhere */
+/* The loop's variable, of 64 bits when wide, is proven not to wrap past
+ * its last trip (hi - 1 + step fits, step > 0). */
+int lower_ix_loop_safe(const lw *L, const tilec_stmt *s, int wide);
+/* The advance of loop s's variable v in its header (stmt.c), toward hi by
+ * st (mult loop steps at once): `v += st` where index64.c proves it cannot
+ * wrap, else a step taken only while v + st stays below hi (docs/lowering.md,
+ * "Loop headers"). */
+const char *lower_loop_next(lw *L, const tilec_stmt *s, const char *v, const char *hi, const char *st, int mult);
 
 /* ---- prelude.c ---- */
 

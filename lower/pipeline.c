@@ -723,6 +723,7 @@ void lower_cp_bounds(lw *L, const tilec_stmt *loop)
         lower_walk(L, loop->step, NULL, 0, NULL, PREP);
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
     lower_line(L, "typedef %s tl_ix; /* the loop variable's type */", wide ? "long long" : "int");
+    L->cp_wraps = !lower_ix_loop_safe(L, loop, wide);
     int split = L->split && loop == L->split_loop;
     lower_line(L, "const tl_ix tl_lo%s = %s, tl_hi%s = %s, tl_st = %s;", split ? "0" : "", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
                split ? "0" : "", lower_walk(L, loop->hi, NULL, 0, NULL, EMIT),
@@ -736,7 +737,10 @@ void lower_cp_prologue(lw *L, int S, const char *v, lower_issue_fn issue, const 
     lower_line(L, "#pragma unroll");
     lower_line(L, "for (int tl_s = 0; tl_s < %d; ++tl_s) {", S - 1);
     L->ind++;
-    lower_line(L, "const tl_ix %s = tl_lo + tl_s * tl_st;", v);
+    if (L->cp_wraps) /* tl_lo + tl_s * tl_st may pass 2^31 - 1: tested in 64 bits first */
+        lower_line(L, "const tl_ix %s = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;", v);
+    else
+        lower_line(L, "const tl_ix %s = tl_lo + tl_s * tl_st;", v);
     lower_line(L, "if (%s < tl_hi) {", v);
     L->ind++;
     issue(L, ctx, "tl_s");
@@ -755,7 +759,10 @@ void lower_cp_advance(lw *L, int S, const char *v, lower_issue_fn issue, const v
     lower_line(L, "__syncthreads();");
     lower_line(L, "{");
     L->ind++;
-    lower_line(L, "const tl_ix tl_next = %s + %d * tl_st;", v, S - 1);
+    if (L->cp_wraps) /* as in lower_cp_prologue */
+        lower_line(L, "const tl_ix tl_next = (long long)%s + %dLL * tl_st < tl_hi ? %s + %d * tl_st : tl_hi;", v, S - 1, v, S - 1);
+    else
+        lower_line(L, "const tl_ix tl_next = %s + %d * tl_st;", v, S - 1);
     lower_line(L, "const int tl_ns = (tl_it + %d) %% %d;", S - 1, S);
     lower_line(L, "if (tl_next < tl_hi) {");
     L->ind++;
@@ -770,12 +777,12 @@ void lower_cp_advance(lw *L, int S, const char *v, lower_issue_fn issue, const v
 
 /* One iteration: wait for tile tl_it, issue the copies of tile
  * tl_it + stages - 1, then the tensor-core loop on tile tl_it. */
-static void steady(lw *L, const pipe_plan *pp, const ring *r, const char *v, tilec_dtype d)
+static void steady(lw *L, const tilec_stmt *loop, const pipe_plan *pp, const ring *r, const char *v, tilec_dtype d)
 {
     int S = r->S;
     const void *ctx[2] = {pp, r};
     lower_line(L, "int tl_it = 0;");
-    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s, ++tl_it) {", v, v, lower_loop_next(L, loop, v, "tl_hi", "tl_st", 1));
     L->ind++;
     lower_cp_advance(L, S, v, issue_copies, ctx);
     lower_comment_loc(L, &pp->update->loc);
@@ -827,7 +834,7 @@ static void emit_pipelined(lw *L, const tilec_stmt *loop, const pipe_plan *pp)
     lower_hoist_begin(L, &h, loop->names[0], pp->load, r.cp, 2);
     lower_cp_prologue(L, r.S, v, issue_copies, ctx);
     lower_comment_loc(L, &loop->loc);
-    steady(L, pp, &r, v, at->dtype);
+    steady(L, loop, pp, &r, v, at->dtype);
     lower_hoist_end(L);
     lower_line(L, "tl_cp_wait<0>();");
     lower_line(L, "__syncthreads();");

@@ -170,9 +170,16 @@ void lower_split_bounds(lw *L)
 {
     int S = L->split;
     lower_line(L, "/* split_k = %d: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */", S);
-    lower_line(L, "const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;");
-    lower_line(L, "const tl_ix tl_per = (tl_steps + %d) / %d;", S - 1, S);
-    lower_line(L, "const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;");
+    if (L->cp_wraps) { /* hi0 - lo0 + st - 1 may pass 2^31 - 1: the count in 64 bits; an empty slice starts at hi0 */
+        lower_line(L, "const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_ix)(((long long)tl_hi0 - tl_lo0 + tl_st - 1) / tl_st) : 0;");
+        lower_line(L, "const tl_ix tl_per = (tl_steps + %d) / %d;", S - 1, S);
+        lower_line(L, "const tl_ix tl_lo = (tl_ix)tl_slice * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + (tl_ix)tl_slice * tl_per * "
+                      "tl_st;");
+    } else {
+        lower_line(L, "const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;");
+        lower_line(L, "const tl_ix tl_per = (tl_steps + %d) / %d;", S - 1, S);
+        lower_line(L, "const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;");
+    }
     lower_line(L, "const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice "
                   "+ 1) * tl_per * tl_st;");
 }

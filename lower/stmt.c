@@ -287,6 +287,23 @@ static void stmt_expr(lw *L, const tilec_stmt *s)
     lower_walk(L, e, NULL, 0, NULL, PREP);
 }
 
+/* v < hi, so hi - v is exact in unsigned arithmetic (1 .. 2^32 - 1 for
+ * an int); v + st < hi exactly when it exceeds st, and then v + st cannot
+ * wrap. Otherwise v becomes hi and the loop ends, as it would have. A
+ * run-time step must be positive (docs/language.md, "for"); one that is
+ * not is a large unsigned value, so the loop ends after its first trip
+ * unless hi - v is larger still (v negative, hi positive). */
+const char *lower_loop_next(lw *L, const tilec_stmt *s, const char *v, const char *hi, const char *st, int mult)
+{
+    int wide = s && (lower_ty(L, s->lo)->dtype == TILEC_DT_I64 || lower_ty(L, s->hi)->dtype == TILEC_DT_I64);
+    if (s && mult == 1 && lower_ix_loop_safe(L, s, wide))
+        return lower_fmt(L, "%s += %s", v, st);
+    /* a 64-bit step (num_programs(0) * BLOCK may pass 2^31) is compared whole */
+    int wide_st = wide || (s && s->step && lower_ty(L, s->step)->dtype == TILEC_DT_I64);
+    const char *u = wide_st ? "unsigned long long" : "unsigned";
+    return lower_fmt(L, "%s = (%s)(%s) - (%s)%s > (%s)(%s) ? %s + (%s) : (%s)", v, u, hi, u, v, u, st, v, st, hi);
+}
+
 /* for v in lo .. hi step s: a cp.async pipeline when it qualifies. */
 static void stmt_for(lw *L, const tilec_stmt *s)
 {
@@ -314,7 +331,7 @@ static void stmt_for(lw *L, const tilec_stmt *s)
     const char *lo = lower_walk(L, s->lo, NULL, 0, NULL, EMIT), *hi = lower_walk(L, s->hi, NULL, 0, NULL, EMIT);
     const char *st = s->step ? lower_walk(L, s->step, NULL, 0, NULL, EMIT) : "1";
     const char *ty = lower_ty(L, s->lo)->dtype == TILEC_DT_I64 || lower_ty(L, s->hi)->dtype == TILEC_DT_I64 ? "long long" : "int";
-    lower_line(L, "for (%s %s = %s; %s < %s; %s += %s) {", ty, v, lo, v, hi, v, st);
+    lower_line(L, "for (%s %s = %s; %s < %s; %s) {", ty, v, lo, v, hi, lower_loop_next(L, s, v, hi, st, 1));
     L->ind++;
     L->depth++;
     tilec_type it = {.kind = TILEC_TY_VALUE, .dtype = ty[0] == 'l' ? TILEC_DT_I64 : TILEC_DT_I32};

@@ -1150,6 +1150,48 @@ Test(gpu, conv2d_f32_example, .timeout = 600)
     }
 }
 
+/* A loop at the edge of i32 (docs/language.md, "for"): a grid-stride
+ * fill of n = 2^31 - 1000 bytes, step num_programs(0) * BLOCK = 65536, so
+ * most programs' last o + step passes 2^31 - 1. Before the loop header was
+ * guarded (lower_loop_next) o wrapped to about -2^31, still passed o < n,
+ * and the body stored 2 GiB before the buffer, then wrapped again and
+ * again (the loop never ended). A 2 GiB guard region before the buffer
+ * must stay zero, every byte of the buffer and of its tail must be set,
+ * and the 64 bytes after it stay zero. 4 GiB of device memory. */
+Test(gpu, loop_edge_fill, .timeout = 60)
+{
+    const size_t guard = (size_t)1 << 31, after = 64;
+    const int n = 2147483647 - 999; /* 2^31 - 1000 */
+    gk g;
+    load_or_fail("tests/gpu/loop_edge.tile", "fill_u8", 0, &g);
+    size_t total = guard + (size_t)n + 1000 + after; /* a multiple of 4 */
+    uint64_t base = dev_alloc(total);
+    CHECK_RT(tilec_rt_memset_d32(rt, base, 0, total / 4));
+    uint64_t out = base + guard;
+    tilec_rt_arg args[3] = {{.ptr = out}, {.i32 = n}, {.i32 = 7}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    unsigned char *h = malloc(total);
+    cr_assert(h);
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, h, base, total));
+    size_t bad_guard = 0, bad_out = 0, bad_after = 0, first_guard = 0;
+    for (size_t i = 0; i < guard; i++)
+        if (h[i] && !bad_guard++)
+            first_guard = i;
+    for (size_t i = 0; i < (size_t)n; i++)
+        bad_out += h[guard + i] != 7;
+    for (size_t i = guard + (size_t)n; i < total; i++)
+        bad_after += h[i] != 0;
+    cr_expect_eq(bad_guard, 0, "%zu bytes written before the buffer (the first at out - %zu): the loop variable wrapped",
+                 bad_guard, guard - first_guard);
+    cr_expect_eq(bad_out, 0, "%zu of the %d bytes not filled", bad_out, n);
+    cr_expect_eq(h[guard + (size_t)n - 1], 7, "the last byte is not filled");
+    cr_expect_eq(bad_after, 0, "%zu bytes written after the buffer", bad_after);
+    free(h);
+    tilec_rt_free(rt, base);
+    gk_free(&g);
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }
 
 /* sigmoid on the GPU within docs/language.md's bound of a double reference

@@ -154,3 +154,73 @@ ParameterizedTest(size_t *ix, index64, corpus)
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }
+
+/* A loop's header (lower/stmt.c, lower_loop_next): `v += st` only where
+ * index64.c proves hi - 1 + st fits v's type and st > 0; else the step is
+ * taken only while v + st stays below hi, so v never wraps past 2^31 - 1
+ * (a grid-stride loop over n = 2^31 - 1000 elements would otherwise come
+ * back at a negative offset). Each kernel compiles with NVRTC. */
+typedef struct loopcase {
+    const char *loop; /* the for statement's head */
+    const char *want; /* in the CUDA C: the header's advance */
+} loopcase;
+
+static const loopcase loops[] = {
+    /* guarded: n up to 2^31 - 1, and a step above 1 */
+    {"for o in pid(0) * B .. n step 4 * B", "v_o = (unsigned)(v_n) - (unsigned)v_o > (unsigned)("},
+    {"for o in 0 .. n step stride", "v_o = (unsigned)(v_n) - (unsigned)v_o > (unsigned)(v_stride) ? v_o + (v_stride) : (v_n))"},
+    {"for o in pid(0) * B .. n step num_programs(0) * B", "v_o = (unsigned long long)(v_n) - (unsigned long long)v_o > "},
+    {"for o in 0 .. 2147483647 step 2", "v_o = (unsigned)(2147483647) - (unsigned)v_o > (unsigned)(2) ? "},
+    /* proven: step 1, constant bounds, a bound small by analysis, an i64 bound of i32 values */
+    {"for o in 0 .. n", "; v_o < v_n; v_o += 1) {"},
+    {"for o in 0 .. 1000 step 7", "; v_o < 1000; v_o += 7) {"},
+    {"for o in 0 .. 2147483646 step 2", "; v_o < 2147483646; v_o += 2) {"},
+    {"for o in 0 .. minimum(n, 4096) step 4 * B", "v_o += ("},
+    {"for o in 0 .. cast(n, i64) step 4 * B", "v_o += ("},
+};
+
+ParameterizedTestParameters(index64, loop_header)
+{
+    size_t n = sizeof loops / sizeof loops[0];
+    size_t *ix = cr_malloc(n * sizeof *ix);
+    for (size_t i = 0; ix && i < n; i++)
+        ix[i] = i;
+    return cr_make_param_array(size_t, ix, ix ? n : 0, free_ix);
+}
+
+ParameterizedTest(size_t *ix, index64, loop_header)
+{
+    const loopcase *c = &loops[*ix];
+    char src[1024];
+    snprintf(src, sizeof src,
+             "kernel k(x: *f32, out: *f32, n: i32, stride: i32)\n"
+             "    grid (cdiv(n, 128))\n"
+             "    hints { B = 128 }\n"
+             "{\n"
+             "    let i = range(B);\n"
+             "    %s { store(out + o + i, load(x + o + i, o + i < n), o + i < n); }\n"
+             "}\n",
+             c->loop);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "loop.tile", src, strlen(src), &m), TILEC_OK, "%s", src);
+    membuf cu = {0};
+    cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&cu)), TILEC_OK, "%s", c->loop);
+    const char *hdr = strstr(cu.s, " v_o = ");
+    cr_assert(hdr, "%s: no loop", c->loop);
+    const char *eol = strchr(hdr, '\n');
+    cr_expect(strstr(hdr, c->want) && strstr(hdr, c->want) < eol, "%s: the header is not `%s`:\n%.*s", c->loop,
+              c->want, (int)(eol - hdr), hdr);
+    tilec_kernel_code code;
+    void *cubin = NULL;
+    size_t size = 0;
+    cr_expect_eq(tilec_compile_kernel(ctx, m, tilec_module_kernel(m, 0), 0, "sm_90", &code, &cubin, &size), TILEC_OK,
+                 "%s: NVRTC refuses it", c->loop);
+    if (cubin) {
+        free(cubin);
+        tilec_kernel_code_free(&code);
+    }
+    free(cu.s);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}

@@ -177,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -230,11 +230,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v0(__half *v_x, __h
         }
         // examples/conv2d.tile:43
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -619,7 +619,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -628,7 +628,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -772,7 +772,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -825,11 +825,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v1(__half *v_x, __h
         }
         // examples/conv2d.tile:43
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -1214,7 +1214,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -1223,7 +1223,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -1367,7 +1367,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -1420,11 +1420,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v2(__half *v_x, __h
         }
         // examples/conv2d.tile:43
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -1809,7 +1809,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -1818,7 +1818,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -1962,7 +1962,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -2015,11 +2015,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v3(__half *v_x, __h
         }
         // examples/conv2d.tile:43
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -2364,7 +2364,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -2373,7 +2373,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
         }
         tl_setmaxnreg_inc<72>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 8;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 8) & 1);
             tl_fence_async_smem();
@@ -2517,7 +2517,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -2570,11 +2570,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_v4(__half *v_x, __h
         }
         // examples/conv2d.tile:43
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -2814,7 +2814,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                 unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
                 unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -2925,7 +2925,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -3069,7 +3069,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -3122,11 +3122,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v5(__half *v_x, __h
         }
         // examples/conv2d.tile:43
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -3511,7 +3511,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -3520,7 +3520,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
         }
         tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -3664,7 +3664,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -3717,11 +3717,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_v6(__half *v_x, __h
         }
         // examples/conv2d.tile:43
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 3 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 3LL * tl_st < tl_hi ? v_q0 + 3 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -4066,7 +4066,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -4075,7 +4075,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
         }
         tl_setmaxnreg_inc<128>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -4219,7 +4219,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -4272,11 +4272,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_f16_v7(__half *v_x, 
         }
         // examples/conv2d.tile:43
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -4661,7 +4661,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -4670,7 +4670,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -4814,7 +4814,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -4867,11 +4867,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v0(__half *v_x, __
         }
         // examples/conv2d.tile:76
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -5278,7 +5278,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -5287,7 +5287,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -5453,7 +5453,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -5506,11 +5506,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v1(__half *v_x, __
         }
         // examples/conv2d.tile:76
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -5917,7 +5917,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -5926,7 +5926,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -6092,7 +6092,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -6145,11 +6145,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v2(__half *v_x, __
         }
         // examples/conv2d.tile:76
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -6556,7 +6556,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -6565,7 +6565,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -6731,7 +6731,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -6784,11 +6784,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v3(__half *v_x, __
         }
         // examples/conv2d.tile:76
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -7155,7 +7155,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -7164,7 +7164,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
         }
         tl_setmaxnreg_inc<72>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 8;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 8) & 1);
             tl_fence_async_smem();
@@ -7330,7 +7330,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -7383,11 +7383,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_v4(__half *v_x, __
         }
         // examples/conv2d.tile:76
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -7649,7 +7649,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                 unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
                 unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -7760,7 +7760,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -7926,7 +7926,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -7979,11 +7979,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v5(__half *v_x, __
         }
         // examples/conv2d.tile:76
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -8390,7 +8390,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -8399,7 +8399,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
         }
         tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -8565,7 +8565,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -8618,11 +8618,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_v6(__half *v_x, __
         }
         // examples/conv2d.tile:76
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 3 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 3LL * tl_st < tl_hi ? v_q0 + 3 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -8989,7 +8989,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -8998,7 +8998,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
         }
         tl_setmaxnreg_inc<128>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -9164,7 +9164,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -9217,11 +9217,11 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv2d_nhwc_v7(__half *v_x,
         }
         // examples/conv2d.tile:76
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -9628,7 +9628,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -9637,7 +9637,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -9794,7 +9794,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -9847,11 +9847,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v0(__half *v_x
         }
         // examples/conv2d.tile:115
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -10088,7 +10088,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -10221,7 +10221,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -10430,7 +10430,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -10524,7 +10524,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -10657,7 +10657,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -10710,11 +10710,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f16_rows_v1(__half *v_x
         }
         // examples/conv2d.tile:115
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -11079,7 +11079,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                         tl_dq1 += tl_dn1;
                         tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                     }
-                    v_q0 += tl_st, ++tl_it;
+                    v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                 } while (!tl_tnew && v_q0 < tl_hi);
             }
         }
@@ -11125,7 +11125,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
@@ -11452,7 +11452,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -11460,7 +11460,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -11568,7 +11568,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
@@ -11621,11 +11621,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v2(__half *v_x
         }
         // examples/conv2d.tile:115
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -11862,7 +11862,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -11999,7 +11999,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -12204,7 +12204,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -12297,7 +12297,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -12405,7 +12405,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -12458,11 +12458,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v3(__half *v_x
         }
         // examples/conv2d.tile:115
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -12699,7 +12699,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -12837,7 +12837,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -13042,7 +13042,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -13136,7 +13136,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -13269,7 +13269,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -13322,11 +13322,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f16_rows_v4(__half *v_x
         }
         // examples/conv2d.tile:115
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -13690,7 +13690,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                         tl_dq1 += tl_dn1;
                         tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                     }
-                    v_q0 += tl_st, ++tl_it;
+                    v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                 } while (!tl_tnew && v_q0 < tl_hi);
             }
         }
@@ -13736,7 +13736,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -14062,7 +14062,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -14070,7 +14070,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -14203,7 +14203,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -14256,11 +14256,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v0(__half *v_
         }
         // examples/conv2d.tile:144
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -14519,7 +14519,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -14652,7 +14652,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -14883,7 +14883,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -14977,7 +14977,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -15132,7 +15132,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -15185,11 +15185,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_nhwc_rows_v1(__half *v_
         }
         // examples/conv2d.tile:144
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -15576,7 +15576,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                         tl_dq1 += tl_dn1;
                         tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                     }
-                    v_q0 += tl_st, ++tl_it;
+                    v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                 } while (!tl_tnew && v_q0 < tl_hi);
             }
         }
@@ -15622,7 +15622,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
@@ -15971,7 +15971,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -15979,7 +15979,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -16109,7 +16109,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
@@ -16162,11 +16162,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v2(__half *v_
         }
         // examples/conv2d.tile:144
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -16425,7 +16425,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -16562,7 +16562,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -16789,7 +16789,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -16882,7 +16882,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -17012,7 +17012,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
         const tl_ix tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -17065,11 +17065,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v3(__half *v_
         }
         // examples/conv2d.tile:144
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -17328,7 +17328,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -17466,7 +17466,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -17693,7 +17693,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -17787,7 +17787,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -17942,7 +17942,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -17995,11 +17995,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_nhwc_rows_v4(__half *v_
         }
         // examples/conv2d.tile:144
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -18385,7 +18385,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                         tl_dq1 += tl_dn1;
                         tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                     }
-                    v_q0 += tl_st, ++tl_it;
+                    v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                 } while (!tl_tnew && v_q0 < tl_hi);
             }
         }
@@ -18431,7 +18431,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -18779,7 +18779,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 += tl_st, ++tl_it;
+                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -18787,7 +18787,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();

@@ -170,7 +170,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f32_v0(float *v_x, floa
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -217,11 +217,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f32_v0(float *v_x, floa
         }
         // examples/conv2d_f32.tile:33
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -382,7 +382,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f32_v1(float *v_x, floa
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -429,11 +429,11 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_f32_v1(float *v_x, floa
         }
         // examples/conv2d_f32.tile:33
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -594,7 +594,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_v2(float *v_x, floa
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -641,11 +641,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_v2(float *v_x, floa
         }
         // examples/conv2d_f32.tile:33
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 2LL * tl_st < tl_hi ? v_q0 + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -806,7 +806,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_v3(float *v_x, floa
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
-            const tl_ix v_q0 = tl_lo + tl_s * tl_st;
+            const tl_ix v_q0 = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_q0 < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 2; ++tl_q) {
@@ -853,11 +853,11 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_v3(float *v_x, floa
         }
         // examples/conv2d_f32.tile:33
         int tl_it = 0;
-        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
+        for (tl_ix v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_q0 + 3 * tl_st;
+                const tl_ix tl_next = (long long)v_q0 + 3LL * tl_st < tl_hi ? v_q0 + 3 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_q0 = tl_next;
@@ -981,7 +981,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_strided_v0(float *v
         v_acc[tl_j] = ((float)0);
     }
     // examples/conv2d_f32.tile:59
-    for (int v_q0 = 0; v_q0 < v_crs; v_q0 += v_BK) {
+    for (int v_q0 = 0; v_q0 < v_crs; v_q0 = (unsigned)(v_crs) - (unsigned)v_q0 > (unsigned)(v_BK) ? v_q0 + (v_BK) : (v_crs)) {
         // examples/conv2d_f32.tile:60
         // v_q: index tile computed where it is used
         // examples/conv2d_f32.tile:61

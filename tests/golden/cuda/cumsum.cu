@@ -120,7 +120,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
     // examples/cumsum.tile:15
     float v_carry = 0.0f;
     // examples/cumsum.tile:16
-    for (int v_c0 = 0; v_c0 < v_C; v_c0 += (v_W * v_BW)) {
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 = (unsigned)(v_C) - (unsigned)v_c0 > (unsigned)((v_W * v_BW)) ? v_c0 + ((v_W * v_BW)) : (v_C)) {
         // examples/cumsum.tile:17
         // v_off: index tile computed where it is used
         // examples/cumsum.tile:18
@@ -399,7 +399,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
     // examples/cumsum.tile:15
     float v_carry = 0.0f;
     // examples/cumsum.tile:16
-    for (int v_c0 = 0; v_c0 < v_C; v_c0 += (v_W * v_BW)) {
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 = (unsigned)(v_C) - (unsigned)v_c0 > (unsigned)((v_W * v_BW)) ? v_c0 + ((v_W * v_BW)) : (v_C)) {
         // examples/cumsum.tile:17
         // v_off: index tile computed where it is used
         // examples/cumsum.tile:18
@@ -687,7 +687,7 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v2(float *v_x, flo
     // examples/cumsum.tile:15
     float v_carry = 0.0f;
     // examples/cumsum.tile:16
-    for (int v_c0 = 0; v_c0 < v_C; v_c0 += (v_W * v_BW)) {
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 = (unsigned)(v_C) - (unsigned)v_c0 > (unsigned)((v_W * v_BW)) ? v_c0 + ((v_W * v_BW)) : (v_C)) {
         // examples/cumsum.tile:17
         // v_off: index tile computed where it is used
         // examples/cumsum.tile:18
@@ -975,7 +975,7 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v3(float *v_x, flo
     // examples/cumsum.tile:15
     float v_carry = 0.0f;
     // examples/cumsum.tile:16
-    for (int v_c0 = 0; v_c0 < v_C; v_c0 += (v_W * v_BW)) {
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 = (unsigned)(v_C) - (unsigned)v_c0 > (unsigned)((v_W * v_BW)) ? v_c0 + ((v_W * v_BW)) : (v_C)) {
         // examples/cumsum.tile:17
         // v_off: index tile computed where it is used
         // examples/cumsum.tile:18

@@ -328,7 +328,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -416,7 +416,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -506,7 +506,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[(((tl_j >> 0) & 3) << 0)] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43
@@ -837,7 +837,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -925,7 +925,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -1015,7 +1015,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[(((tl_j >> 0) & 1) << 0)] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43
@@ -1346,7 +1346,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -1434,7 +1434,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -1524,7 +1524,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43
@@ -1855,7 +1855,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -1943,7 +1943,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -2033,7 +2033,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43
@@ -2396,7 +2396,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -2500,7 +2500,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -2606,7 +2606,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43

@@ -150,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
@@ -182,11 +182,11 @@ extern "C" __global__ void __launch_bounds__(128) linear_f32_v0(float *v_x, floa
         }
         // examples/linear_f32.tile:17
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 2LL * tl_st < tl_hi ? v_k + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -330,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
@@ -362,11 +362,11 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v1(float *v_x, floa
         }
         // examples/linear_f32.tile:17
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 2LL * tl_st < tl_hi ? v_k + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -492,7 +492,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 16; ++tl_q) {
@@ -524,11 +524,11 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v2(float *v_x, floa
         }
         // examples/linear_f32.tile:17
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 2LL * tl_st < tl_hi ? v_k + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -663,7 +663,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v3(float *v_x, floa
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 8; ++tl_q) {
@@ -682,11 +682,11 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v3(float *v_x, floa
         }
         // examples/linear_f32.tile:17
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 2LL * tl_st < tl_hi ? v_k + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -790,7 +790,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v4(float *v_x, floa
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 16; ++tl_q) {
@@ -809,11 +809,11 @@ extern "C" __global__ void __launch_bounds__(256) linear_f32_v4(float *v_x, floa
         }
         // examples/linear_f32.tile:17
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 2LL * tl_st < tl_hi ? v_k + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;

@@ -301,7 +301,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -388,7 +388,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -704,7 +704,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -791,7 +791,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1107,7 +1107,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -1194,7 +1194,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1510,7 +1510,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -1597,7 +1597,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1913,7 +1913,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2000,7 +2000,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -2316,7 +2316,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2403,7 +2403,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -2719,7 +2719,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2806,7 +2806,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3122,7 +3122,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -3209,7 +3209,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3525,7 +3525,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -3612,7 +3612,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3928,7 +3928,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4015,7 +4015,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -4331,7 +4331,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4418,7 +4418,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -4734,7 +4734,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4821,7 +4821,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5105,7 +5105,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5184,7 +5184,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5436,7 +5436,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5515,7 +5515,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5767,7 +5767,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5846,7 +5846,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6098,7 +6098,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6177,7 +6177,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6429,7 +6429,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6508,7 +6508,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6760,7 +6760,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6839,7 +6839,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -7286,7 +7286,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -7334,7 +7334,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -7472,7 +7472,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -8038,7 +8038,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -8086,7 +8086,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -8224,7 +8224,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -8790,7 +8790,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -8838,7 +8838,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -8976,7 +8976,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -9542,7 +9542,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -9590,7 +9590,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -9728,7 +9728,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -10294,7 +10294,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -10342,7 +10342,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -10480,7 +10480,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -11046,7 +11046,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -11094,7 +11094,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -11232,7 +11232,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -11798,7 +11798,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -11846,7 +11846,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -11984,7 +11984,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -12550,7 +12550,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -12598,7 +12598,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -12736,7 +12736,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -13302,7 +13302,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -13350,7 +13350,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -13488,7 +13488,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -14054,7 +14054,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -14102,7 +14102,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -14240,7 +14240,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -14806,7 +14806,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -14854,7 +14854,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -14992,7 +14992,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -15558,7 +15558,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -15606,7 +15606,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -15744,7 +15744,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -16254,7 +16254,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -16302,7 +16302,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -16416,7 +16416,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -16886,7 +16886,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -16934,7 +16934,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -17048,7 +17048,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -17518,7 +17518,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -17566,7 +17566,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -17680,7 +17680,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -18150,7 +18150,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -18198,7 +18198,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -18312,7 +18312,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -18782,7 +18782,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -18830,7 +18830,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -18944,7 +18944,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -19414,7 +19414,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -19462,7 +19462,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -19576,7 +19576,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -20011,7 +20011,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -20091,7 +20091,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -20185,7 +20185,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -20601,7 +20601,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -20681,7 +20681,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -20775,7 +20775,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -21191,7 +21191,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -21271,7 +21271,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -21365,7 +21365,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -21781,7 +21781,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -21861,7 +21861,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -21955,7 +21955,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -22331,7 +22331,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -22403,7 +22403,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -22489,7 +22489,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -22825,7 +22825,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -22897,7 +22897,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -22983,7 +22983,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -23443,7 +23443,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -23530,7 +23530,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -23707,7 +23707,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -24315,7 +24315,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -24402,7 +24402,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -24579,7 +24579,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -25187,7 +25187,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -25274,7 +25274,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -25451,7 +25451,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -26059,7 +26059,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -26146,7 +26146,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -26323,7 +26323,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -26891,7 +26891,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -26978,7 +26978,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -27131,7 +27131,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -27659,7 +27659,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -27746,7 +27746,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -27899,7 +27899,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -28134,7 +28134,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28257,7 +28257,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28380,7 +28380,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28503,7 +28503,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28626,7 +28626,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28749,7 +28749,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28872,7 +28872,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28995,7 +28995,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29118,7 +29118,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29241,7 +29241,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29364,7 +29364,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29487,7 +29487,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 += v_BR) {
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -35040,7 +35040,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35180,7 +35180,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35302,7 +35302,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35442,7 +35442,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35564,7 +35564,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35704,7 +35704,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35826,7 +35826,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35966,7 +35966,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -36088,7 +36088,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -36220,7 +36220,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -36318,7 +36318,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -36450,7 +36450,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 += v_BLOCK) {
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -37139,7 +37139,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -37192,11 +37192,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nt_v0(__nv_bfloat16 *v_a,
         }
         // examples/llm.tile:387
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 3 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 3LL * tl_st < tl_hi ? v_k + 3 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -37410,7 +37410,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -37449,7 +37449,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 4;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -37561,9 +37561,9 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
         typedef int tl_ix; /* the loop variable's type */
         const tl_ix tl_lo0 = 0, tl_hi0 = v_K, tl_st = v_BK;
         /* split_k = 4: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */
-        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;
+        const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_ix)(((long long)tl_hi0 - tl_lo0 + tl_st - 1) / tl_st) : 0;
         const tl_ix tl_per = (tl_steps + 3) / 4;
-        const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
+        const tl_ix tl_lo = (tl_ix)tl_slice * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;
         const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice + 1) * tl_per * tl_st;
         /* loop-invariant parts of the copies' addresses and masks, one register a chunk */
         const __nv_bfloat16 * tl_h0[4];
@@ -37588,7 +37588,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -37641,11 +37641,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v0(__nv_bfloat16 *v_a,
         }
         // examples/llm.tile:408
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 3 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 3LL * tl_st < tl_hi ? v_k + 3 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -37822,7 +37822,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -37875,11 +37875,11 @@ extern "C" __global__ void __launch_bounds__(128) gemm_nn_v1(__nv_bfloat16 *v_a,
         }
         // examples/llm.tile:408
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 3 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 3LL * tl_st < tl_hi ? v_k + 3 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -38094,7 +38094,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 155648, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -38138,7 +38138,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 155648, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -38359,7 +38359,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -38398,7 +38398,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -38502,7 +38502,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
         }
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -38555,11 +38555,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_nn_v2(__nv_bfloat16 *v_a,
         }
         // examples/llm.tile:408
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 3 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 3LL * tl_st < tl_hi ? v_k + 3 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -38774,7 +38774,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -38820,7 +38820,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 4;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -39043,7 +39043,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -39083,7 +39083,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -40145,7 +40145,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 3; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -40175,11 +40175,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_dw_v0(__nv_bfloat16 *v_a,
         }
         int tl_it = 0;
         // examples/llm.tile:476
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<2>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 3 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 3LL * tl_st < tl_hi ? v_k + 3 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 3) % 4;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;
@@ -40463,7 +40463,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -40568,7 +40568,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 4;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -40802,7 +40802,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -40855,7 +40855,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;

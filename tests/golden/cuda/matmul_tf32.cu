@@ -127,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_tf32_v0(float *v_a, flo
         v_acc[tl_j] = ((float)0);
     }
     // examples/matmul_tf32.tile:12
-    for (int v_k = 0; v_k < v_K; v_k += v_BK) {
+    for (int v_k = 0; v_k < v_K; v_k = (unsigned)(v_K) - (unsigned)v_k > (unsigned)(v_BK) ? v_k + (v_BK) : (v_K)) {
         // examples/matmul_tf32.tile:13
         // v_rk: index tile computed where it is used
         // examples/matmul_tf32.tile:14
@@ -275,7 +275,7 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
         const tl_ix tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         #pragma unroll
         for (int tl_s = 0; tl_s < 2; ++tl_s) {
-            const tl_ix v_k = tl_lo + tl_s * tl_st;
+            const tl_ix v_k = (long long)tl_lo + (long long)tl_s * tl_st < tl_hi ? tl_lo + tl_s * tl_st : tl_hi;
             if (v_k < tl_hi) {
                 #pragma unroll
                 for (int tl_q = 0; tl_q < 4; ++tl_q) {
@@ -320,11 +320,11 @@ extern "C" __global__ void __launch_bounds__(256) matmul_tf32_v1(float *v_a, flo
         }
         // examples/matmul_tf32.tile:12
         int tl_it = 0;
-        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
+        for (tl_ix v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
             tl_cp_wait<1>();
             __syncthreads();
             {
-                const tl_ix tl_next = v_k + 2 * tl_st;
+                const tl_ix tl_next = (long long)v_k + 2LL * tl_st < tl_hi ? v_k + 2 * tl_st : tl_hi;
                 const int tl_ns = (tl_it + 2) % 3;
                 if (tl_next < tl_hi) {
                     const tl_ix v_k = tl_next;

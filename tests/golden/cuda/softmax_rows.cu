@@ -265,7 +265,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -353,7 +353,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -433,7 +433,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x
             v_total[tl_j] = tl_t7[(((tl_j >> 0) & 3) << 0)];
         }
         // examples/softmax_rows.tile:35
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
@@ -655,7 +655,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -743,7 +743,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -823,7 +823,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x
             v_total[tl_j] = tl_t7[(((tl_j >> 0) & 1) << 0)];
         }
         // examples/softmax_rows.tile:35
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
@@ -1045,7 +1045,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -1133,7 +1133,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -1213,7 +1213,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x
             v_total[tl_j] = tl_t7[0];
         }
         // examples/softmax_rows.tile:35
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
@@ -1435,7 +1435,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -1523,7 +1523,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -1603,7 +1603,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x
             v_total[tl_j] = tl_t7[0];
         }
         // examples/softmax_rows.tile:35
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
@@ -1857,7 +1857,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -1961,7 +1961,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -2057,7 +2057,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             v_total[tl_j] = tl_t7[0];
         }
         // examples/softmax_rows.tile:35
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 += v_BLOCK) {
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
