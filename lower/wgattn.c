@@ -654,7 +654,7 @@ static void producer(lw *L, const tilec_stmt *loop, ring_plan *rp, const char *v
     lower_line(L, "tl_setmaxnreg_dec<%d>();", L->tw.plan.preg);
     lower_line(L, "const int tl_tid = tl_tid0 - %d;", nt);
     lower_line(L, "int tl_it = 0;");
-    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s, ++tl_it) {", v, v, lower_loop_next(L, loop, v, "tl_hi", "tl_st", 1));
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_line(L, "const int tl_ps = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
@@ -691,7 +691,7 @@ static void producer(lw *L, const tilec_stmt *loop, ring_plan *rp, const char *v
 static void producer_tma_loop(lw *L, const tilec_stmt *loop, const ring_plan *rp, const wg_plan *w, const char *v)
 {
     int S = rp->S;
-    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s, ++tl_it) {", v, v, lower_loop_next(L, loop, v, "tl_hi", "tl_st", 1));
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_line(L, "const int tl_s = tl_it %% %d;", S);
     lower_line(L, "if (tl_it >= %d)", S);
@@ -896,7 +896,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
             wga_lines(L, turns_begin);
     }
     lower_comment_loc(L, &loop->loc);
-    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s, ++tl_it) {", v, v, lower_loop_next(L, loop, v, "tl_hi", "tl_st", 1));
+    lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_line(L, "tl_mbar_wait(tl_full + (tl_it %% %d) * 8, (tl_it / %d) & 1);", S, S);
     lower_ring_body(L, loop, rp, wide);

@@ -331,7 +331,7 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     if (taps)
         lower_line(L, "for (int %s = tl_lo; %s < tl_hi;) {", v, v);
     else
-        lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s, ++tl_it) {", v, v, lower_loop_next(L, loop, v, "tl_hi", "tl_st", 1));
+        lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
     L->ind++;
     lower_stepdiv_step(L, v);
     if (taps) {
@@ -435,7 +435,7 @@ void lower_wg_gather_producer(lw *L, const wg_plan *w, const tilec_stmt *loop, c
     }
     lower_stepdiv_advance(L);
     if (taps) {
-        lower_line(L, "%s, ++tl_it;", lower_loop_next(L, loop, v, "tl_hi", "tl_st", 1));
+        lower_line(L, "%s += tl_st, ++tl_it;", v);
         L->ind--;
         lower_line(L, "} while (!tl_tnew && %s < tl_hi);", v);
     }

@@ -1270,11 +1270,11 @@ static const char *kmajor_desc(lw *L, const wg_plan *w, const char *base, int64_
 static void stage_loop(lw *L, const wg_plan *w, const char *v)
 {
     if (w->kparts <= 1) {
-        lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s, ++tl_it) {", v, v, lower_loop_next(L, L->tw.loop, v, "tl_hi", "tl_st", w->iters));
+        lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st, ++tl_it) {", v, v, v);
         L->ind++;
         return;
     }
-    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s) {", v, v, lower_loop_next(L, L->tw.loop, v, "tl_hi", "tl_st", w->iters));
+    lower_line(L, "for (int %s = tl_lo; %s < tl_hi; %s += tl_st) {", v, v, v);
     L->ind++;
     lower_line(L, "for (int tl_j = 0; tl_j < %d; ++tl_j, ++tl_it) { /* the K tile's 64-wide parts */", w->kparts);
     L->ind++;

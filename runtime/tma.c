@@ -486,6 +486,17 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
         return 0;
     CUtensorMap maps[TILEC_TMA_MAX_MAPS];
     char why[160] = "";
+    /* a twin's dot loop advances `v += step` (lower/wgmma.c, wgattn.c: the header that cannot wrap cost up
+     * to 11% on the conv rows, docs/lowering.md "Loop headers"): where its bound is within one step of 2^31
+     * the variant's own kernel, whose loops cannot wrap, runs instead */
+    const tilec_tma_meta *km = &t->meta;
+    if (km->kper && km->kbound < pk->d.nparams && int_arg(pk, args, km->kbound) > (int64_t)INT32_MAX - km->kper + 1) {
+        if (t->log)
+            fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: its loop's bound %lld is within one "
+                            "step (%u) of 2^31\n",
+                    pk->d.kernel, pk->d.variant, pk->d.name, (long long)int_arg(pk, args, km->kbound), km->kper);
+        return 0;
+    }
     if (!maps_for(t, pk, args, grid, maps, why, sizeof why)) {
         if (t->log)
             fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: %s\n", pk->d.kernel, pk->d.variant,

@@ -348,6 +348,46 @@ Test(tma, attention_twin_weighs_its_loop_s_trips, .timeout = 120)
     env_free(&e);
 }
 
+/* A twin's dot loop advances `v += step` (docs/lowering.md "Loop headers"):
+ * with its bound within one step of 2^31 the variant's own kernel, whose
+ * loops cannot wrap, runs instead, and the log says why. */
+Test(tma, twin_yields_where_its_loop_could_wrap, .timeout = 120)
+{
+    env e;
+    memset(&e, 0, sizeof e);
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e.rt), TILEC_RT_OK);
+    e.ctx = tilec_ctx_new();
+    size_t n;
+    char *src = read_file("tests/aot_attn.tile", &n);
+    cr_assert_not_null(src);
+    setenv("TILEC_LOGS", "tma", 1);
+    cr_assert_eq(tilec_parse_string(e.ctx, "at.tile", src, n, &e.m), TILEC_OK);
+    free(src);
+    tilec_build_options o = {.threads = 1};
+    tilec_status st = tilec_program_build(e.ctx, e.rt, e.m, &o, &e.p);
+    const tilec_diag *d = tilec_ctx_diag(e.ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    cr_assert(tilec_program_has_twin(e.p, "at", 0));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, i == 0 ? &e.a : i == 1 ? &e.b : &e.c), TILEC_RT_OK);
+    static const struct {
+        int S, twin;
+    } cases[] = {{INT32_MAX - 63, 1}, {INT32_MAX - 62, 0}, {INT32_MAX, 0}, {4096, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_rt_arg args[8] = {{.ptr = e.a},         {.ptr = e.b}, {.ptr = e.c}, {.ptr = e.a},
+                                {.i32 = cases[i].S}, {.i32 = 1},   {.i32 = 0},   {.f32 = 0.125f}};
+        int before = fake->tma_launches;
+        char *log = stderr_of(&e, args);
+        cr_expect_eq(fake->tma_launches, before + cases[i].twin, "S %d: %s", cases[i].S, log);
+        if (!cases[i].twin)
+            cr_expect(strstr(log, "not its twin: its loop's bound") && strstr(log, "within one step (64) of 2^31"),
+                      "S %d: %s", cases[i].S, log);
+        free(log);
+    }
+    unsetenv("TILEC_LOGS");
+    env_free(&e);
+}
+
 /* A twin whose registers and shared memory fit twice on a multiprocessor
  * (lower/wgattn.c wga_blocks: the docs' BM = 64 attention) walks on every
  * resident slot: min(units, SMs x blocks a multiprocessor) blocks, as

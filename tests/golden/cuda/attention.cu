@@ -880,7 +880,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
             tl_setmaxnreg_dec<24>();
             if (tl_tid0 == 256) {
                 int tl_it = 0;
-                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
                     const int tl_s = tl_it % 4;
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -898,7 +898,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
             tl_bar_arrive_n(2, 256);
         tl_bar_sync_n(2 + tl_wgi, 256);
         // examples/attention.tile:27
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
@@ -2064,7 +2064,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
             tl_setmaxnreg_dec<24>();
             if (tl_tid0 == 256) {
                 int tl_it = 0;
-                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
                     const int tl_s = tl_it % 4;
                     if (tl_it >= 4)
                         tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -2082,7 +2082,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
             tl_bar_arrive_n(2, 256);
         tl_bar_sync_n(2 + tl_wgi, 256);
         // examples/attention.tile:27
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
@@ -3239,7 +3239,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d64_v2_tma(__half
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -3320,7 +3320,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d64_v2_tma(__half
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const int tl_it0 = tl_it;
         // examples/attention.tile:27
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
@@ -4476,7 +4476,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -4561,7 +4561,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
         const int tl_it0 = tl_it;
         tl_bar_sync_n(2 + tl_wgi, 256);
         // examples/attention.tile:27
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
@@ -5719,7 +5719,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d128_v0_tma(__hal
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -5802,7 +5802,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d128_v0_tma(__hal
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const int tl_it0 = tl_it;
         // examples/attention.tile:61
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
@@ -6944,7 +6944,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -7027,7 +7027,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const int tl_it0 = tl_it;
         // examples/attention.tile:61
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(63))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(63)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
@@ -8169,7 +8169,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -8252,7 +8252,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
         const int tl_it0 = tl_it;
         // examples/attention.tile:61
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 4) * 8, (tl_it / 4) & 1);
             const int tl_rs = tl_it % 4;
             if ((((v_n0 + ((long long)(31))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(31)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */
@@ -9394,7 +9394,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v3_tma(__hal
     { /* dots on wgmma, 2-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             const int tl_s = tl_it % 2;
             if (tl_it >= 2)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 2) + 1) & 1);
@@ -9489,7 +9489,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v3_tma(__hal
         }
         asm volatile("bar.sync %0, 128;" :: "r"(4 + (tl_warp >> 2)) : "memory"); /* its A is written */
         // examples/attention.tile:61
-        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 = (unsigned long long)(tl_hi) - (unsigned long long)v_n0 > (unsigned long long)(tl_st) ? v_n0 + (tl_st) : (tl_hi), ++tl_it) {
+        for (tl_ix v_n0 = tl_lo; v_n0 < tl_hi; v_n0 += tl_st, ++tl_it) {
             tl_mbar_wait(tl_full + (tl_it % 2) * 8, (tl_it / 2) & 1);
             const int tl_rs = tl_it % 2;
             if ((((v_n0 + ((long long)(127))) < ((long long)(v_S))) && ((v_causal == 0) || (((long long)(((tl_pid0 * v_BM) + 0))) >= (v_n0 + ((long long)(127)))))) && ((unsigned)__float_as_int(v_qk_scale) - 1u < 0x7f7fffffu)) { /* the masks hold on the whole tile, the scale folded into the exponent */

@@ -619,7 +619,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -628,7 +628,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v0_tma(__half *v
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -1214,7 +1214,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -1223,7 +1223,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v1_tma(__half *v
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -1809,7 +1809,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -1818,7 +1818,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v2_tma(__half *v
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -2364,7 +2364,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -2373,7 +2373,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_f16_v3_tma(__half *v
         }
         tl_setmaxnreg_inc<72>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 8;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 8) & 1);
             tl_fence_async_smem();
@@ -2814,7 +2814,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
                 unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
                 unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -2925,7 +2925,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v4_tma(__half *v
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -3511,7 +3511,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -3520,7 +3520,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_v5_tma(__half *v
         }
         tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -4066,7 +4066,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -4075,7 +4075,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_f16_v6_tma(__half *v
         }
         tl_setmaxnreg_inc<128>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -4661,7 +4661,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -4670,7 +4670,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_f16_v7_tma(__half *v
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -5278,7 +5278,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -5287,7 +5287,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v0_tma(__half *
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -5917,7 +5917,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -5926,7 +5926,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v1_tma(__half *
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -6556,7 +6556,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -6565,7 +6565,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v2_tma(__half *
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -7155,7 +7155,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -7164,7 +7164,7 @@ extern "C" __global__ void __launch_bounds__(512, 2) conv2d_nhwc_v3_tma(__half *
         }
         tl_setmaxnreg_inc<72>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 8;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 8) & 1);
             tl_fence_async_smem();
@@ -7649,7 +7649,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
                 unsigned tl_dq0 = tl_dok ? (unsigned)(tl_lo) / (unsigned)(v_cp) : 0, tl_dr0 = tl_dok ? (unsigned)(tl_lo) % (unsigned)(v_cp) : 0;
                 unsigned tl_dq1 = tl_dok ? (unsigned)((int)tl_dq0) / (unsigned)(v_s1) : 0, tl_dr1 = tl_dok ? (unsigned)((int)tl_dq0) % (unsigned)(v_s1) : 0;
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -7760,7 +7760,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v4_tma(__half *
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -8390,7 +8390,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -8399,7 +8399,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_v5_tma(__half *
         }
         tl_setmaxnreg_inc<240>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -8989,7 +8989,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -8998,7 +8998,7 @@ extern "C" __global__ void __launch_bounds__(384, 2) conv2d_nhwc_v6_tma(__half *
         }
         tl_setmaxnreg_inc<128>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -9628,7 +9628,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -9637,7 +9637,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) conv2d_nhwc_v7_tma(__half *
         }
         tl_setmaxnreg_inc<160>();
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -10088,7 +10088,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -10221,7 +10221,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -10430,7 +10430,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -10524,7 +10524,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -11079,7 +11079,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
                         tl_dq1 += tl_dn1;
                         tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                     }
-                    v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                    v_q0 += tl_st, ++tl_it;
                 } while (!tl_tnew && v_q0 < tl_hi);
             }
         }
@@ -11125,7 +11125,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
@@ -11452,7 +11452,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -11460,7 +11460,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -11862,7 +11862,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -11999,7 +11999,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -12204,7 +12204,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -12297,7 +12297,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -12699,7 +12699,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -12837,7 +12837,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -13042,7 +13042,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -13136,7 +13136,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -13690,7 +13690,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
                         tl_dq1 += tl_dn1;
                         tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                     }
-                    v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                    v_q0 += tl_st, ++tl_it;
                 } while (!tl_tnew && v_q0 < tl_hi);
             }
         }
@@ -13736,7 +13736,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -14062,7 +14062,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -14070,7 +14070,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -14519,7 +14519,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -14652,7 +14652,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -14883,7 +14883,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -14977,7 +14977,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -15576,7 +15576,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
                         tl_dq1 += tl_dn1;
                         tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                     }
-                    v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                    v_q0 += tl_st, ++tl_it;
                 } while (!tl_tnew && v_q0 < tl_hi);
             }
         }
@@ -15622,7 +15622,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 4096;
@@ -15971,7 +15971,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -15979,7 +15979,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 12) & 1);
             tl_fence_async_smem();
@@ -16425,7 +16425,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -16562,7 +16562,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -16789,7 +16789,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -16882,7 +16882,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -17328,7 +17328,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
             const int tl_it0 = tl_it;
             const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
-            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+            for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
                     tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                     tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -17466,7 +17466,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -17693,7 +17693,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
                 /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
                 const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
                 int tl_it = 0;
-                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it) {
+                for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                     if (!tl_dok) {
                         tl_dq0 = (unsigned)((long long)(v_q0) / (v_cp)), tl_dr0 = (unsigned)((long long)(v_q0) % (v_cp));
                         tl_dq1 = (unsigned)((long long)((int)tl_dq0) / (v_s1)), tl_dr1 = (unsigned)((long long)((int)tl_dq0) % (v_s1));
@@ -17787,7 +17787,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();
@@ -18385,7 +18385,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
                         tl_dq1 += tl_dn1;
                         tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                     }
-                    v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                    v_q0 += tl_st, ++tl_it;
                 } while (!tl_tnew && v_q0 < tl_hi);
             }
         }
@@ -18431,7 +18431,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
         const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -18779,7 +18779,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
                             tl_dq1 += tl_dn1;
                             tl_tnew = (tl_dn0) != 0; /* a quotient of the loop variable moved: the tap's kept values anew */
                         }
-                        v_q0 = (unsigned)(tl_hi) - (unsigned)v_q0 > (unsigned)(tl_st) ? v_q0 + (tl_st) : (tl_hi), ++tl_it;
+                        v_q0 += tl_st, ++tl_it;
                     } while (!tl_tnew && v_q0 < tl_hi);
                 }
             }
@@ -18787,7 +18787,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
             return;
         }
         int tl_it = 0;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             tl_fence_async_smem();

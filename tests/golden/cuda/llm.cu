@@ -37410,7 +37410,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -37449,7 +37449,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nt_v0_tma(__nv_bfloat1
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -38094,7 +38094,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 155648, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -38138,7 +38138,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma(__nv_bfloat1
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 155648, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -38359,7 +38359,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -38398,7 +38398,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gemm_nn_v1_tma_1(__nv_bfloa
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 106496, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -38774,7 +38774,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -38820,7 +38820,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma(__nv_bfloat1
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -39043,7 +39043,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -39083,7 +39083,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_nn_v2_tma_1(__nv_bfloa
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -40463,7 +40463,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -40568,7 +40568,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma(__nv_bfloat1
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -40802,7 +40802,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -40855,7 +40855,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_dw_v0_tma_1(__nv_bfloa
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;

@@ -426,7 +426,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -470,7 +470,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma(__half *v_a, 
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 163840, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -693,7 +693,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma_1(__half *v_a
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 114688, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -732,7 +732,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) matmul_v0_tma_1(__half *v_a
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 114688, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 8192 + (tl_warp >> 2) * 8192;
@@ -1109,7 +1109,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -1153,7 +1153,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma(__half *v_a, 
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -1376,7 +1376,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma_1(__half *v_a
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 180224, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -1415,7 +1415,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v1_tma_1(__half *v_a
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 180224, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -1792,7 +1792,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             if (tl_it >= 4)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 4) + 1) & 1);
@@ -1838,7 +1838,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma(__half *v_a, 
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 32;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 4;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 4) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
@@ -2117,7 +2117,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma_1(__half *v_a
         const int tl_lo = 0, tl_hi = v_K, tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
-        for (int v_k = tl_lo; v_k < tl_hi; v_k = (unsigned)(tl_hi) - (unsigned)v_k > (unsigned)(tl_st) ? v_k + (tl_st) : (tl_hi), ++tl_it) {
+        for (int v_k = tl_lo; v_k < tl_hi; v_k += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             if (tl_it >= 6)
                 tl_mbar_wait(tl_empty + tl_s * 8, ((tl_it / 6) + 1) & 1);
@@ -2157,7 +2157,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) matmul_v2_tma_1(__half *v_a
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv = (unsigned)(tl_hi) - (unsigned)tl_kv > (unsigned)(tl_st) ? tl_kv + (tl_st) : (tl_hi), ++tl_it) {
+        for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
             const unsigned tl_a = tl_ring + tl_s * 16384 + (tl_warp >> 2) * 8192;
