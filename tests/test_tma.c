@@ -292,6 +292,37 @@ static char *stderr_of(env *e, tilec_rt_arg *args)
     return text;
 }
 
+/* Build tests/aot_attn.tile's `at` on the fake device (with TILEC_LOGS=tma,
+ * read as the twin is resolved), BN set to `bn` ("64": as written), the
+ * fake driver answering `per_sm` blocks a multiprocessor (0: 1), and three
+ * 1 MiB buffers; the caller unsets TILEC_LOGS and frees. */
+static void env_attn(env *e, const char *bn, int per_sm)
+{
+    memset(e, 0, sizeof *e);
+    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e->rt), TILEC_RT_OK);
+    fake->per_sm = per_sm;
+    e->ctx = tilec_ctx_new();
+    size_t n;
+    char *src = read_file("tests/aot_attn.tile", &n);
+    cr_assert_not_null(src);
+    char text[8192];
+    cr_assert_lt(n, sizeof text);
+    memcpy(text, src, n + 1);
+    free(src);
+    char to[32];
+    snprintf(to, sizeof to, "BN = %s", bn);
+    edit_src(text, sizeof text, "BN = 64", to);
+    setenv("TILEC_LOGS", "tma", 1);
+    cr_assert_eq(tilec_parse_string(e->ctx, "at.tile", text, strlen(text), &e->m), TILEC_OK);
+    tilec_build_options o = {.threads = 1};
+    tilec_status st = tilec_program_build(e->ctx, e->rt, e->m, &o, &e->p);
+    const tilec_diag *d = tilec_ctx_diag(e->ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
+    cr_assert(tilec_program_has_twin(e->p, "at", 0));
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tilec_rt_malloc(e->rt, 1 << 20, i == 0 ? &e->a : i == 1 ? &e->b : &e->c), TILEC_RT_OK);
+}
+
 /* The attention twin at 128 keys a step (tests/aot_attn.tile with BN =
  * 128: a persistent twin) carries its loop's trips, `for n0 in 0 .. S
  * step BN`: S (parameter 4) over 128 (lower/wgattn.c wga_trips), which
@@ -303,26 +334,7 @@ static char *stderr_of(env *e, tilec_rt_arg *args)
 Test(tma, attention_twin_weighs_its_loop_s_trips, .timeout = 120)
 {
     env e;
-    memset(&e, 0, sizeof e);
-    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e.rt), TILEC_RT_OK);
-    e.ctx = tilec_ctx_new();
-    size_t n;
-    char *src = read_file("tests/aot_attn.tile", &n);
-    cr_assert_not_null(src);
-    char text[8192];
-    cr_assert_lt(n, sizeof text);
-    memcpy(text, src, n + 1);
-    free(src);
-    edit_src(text, sizeof text, "BN = 64", "BN = 128");
-    setenv("TILEC_LOGS", "tma", 1); /* read as the twin is resolved */
-    cr_assert_eq(tilec_parse_string(e.ctx, "at.tile", text, strlen(text), &e.m), TILEC_OK);
-    tilec_build_options o = {.threads = 1};
-    tilec_status st = tilec_program_build(e.ctx, e.rt, e.m, &o, &e.p);
-    const tilec_diag *d = tilec_ctx_diag(e.ctx, 0);
-    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
-    cr_assert(tilec_program_has_twin(e.p, "at", 0));
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, i == 0 ? &e.a : i == 1 ? &e.b : &e.c), TILEC_RT_OK);
+    env_attn(&e, "128", 0);
     static const struct {
         int S, bh;
         unsigned blocks;
@@ -354,22 +366,7 @@ Test(tma, attention_twin_weighs_its_loop_s_trips, .timeout = 120)
 Test(tma, twin_yields_where_its_loop_could_wrap, .timeout = 120)
 {
     env e;
-    memset(&e, 0, sizeof e);
-    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e.rt), TILEC_RT_OK);
-    e.ctx = tilec_ctx_new();
-    size_t n;
-    char *src = read_file("tests/aot_attn.tile", &n);
-    cr_assert_not_null(src);
-    setenv("TILEC_LOGS", "tma", 1);
-    cr_assert_eq(tilec_parse_string(e.ctx, "at.tile", src, n, &e.m), TILEC_OK);
-    free(src);
-    tilec_build_options o = {.threads = 1};
-    tilec_status st = tilec_program_build(e.ctx, e.rt, e.m, &o, &e.p);
-    const tilec_diag *d = tilec_ctx_diag(e.ctx, 0);
-    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
-    cr_assert(tilec_program_has_twin(e.p, "at", 0));
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, i == 0 ? &e.a : i == 1 ? &e.b : &e.c), TILEC_RT_OK);
+    env_attn(&e, "64", 0);
     static const struct {
         int S, twin;
     } cases[] = {{INT32_MAX - 63, 1}, {INT32_MAX - 62, 0}, {INT32_MAX, 0}, {4096, 1}};
@@ -395,27 +392,7 @@ Test(tma, twin_yields_where_its_loop_could_wrap, .timeout = 120)
 Test(tma, walking_grid_fills_every_resident_block, .timeout = 120)
 {
     env e;
-    memset(&e, 0, sizeof e);
-    cr_assert_eq(tilec_rt_open_driver(fake_path, 0, &e.rt), TILEC_RT_OK);
-    fake->per_sm = 2; /* read as the twin is resolved */
-    e.ctx = tilec_ctx_new();
-    size_t n;
-    char *src = read_file("tests/aot_attn.tile", &n);
-    cr_assert_not_null(src);
-    char text[8192];
-    cr_assert_lt(n, sizeof text);
-    memcpy(text, src, n + 1);
-    free(src);
-    edit_src(text, sizeof text, "BN = 64", "BN = 128");
-    setenv("TILEC_LOGS", "tma", 1);
-    cr_assert_eq(tilec_parse_string(e.ctx, "at.tile", text, strlen(text), &e.m), TILEC_OK);
-    tilec_build_options o = {.threads = 1};
-    tilec_status st = tilec_program_build(e.ctx, e.rt, e.m, &o, &e.p);
-    const tilec_diag *d = tilec_ctx_diag(e.ctx, 0);
-    cr_assert_eq(st, TILEC_OK, "%s", d ? d->message : "");
-    cr_assert(tilec_program_has_twin(e.p, "at", 0));
-    for (int i = 0; i < 3; i++)
-        cr_assert_eq(tilec_rt_malloc(e.rt, 1 << 20, i == 0 ? &e.a : i == 1 ? &e.b : &e.c), TILEC_RT_OK);
+    env_attn(&e, "128", 2);
     static const struct {
         int S, bh;
         unsigned blocks;
