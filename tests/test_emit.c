@@ -1171,7 +1171,9 @@ Test(emit, aot_sm_90a_embeds_the_twins, .timeout = 300)
 
 /* The attention twin's maps in the table (tests/aot_attn.tile): columns
  * and row stride the constant 64 (TILEC_TMA_CONST), rows parameter S (4),
- * the head pid(1) times S * 64; the wrapper compiles. */
+ * the head pid(1) times S * 64; then the key loop's trips as the launch
+ * weighs them (kbound 4 = S, kfrom 0, kper 64 = BN: lower/wgattn.c
+ * wga_trips) and no epilogue read (one_tma 0); the wrapper compiles. */
 Test(emit, aot_attention_twin_s_constant_extents, .timeout = 300)
 {
     char dir[64], cache[64];
@@ -1186,8 +1188,8 @@ Test(emit, aot_attention_twin_s_constant_extents, .timeout = 300)
     cr_assert(c);
     static const char want[] =
         "    {1, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64, 0, 0, 0, 0, 0, 0, 0},\n"
-        "    {2, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64, 0, 0, 0, 0, 0, 0, 0}}, 0, 0, "
-        "0, 0};\n";
+        "    {2, 4, TILEC_TMA_CONST | 64u, TILEC_TMA_CONST | 64u, 64, 64, 2, 0, 1, {4, TILEC_TMA_NONE}, 1, 64, 0, 0, 0, 0, 0, 0, 0}}, 4, 0, "
+        "64, 0};\n";
     cr_expect(strstr(c, want), "the wrapper lacks\n%s", want);
     free(c);
     expect_compiles(dir, "aot_attn.c");
