@@ -323,7 +323,7 @@ tilec_tyexpr *prs_type(prs_state *ps, tilec_tyexpr_kind kind, const lex_token *a
     t->kind = kind;
     t->dtype = (tilec_dtype)dtype->ival;
     t->loc = at->loc;
-    if (kind == TILEC_TE_TENSOR) {
+    if (kind == TILEC_TE_TENSOR || dims) { /* a tensor's shape, or a let's tile of pointers' (`*f16[BLOCK]`) */
         NEED(dims);
         t->dims = (tilec_expr **)dims->v;
         t->ndims = dims->n;

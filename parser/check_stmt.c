@@ -55,8 +55,9 @@ static int check_let_type(checker *ck, tilec_stmt *s, tilec_type *t)
     const char *want = ar_printf(&ck->scratch, "%s%s", a->kind == TILEC_TE_POINTER ? "*" : "", tilec_dtype_name(a->dtype));
     if (t->kind != TILEC_TY_VALUE)
         return t->kind != TILEC_TY_ERROR;
-    if (a->kind == TILEC_TE_TENSOR) { /* let v: f32[BLOCK] = ...: the shape, checked, as --emit ast prints it */
-        int same = a->ndims == t->rank && !t->ptr;
+    if (a->kind == TILEC_TE_TENSOR || a->ndims) { /* let v: f32[BLOCK] = ... (or *f16[BLOCK]): the shape, checked, as
+                                                    --emit ast prints it */
+        int same = a->ndims == t->rank && t->ptr == (a->kind == TILEC_TE_POINTER);
         const char *shape = "";
         for (uint32_t d = 0; d < a->ndims; d++) {
             int64_t v;
@@ -66,8 +67,9 @@ static int check_let_type(checker *ck, tilec_stmt *s, tilec_type *t)
             shape = ar_printf(&ck->scratch, "%s%s%lld", shape, d ? ", " : "", (long long)v);
         }
         if (!same) {
-            chk_err(ck, &a->loc, "'%s' is declared %s[%s], but its value is %s (the type written may leave the shape out)",
-                x, want, shape, chk_ty_str(ck, t));
+            chk_err(ck, &a->loc, "'%s' is declared %s[%s], but its value is %s%s", x, want, shape, chk_ty_str(ck, t),
+                t->ptr == (a->kind == TILEC_TE_POINTER) && t->dtype == a->dtype ? " (the type written may leave the shape out)"
+                                                                                 : "");
             return 0;
         }
     }

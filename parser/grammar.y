@@ -173,9 +173,20 @@ block(B) ::= LBRACE stmts(S) RBRACE. { B = S; }
 stmts(S) ::= .                   { S = prs_list(ps); }
 stmts(S) ::= stmts(A) stmt(X).   { S = prs_push(ps, A, X); }
 
+/* a let's type: any type, or a tile of pointers with its shape (`*f16[BLOCK]`, as --emit ast prints it) */
+%type let_type {tilec_tyexpr *}
+let_type(T) ::= type(A).        { T = A; }
+let_type(T) ::= STAR(S) DTYPE(D) LBRACKET expr_list(L) RBRACKET. { T = prs_type(ps, TILEC_TE_POINTER, &S, &D, L); }
+let_type(T) ::= STAR(S) IDENT(N) LBRACKET expr_list(L) RBRACKET. {
+    T = prs_type_param(ps, TILEC_TE_POINTER, &S, &N);
+    if (T && L) {
+        T->dims = (tilec_expr **)L->v;
+        T->ndims = L->n;
+    }
+}
 %type stmt {tilec_stmt *}
 stmt(S) ::= LET(T) IDENT(N) ASSIGN expr(E) SEMI. { S = prs_let(ps, &T, &N, NULL, E); }
-stmt(S) ::= LET(T) IDENT(N) COLON type(A) ASSIGN expr(E) SEMI. { S = prs_let(ps, &T, &N, A, E); }
+stmt(S) ::= LET(T) IDENT(N) COLON let_type(A) ASSIGN expr(E) SEMI. { S = prs_let(ps, &T, &N, A, E); }
 stmt(S) ::= LET(T) LPAREN ident_list(L) RPAREN ASSIGN expr(E) SEMI. { S = prs_let_tuple(ps, &T, L, E); }
 stmt(S) ::= IDENT(N) ASSIGN expr(E) SEMI. { S = prs_assign(ps, &N, E); }
 stmt(S) ::= expr(E) SEMI.        { S = prs_expr_stmt(ps, E); }
