@@ -52,9 +52,8 @@ struct lower_ix {
     namelist shown;     /* widened let and loop names, for the comment */
     uint32_t lines[16]; /* statement lines with 64-bit arithmetic */
     int nlines;
-    const tilec_stmt **safe; /* loops whose variable is proven not to wrap */
-    unsigned char *safe64;   /* ... only in 64 bits (0: in 32 bits too) */
-    int nsafe, capsafe;
+    ar_vec safe;   /* loops (const tilec_stmt *) whose variable is proven not to wrap in 64 bits */
+    ar_vec safe32; /* ... and of those, the ones proven in 32 bits too */
 };
 
 static const rng FULL64 = {INT64_MIN, INT64_MAX, 0};
@@ -620,33 +619,23 @@ static void note_safe_loop(lw *L, const tilec_stmt *s, rng hi, rng st)
     __int128 last = (__int128)hi.hi - 1 + st.hi;
     if (last > INT64_MAX)
         return;
-    if (X->nsafe == X->capsafe) {
-        int cap = X->capsafe ? 2 * X->capsafe : 16;
-        const tilec_stmt **v = ar_array(&L->ar, (size_t)cap, sizeof *v);
-        unsigned char *w = ar_array(&L->ar, (size_t)cap, sizeof *w);
-        if (!v || !w) {
-            L->failed = 1;
-            return;
-        }
-        if (X->nsafe) {
-            memcpy(v, X->safe, (size_t)X->nsafe * sizeof *v);
-            memcpy(w, X->safe64, (size_t)X->nsafe * sizeof *w);
-        }
-        X->safe = v;
-        X->safe64 = w;
-        X->capsafe = cap;
-    }
-    X->safe[X->nsafe] = s;
-    X->safe64[X->nsafe++] = last > INT32_MAX;
+    void *loop = (void *)s; /* ar_vec holds void *: compared, never written through */
+    if (ar_vec_push(&L->ar, &X->safe, loop) || (last <= INT32_MAX && ar_vec_push(&L->ar, &X->safe32, loop)))
+        L->failed = 1;
+}
+
+static int has_loop(const ar_vec *v, const tilec_stmt *s)
+{
+    for (uint32_t i = 0; i < v->n; i++)
+        if (v->v[i] == (const void *)s)
+            return 1;
+    return 0;
 }
 
 int lower_ix_loop_safe(const lw *L, const tilec_stmt *s, int wide)
 {
     const struct lower_ix *X = L->ix;
-    for (int i = 0; X && i < X->nsafe; i++)
-        if (X->safe[i] == s)
-            return wide || !X->safe64[i];
-    return 0;
+    return X && has_loop(wide ? &X->safe : &X->safe32, s);
 }
 
 static void visit_stmt(lw *L, const tilec_stmt *s)
@@ -748,7 +737,7 @@ void lower_index_widths(lw *L)
         X->nsc = 0;
         X->shown.n = 0;
         X->nlines = 0;
-        X->nsafe = 0;
+        X->safe.n = X->safe32.n = 0;
         if (X->cap)
             memset(X->keys, 0, X->cap * sizeof *X->keys);
         X->n = 0;

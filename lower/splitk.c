@@ -170,16 +170,13 @@ void lower_split_bounds(lw *L)
 {
     int S = L->split;
     lower_line(L, "/* split_k = %d: this block runs steps [tl_slice * tl_per, (tl_slice + 1) * tl_per) */", S);
-    if (L->cp_wraps) { /* hi0 - lo0 + st - 1 may pass 2^31 - 1: the count in 64 bits; an empty slice starts at hi0 */
-        lower_line(L, "const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_ix)(((long long)tl_hi0 - tl_lo0 + tl_st - 1) / tl_st) : 0;");
-        lower_line(L, "const tl_ix tl_per = (tl_steps + %d) / %d;", S - 1, S);
-        lower_line(L, "const tl_ix tl_lo = (tl_ix)tl_slice * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + (tl_ix)tl_slice * tl_per * "
-                      "tl_st;");
-    } else {
-        lower_line(L, "const tl_ix tl_steps = tl_hi0 > tl_lo0 ? (tl_hi0 - tl_lo0 + tl_st - 1) / tl_st : 0;");
-        lower_line(L, "const tl_ix tl_per = (tl_steps + %d) / %d;", S - 1, S);
-        lower_line(L, "const tl_ix tl_lo = tl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;");
-    }
+    /* where hi0 - lo0 + st - 1 may pass 2^31 - 1 (cp_wraps): the count in 64 bits, an empty slice starting at hi0 */
+    int w = L->cp_wraps;
+    lower_line(L, "const tl_ix tl_steps = tl_hi0 > tl_lo0 ? %s : 0;",
+               w ? "(tl_ix)(((long long)tl_hi0 - tl_lo0 + tl_st - 1) / tl_st)" : "(tl_hi0 - tl_lo0 + tl_st - 1) / tl_st");
+    lower_line(L, "const tl_ix tl_per = (tl_steps + %d) / %d;", S - 1, S);
+    lower_line(L, "const tl_ix tl_lo = %stl_lo0 + (tl_ix)tl_slice * tl_per * tl_st;",
+               w ? "(tl_ix)tl_slice * tl_per >= tl_steps ? tl_hi0 : " : "");
     lower_line(L, "const tl_ix tl_hi = ((tl_ix)tl_slice + 1) * tl_per >= tl_steps ? tl_hi0 : tl_lo0 + ((tl_ix)tl_slice "
                   "+ 1) * tl_per * tl_st;");
 }

@@ -221,12 +221,11 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
     /* a twin built for two blocks a multiprocessor (lower/wgattn.c, wga_blocks: one consumer warp group whose
      * registers and shared memory fit twice) walks on twice the blocks: every resident slot takes units */
     int per = 0;
-    t->per_sm = rt->drv.OccupancyMaxActiveBlocksPerMultiprocessor &&
-                        rt->drv.OccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, (int)t->meta.threads,
-                                                                         t->meta.smem_bytes) == CUDA_SUCCESS &&
-                        per > 1
-                    ? (uint32_t)(per < 8 ? per : 8)
-                    : 1;
+    if (!rt->drv.OccupancyMaxActiveBlocksPerMultiprocessor ||
+        rt->drv.OccupancyMaxActiveBlocksPerMultiprocessor(&per, fn, (int)t->meta.threads, t->meta.smem_bytes) !=
+            CUDA_SUCCESS)
+        per = 1;
+    t->per_sm = per < 1 ? 1 : per > 8 ? 8 : (uint32_t)per;
     t->encode = rt->drv.TensorMapEncodeTiled;
     t->encode_im2col = rt->drv.TensorMapEncodeIm2col;
     t->launch = rt->drv.LaunchKernel;
@@ -490,11 +489,12 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
      * to 11% on the conv rows, docs/lowering.md "Loop headers"): where its bound is within one step of 2^31
      * the variant's own kernel, whose loops cannot wrap, runs instead */
     const tilec_tma_meta *km = &t->meta;
-    if (km->kper && km->kbound < pk->d.nparams && int_arg(pk, args, km->kbound) > (int64_t)INT32_MAX - km->kper + 1) {
+    int64_t kb = km->kper && km->kbound < pk->d.nparams ? int_arg(pk, args, km->kbound) : 0;
+    if (kb > (int64_t)INT32_MAX - km->kper + 1) {
         if (t->log)
             fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: its loop's bound %lld is within one "
                             "step (%u) of 2^31\n",
-                    pk->d.kernel, pk->d.variant, pk->d.name, (long long)int_arg(pk, args, km->kbound), km->kper);
+                    pk->d.kernel, pk->d.variant, pk->d.name, (long long)kb, km->kper);
         return 0;
     }
     if (!maps_for(t, pk, args, grid, maps, why, sizeof why)) {

@@ -105,6 +105,21 @@ static int declares(const char *cu, const char *ct, const char *var)
     return 0;
 }
 
+/* Kernel 0 of m compiles with NVRTC for sm_90 (no GPU needed); what names
+ * the case in the message. */
+static void expect_nvrtc(tilec_ctx *ctx, tilec_module *m, const char *what)
+{
+    tilec_kernel_code code;
+    void *cubin = NULL;
+    size_t size = 0;
+    cr_expect_eq(tilec_compile_kernel(ctx, m, tilec_module_kernel(m, 0), 0, "sm_90", &code, &cubin, &size), TILEC_OK,
+                 "%s: NVRTC refuses it", what);
+    if (cubin) {
+        free(cubin);
+        tilec_kernel_code_free(&code);
+    }
+}
+
 ParameterizedTest(size_t *ix, index64, corpus)
 {
     const spelling *s = &corpus[*ix];
@@ -140,16 +155,7 @@ ParameterizedTest(size_t *ix, index64, corpus)
         if (s->var)
             cr_expect(declares(body, "int", s->var), "%s: %s is not declared int:\n%s", s->body, s->var, body);
     }
-    /* and NVRTC takes it (no GPU needed) */
-    tilec_kernel_code code;
-    void *cubin = NULL;
-    size_t size = 0;
-    cr_expect_eq(tilec_compile_kernel(ctx, m, tilec_module_kernel(m, 0), 0, "sm_90", &code, &cubin, &size), TILEC_OK,
-                 "%s: NVRTC refuses it", s->body);
-    if (cubin) {
-        free(cubin);
-        tilec_kernel_code_free(&code);
-    }
+    expect_nvrtc(ctx, m, s->body); /* and NVRTC takes it (no GPU needed) */
     free(cu.s);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
@@ -211,15 +217,7 @@ ParameterizedTest(size_t *ix, index64, loop_header)
     const char *eol = strchr(hdr, '\n');
     cr_expect(strstr(hdr, c->want) && strstr(hdr, c->want) < eol, "%s: the header is not `%s`:\n%.*s", c->loop,
               c->want, (int)(eol - hdr), hdr);
-    tilec_kernel_code code;
-    void *cubin = NULL;
-    size_t size = 0;
-    cr_expect_eq(tilec_compile_kernel(ctx, m, tilec_module_kernel(m, 0), 0, "sm_90", &code, &cubin, &size), TILEC_OK,
-                 "%s: NVRTC refuses it", c->loop);
-    if (cubin) {
-        free(cubin);
-        tilec_kernel_code_free(&code);
-    }
+    expect_nvrtc(ctx, m, c->loop);
     free(cu.s);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
