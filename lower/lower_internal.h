@@ -140,9 +140,6 @@ typedef struct wg_plan {
     int persist_ok;               /* the persistent schedule may apply (wgmma.c, lower_wg_persist) */
     const char *persist_no;       /* a gather twin's: why it may not (the remark), or NULL */
     int persist;                  /* this twin walks the tiles in a persistent grid */
-    /* stream-K (wgmma.c, persist_body): a persistent gather twin whose loop's bounds are the same for every
-     * tile (sk_ok) may walk a range of (tile, k-step) units a block when the launch asks (tl_skon) */
-    int sk_ok, sk;
     int64_t epi_off;              /* the store's staging, from the aligned ring: 0 (the ring), or past it */
     int epi_parts;                /* a persistent twin stages its tile in this many parts (wgstore.c) */
     /* a persistent gather twin's B resident (wgmma.c, persist_plan): where B's tile and the loop's bounds are
@@ -340,10 +337,6 @@ typedef struct lw {
          * the consumers' */
         size_t hdr, prod, cons;
         const char *acc;        /* the twin loop's accumulator (its C name) */
-        /* a stream-K twin (plan.sk): [skh, skb) the loop's bounds' preparation, skbounds its bounds'
-         * declaration (tl_lo0, tl_hi0, tl_st), which the walk's prologue runs once for the steps a tile */
-        size_t skh, skb;
-        const char *skbounds;
         /* the epilogue's loads a persistent twin's consumers issue before the loop (wgmma.c,
          * early_issue): lower_find_mat finds them in every statement after it */
         matnode early[WG_MAX_EARLY];

@@ -139,7 +139,6 @@ typedef struct twin_ran {
     int one_tma;           /* a pair's one-tile twin (single_twin) reads it so */
     char one_no[200];      /* ... or why not: "" */
     int single;            /* a persistent gather twin's one-tile twin beside it (gather_single) */
-    int sk;                /* ... and stream-K on the persistent one (tilec_tma_meta.persistent 6) */
     int bres_cap;          /* a persistent gather twin's resident B: its slots (wgmma.c, persist_plan); 0 none */
     int64_t bres_slot;     /* ... their bytes each */
     int bres_sa;           /* ... A's stages then, where more than S; else 0 */
@@ -169,10 +168,6 @@ static void twin_remark(lw *R, const twin_ran *t)
                          "consumers store this one%s",
                       h, t->S,
                       t->single ? " (beside it, one tile a block where the tiles are few a multiprocessor)" : "");
-    if (t->sk) /* wgmma.c, persist_body; runtime/tma.c, rt_tma_streamk */
-        h = lower_fmt(R, "%s; stream-K where those few tiles are not whole waves: a block a resident slot, each an "
-                         "even share of the (tile, k-step) units, a tile split between blocks summed by its first "
-                         "block from the others' f32 partials (block order, one flag a block)", h);
     if (t->persist && R->tw.plan.attn)
         h = lower_fmt(R, "%s; on a persistent grid: a block walks (query tile, head) units (min(units, SMs) blocks "
                          "where the units are few a multiprocessor, else a block a unit), its producer copying the "
@@ -371,7 +366,7 @@ static int single_twin(const lw *R, const char *tname, strbuf *tu, tilec_tma_met
  * (tilec_tma_meta.persistent 5); meta's shared memory the larger of the
  * two. 1, -1 out of memory, 0 when it did not come out (the persistent
  * twin runs alone). */
-static int gather_single(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta, int sk)
+static int gather_single(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *meta)
 {
     char *name = suffixed(tname, "_1");
     if (!name)
@@ -384,7 +379,7 @@ static int gather_single(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
     if (r > 0) {
         if (one.smem_bytes > meta->smem_bytes)
             meta->smem_bytes = one.smem_bytes;
-        meta->persistent = sk ? 6 : 5; /* 6: the persistent twin takes stream-K's parameters (wgmma.c) */
+        meta->persistent = 5;
         free(one.name);
     } else if (!r) { /* nothing of it stays */
         tu->n = at;
@@ -455,9 +450,7 @@ static int emit_twin(lw *R, const char *fname, strbuf *tu, tilec_tma_meta *meta)
         if (r > 0 && w.pair)       /* two N tiles a block: its one-tile twin beside it (lower/wgpair.c) */
             r = single_twin(R, tname, tu, meta, &t.one_tma, t.one_no, sizeof t.one_no);
         else if (r > 0 && w.gather) /* and beside a gather twin */
-            r = (t.single = gather_single(R, tname, tu, meta, w.sk)) < 0 ? -1 : r;
-        if (r > 0 && t.single && w.sk)
-            t.sk = 1;
+            r = (t.single = gather_single(R, tname, tu, meta)) < 0 ? -1 : r;
     }
     if (plan->attn)
         r = persist_attn_twin(R, tname, tu, meta, &t);

@@ -970,15 +970,8 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->kt = K;
     w->iters = ok && !w->gather ? wg_stage_iters(L, loop, w, &w->one_why) : 1;
     wg_trips(L, loop, w);
-    if (ok && w->gather && w->atma) {
+    if (ok && w->gather && w->atma)
         b_fixed(L, loop, pp->load[1], w);
-        /* stream-K (persist_body) needs the steps a tile before the walk: the loop's bounds free of every pid */
-        w->sk_ok = 1;
-        for (int ax = 0; ax < 3; ax++)
-            if (!lower_wg_pid_free(L, loop->lo, loop, ax) || !lower_wg_pid_free(L, loop->hi, loop, ax) ||
-                !lower_wg_pid_free(L, loop->step, loop, ax))
-                w->sk_ok = 0;
-    }
     lower_leave(L);
     if (!ok)
         return;
@@ -1149,7 +1142,6 @@ static int persist_plan(wg_plan *w)
         return 0;
     w->S = S;
     w->persist = 1;
-    w->sk = w->gather && w->sk_ok && !w->pair && !w->mpair; /* stream-K where the launch asks (persist_body) */
     w->epi_parts = parts;
     w->bres = 0;
     if (w->bres_ok) { /* B's region: S slots, and as many more as fit beside the staging */
@@ -1367,11 +1359,10 @@ static void producer(lw *L, const wg_plan *w, const tilec_stmt *loop, const char
 
 void lower_wg_res_test(lw *L, const wg_plan *w)
 {
-    lower_line(L, "const bool tl_res = %stl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < %d)%s%s; "
-                  "/* B resident: its steps fit the %d slots%s%s */",
-               w->sk ? "!tl_sk && " : "", w->bres_cap, w->bres_axes & 1 ? " && tl_grid1 == 1" : "",
-               w->bres_axes & 2 ? " && tl_grid2 == 1" : "", w->bres_cap,
-               w->bres_axes ? " and every tile has the same B" : "", w->sk ? ", not on stream-K's walk" : "");
+    lower_line(L, "const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < %d)%s%s; "
+                  "/* B resident: its steps fit the %d slots%s */",
+               w->bres_cap, w->bres_axes & 1 ? " && tl_grid1 == 1" : "", w->bres_axes & 2 ? " && tl_grid2 == 1" : "",
+               w->bres_cap, w->bres_axes ? " and every tile has the same B" : "");
 }
 
 /* The consumer warp groups: wait for a slot, K/16 k16 steps of wgmma on
@@ -1455,10 +1446,8 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     uint32_t base = lower_alloc_smem(L, lower_wg_block(S, w->stage_bytes, epi));
     L->tw.plan.ring_base = base; /* the epilogue's TMA store stages in the ring, or past it (wgstore.c) */
     const char *v = lower_cname(L, loop->names[0]);
-    L->tw.skh = L->out.n;
     lower_walk(L, loop->lo, NULL, 0, NULL, PREP);
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
-    L->tw.skb = L->out.n;
     lower_wg_pair_acc(L, pp.acc->c);
     lower_line(L, "{ /* %s += dot: wgmma on %d %s stages, one producer warp group (sm_90a) */", pp.acc->c, S,
                w->gather ? "cp.async" : "TMA");
@@ -1466,15 +1455,8 @@ int lower_wg_loop(lw *L, const tilec_stmt *loop)
     const char *step = loop->step ? lower_walk(L, loop->step, NULL, 0, NULL, EMIT) : "1";
     if (w->iters > 1) /* a stage: this many iterations, K tiles side by side (wg_stage_iters) */
         step = lower_fmt(L, "(%s) * %d", step, w->iters);
-    const char *lo = lower_walk(L, loop->lo, NULL, 0, NULL, EMIT), *hi = lower_walk(L, loop->hi, NULL, 0, NULL, EMIT);
-    if (w->sk) { /* stream-K: this segment's steps [tl_ks, tl_ke) of the tile's tl_skn (persist_body) */
-        L->tw.skbounds = lower_fmt(L, "const int tl_lo0 = %s, tl_hi0 = %s, tl_st = %s;", lo, hi, step);
-        lower_line(L, "%s", L->tw.skbounds);
-        lower_line(L, "const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;");
-        lower_line(L, "const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;");
-    } else {
-        lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lo, hi, step);
-    }
+    lower_line(L, "const int tl_lo = %s, tl_hi = %s, tl_st = %s;", lower_walk(L, loop->lo, NULL, 0, NULL, EMIT),
+               lower_walk(L, loop->hi, NULL, 0, NULL, EMIT), step);
     lower_line(L, "const unsigned tl_ring = (tl_sa(tl_smem + %u) + 1023u) & ~1023u;", base);
     lower_line(L, "const unsigned tl_full = tl_ring + %lld, tl_empty = tl_full + %d;", (long long)lower_wg_bar_off(w),
                8 * lower_wg_nbar(w));
@@ -1652,107 +1634,6 @@ static void persist_pids(strbuf *tu, int pax, int mpair, int yz, int rev)
 
 void lower_wg_unit_pids(strbuf *tu, const wg_plan *w, int rev) { persist_pids(tu, 0, 0, batch_in_y(w), rev); }
 
-/* The walk over a block's units, both roles: tl_u = blockIdx.x, +
- * gridDim.x, ...; a stream-K twin (w->sk) on stream-K's walk (tl_sk,
- * sk_prologue) takes the block's range [tl_sku0, tl_sku1) of (tile,
- * k-step) units instead, a segment a tile: tile tl_u's steps [tl_ks,
- * tl_ke) of tl_skn (the loop's bounds: lower_wg_loop). */
-static void walk_head(strbuf *tu, const wg_plan *w)
-{
-    if (!w->sk) {
-        sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-        return;
-    }
-    sb_puts(tu, "        int tl_it = 0;\n"
-                "        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {\n"
-                "        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;\n"
-                "        if (tl_sk) { /* stream-K: this tile's steps in the block's range */\n"
-                "            tl_u = (int)(tl_v / tl_skn);\n"
-                "            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;\n"
-                "            tl_ks = (int)(tl_v - tl_t0);\n"
-                "            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);\n"
-                "            tl_v = tl_t1;\n"
-                "        } else {\n"
-                "            tl_v += gridDim.x;\n"
-                "        }\n");
-}
-
-/* Stream-K's prologue (every thread, before the roles part): the loop's
- * steps a tile, tl_skn, from the lets before it and its bounds (the same
- * for every tile: lower_wg_note's sk_ok, so at pid 0), and the block's
- * range of the tl_units * tl_skn (tile, k-step) units: an even share,
- * [units * b / blocks, units * (b + 1) / blocks). tl_sk: the launch asked
- * (tl_skon) and the units are fewer than 2^40 (the shares' products fit
- * 64 bits). */
-static void sk_prologue(strbuf *tu, lw *C)
-{
-    const char *cb = sb_str(&C->out);
-    sb_puts(tu, "    int tl_skn = 1;\n"
-                "    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */\n"
-                "    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;\n"
-                "    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n");
-    sb_add(tu, cb + C->tw.body, C->tw.pre - C->tw.body);
-    sb_add(tu, cb + C->tw.skh, C->tw.skb - C->tw.skh);
-    sb_printf(tu, "    %s\n", C->tw.skbounds);
-    sb_puts(tu, "    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;\n"
-                "    }\n"
-                "    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */\n"
-                "    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);\n"
-                "    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;\n"
-                "    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;\n");
-}
-
-/* After a stream-K twin's loop (consumers): a segment that is not its
- * tile's first (tl_ks > 0, the block's first segment: at most one a
- * block) writes its f32 accumulator to the block's slot of tl_skp
- * (register j of consumer thread t at [j][t]: a warp's store one
- * 128-byte line), then raises the block's flag (release) and goes on to
- * its next segment; the tile's first segment (the block's last), where
- * later blocks hold the rest of the tile's steps, waits for each of their
- * flags (acquire), adds their partials in block order (the same sum
- * whichever block finishes first) and resets the flag for the next
- * launch, then runs the statements after the loop once. */
-static void sk_fixup(strbuf *tu, lw *C)
-{
-    int nt = C->nt;
-    int64_t nacc = C->tw.plan.M * C->tw.plan.N / nt;
-    const char *acc = C->tw.acc;
-    sb_printf(tu,
-              "    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */\n"
-              "        float *tl_pp = tl_skp + (long long)blockIdx.x * %lld + tl_tid;\n"
-              "        #pragma unroll\n"
-              "        for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
-              "            __stcg(tl_pp + tl_j * %d, %s[tl_j]);\n"
-              "        __threadfence();\n"
-              "        tl_bar_consumers(%d);\n"
-              "        if (tl_tid == 0)\n"
-              "            asm volatile(\"st.release.gpu.global.u32 [%%0], %%1;\" :: \"l\"(tl_skf + blockIdx.x), \"r\"(1u) : \"memory\");\n"
-              "        continue;\n"
-              "    }\n"
-              "    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */\n"
-              "        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;\n"
-              "        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */\n"
-              "        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {\n"
-              "            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)\n"
-              "                continue; /* an empty range: no partials */\n"
-              "            if (tl_tid == 0) {\n"
-              "                unsigned tl_f = 0;\n"
-              "                do\n"
-              "                    asm volatile(\"ld.acquire.gpu.global.u32 %%0, [%%1];\" : \"=r\"(tl_f) : \"l\"(tl_skf + tl_b) : \"memory\");\n"
-              "                while (!tl_f);\n"
-              "                tl_skf[tl_b] = 0u; /* read: zero for the next launch */\n"
-              "            }\n"
-              "            tl_bar_consumers(%d);\n"
-              "            const float *tl_pp = tl_skp + (long long)tl_b * %lld + tl_tid;\n"
-              "            #pragma unroll\n"
-              "            for (int tl_j = 0; tl_j < %lld; ++tl_j)\n"
-              "                %s[tl_j] += __ldcg(tl_pp + tl_j * %d);\n"
-              "        }\n"
-              "    }\n",
-              (long long)(nacc * nt), (long long)nacc, nt, acc, nt, nt, (long long)(nacc * nt), (long long)nacc, acc,
-              nt);
-}
-
 /* The persistent twin: the barriers set up once; the producer thread and
  * the consumer warps each walk the block's tiles (tl_u = blockIdx.x,
  * + gridDim.x, ...) in one if/else of roles (setmaxnreg needs that), the
@@ -1782,8 +1663,6 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
     sb_printf(tu, "    const int tl_units = %s * %s * %s;\n", w->mpair ? "((tl_grid0 + 1) / 2)" : "tl_grid0",
               w->pair && w->pax == 1 ? "((tl_grid1 + 1) / 2)" : "tl_grid1",
               w->pair && w->pax == 2 ? "((tl_grid2 + 1) / 2)" : "tl_grid2");
-    if (w->sk)
-        sk_prologue(tu, C);
     int nt = lower_wg_consumers(C); /* the consumer threads (two M tiles a block: two warp groups of C's) */
     if (w->gather) { /* a gather twin's producer warp group, all its threads (wggather.c): registers as planned */
         sb_printf(tu, "    if (tl_tid >= %d) {\n        {\n", nt);
@@ -1793,7 +1672,7 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
         sb_printf(tu, "    if (tl_tid >= %d) {\n        tl_setmaxnreg_dec<40>();\n        if (tl_tid == %d) {\n", nt,
                   nt);
     }
-    walk_head(tu, w);
+    sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w), C->order.rev);
     sb_add(tu, pb + P->tw.body, P->tw.epi - P->tw.body);
     sb_puts(tu, "        }\n");
@@ -1802,13 +1681,9 @@ static void persist_body(strbuf *tu, lw *P, lw *C)
     sb_puts(tu, "        }\n    } else {\n");
     if (!w->gather || w->creg)
         sb_printf(tu, "        tl_setmaxnreg_inc<%d>();\n", w->gather ? w->creg : 232);
-    walk_head(tu, w);
+    sb_puts(tu, "        int tl_it = 0;\n        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
     persist_pids(tu, w->pair ? w->pax : 0, w->mpair, batch_in_y(w), C->order.rev);
-    if (w->sk) { /* the loop, then a stream-K segment's partial sums or their fix-up, then the statements after it */
-        sb_add(tu, cb + C->tw.body, C->tw.epi - C->tw.body);
-        sk_fixup(tu, C);
-        lower_wg_add_consumers(tu, cb, C->tw.epi, C->tw.epi, C->tw.end, C->nt);
-    } else if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
+    if (w->pair) { /* the loop once, the statements after it per N tile (wgpair.c) */
         lower_wg_add_consumers(tu, cb, C->tw.body, C->tw.epi, C->tw.epi, C->nt);
         lower_wg_pair_epilogue(tu, C);
     } else if (w->mpair) { /* the loop by both warp groups, the statements after it by each for its M tile */
@@ -1877,10 +1752,6 @@ const char *lower_wg_params(lw *L)
                            ? ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, "
                              "const __grid_constant__ tl_tmap tl_tm2"
                            : ", const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1";
-    /* a persistent twin: the program's grid, which the launch's grid no longer is; stream-K's partials, flags and
-     * switch (persist_body) */
-    if (!L->tw.plan.persist)
-        return maps;
-    return lower_fmt(L, "%s, int tl_grid0, int tl_grid1, int tl_grid2%s", maps,
-                     L->tw.plan.sk ? ", float *tl_skp, unsigned *tl_skf, int tl_skon" : "");
+    /* a persistent twin: the program's grid, which the launch's grid no longer is */
+    return L->tw.plan.persist ? lower_fmt(L, "%s, int tl_grid0, int tl_grid1, int tl_grid2", maps) : maps;
 }

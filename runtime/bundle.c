@@ -237,8 +237,8 @@ static int split_ok(uint32_t split_k, uint32_t split_bytes, uint64_t written, ui
 
 const char *rt_twin_why(const tilec_tma_meta *t, uint32_t nparams)
 {
-    if (t->threads == 0 || t->threads > TILEC_RT_MAX_BLOCK || t->nmaps > TILEC_TMA_MAX_MAPS || t->persistent > 6)
-        return "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 to 6";
+    if (t->threads == 0 || t->threads > TILEC_RT_MAX_BLOCK || t->nmaps > TILEC_TMA_MAX_MAPS || t->persistent > 5)
+        return "a twin with a block size outside 1..1024, more than 3 maps or a persistence other than 0 to 4";
     if (t->kper && t->kbound >= nparams)
         return "a twin's K loop bound names a parameter past the parameter count";
     if (t->one_tma > 1 || (t->one_tma && t->persistent != 2 && t->persistent != 4))

@@ -228,24 +228,12 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
  * an owner, the owner's pair, never grown here (a capture may not
  * allocate): too small, *skip is set and the need noted for
  * rt_program_split_fit. */
-static tilec_rt_status ws_pair(tilec_program *p, size_t need_part, size_t need_cnt, void *stream, const void *owner,
-                               uint64_t *part, uint64_t *cnt, int *skip);
 static tilec_rt_status split_ws(tilec_program *p, const pkernel *pk, uint64_t nblocks, void *stream,
                                 const void *owner, uint64_t *part, uint64_t *cnt, int *skip)
 {
     if (nblocks > SIZE_MAX / 2 / pk->d.split_bytes)
         return TILEC_RT_INVALID_ARG;
     size_t need_part = (size_t)nblocks * pk->d.split_bytes, need_cnt = (size_t)(nblocks / pk->d.split_k + 1) * 4;
-    return ws_pair(p, need_part, need_cnt, stream, owner, part, cnt, skip);
-}
-
-/* The pair (partials, zeroed counters or flags) of at least need_part and
- * need_cnt bytes for a launch on stream (or owner's: split_ws). A gather
- * twin's stream-K walk (runtime/tma.c rt_tma_streamk) takes its one flag
- * a block from the counters: each launch leaves them at zero too. */
-static tilec_rt_status ws_pair(tilec_program *p, size_t need_part, size_t need_cnt, void *stream, const void *owner,
-                               uint64_t *part, uint64_t *cnt, int *skip)
-{
     pthread_mutex_lock(&p->ws_mu);
     rt_split_ws *w = owner ? ws_of(p, owner, 1) : ws_of(p, stream, 0);
     tilec_rt_status st = w ? TILEC_RT_OK : TILEC_RT_NOMEM;
@@ -380,15 +368,7 @@ static tilec_rt_status launch_one(tilec_program *p, uint32_t i, const tilec_rt_a
                       &all[pk->d.nparams + 1].ptr, &skip);
         return st != TILEC_RT_OK || skip ? st : tilec_rt_launch(pk->kern, grid, all, stream);
     }
-    uint64_t skws[2] = {0, 0}, skbytes = 0;
-    uint32_t skb = rt_tma_streamk(pk, grid, &skbytes); /* a gather twin's stream-K walk: its workspace */
-    if (skb) {
-        int skip = 0;
-        st = ws_pair(p, (size_t)(skb * skbytes), (size_t)skb * 4, stream, ws_owner, &skws[0], &skws[1], &skip);
-        if (st != TILEC_RT_OK || skip)
-            return st;
-    }
-    if (rt_tma_launch(pk, grid, args, stream, skb ? skws : NULL, skb, &st))
+    if (rt_tma_launch(pk, grid, args, stream, &st))
         return st;
     return tilec_rt_launch(pk->kern, grid, args, stream);
 }

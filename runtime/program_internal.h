@@ -130,11 +130,6 @@ int rt_tma_ready(const pkernel *pk); /* 1: a resolved twin */
 /* Launch the twin when every operand qualifies: 1 with *st the launch's
  * status, 0 (nothing launched) to launch the variant's own kernel. */
 int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
-                  const uint64_t *skws, uint32_t skblocks, tilec_rt_status *st);
-/* Whether the launch of pk on grid takes its gather twin's stream-K walk
- * (tilec_tma_meta.persistent 6; TILEC_TMA_STREAMK, runtime/tma.c): its
- * blocks, *bytes the partials of one (the workspace rt_tma_launch then
- * takes in skws: partials, flags), or 0. */
-uint32_t rt_tma_streamk(const pkernel *pk, const uint32_t grid[3], uint64_t *bytes);
+                  tilec_rt_status *st);
 
 #endif

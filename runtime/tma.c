@@ -78,16 +78,6 @@ enum { TMA_ONE_TMA_KSTEPS = 16 };
  * one tile each, ran 4-13% slower than the one-tile twin; at 5.9 and 11.9
  * it ran 1.07-1.27x faster. Between 1.5 and 5.9 not measured. */
 enum { TMA_GATHER_WALK = 2 };
-/* A gather twin with stream-K (persistent 6, lower/wgmma.c persist_body)
- * takes it where the one-tile twin would run (at most TMA_GATHER_WALK
- * tiles a multiprocessor) and its tiles are not a whole number of waves
- * of the resident blocks: then min(units, SMs x blocks an SM) blocks each
- * walk an even share of the (tile, k-step) units, the tiles split between
- * blocks summed through a workspace (docs/lowering.md, "Stream-K"). Each
- * block's partials are at most this many bytes a consumer thread (a
- * wgmma accumulator of m64n256: 128 f32), the consumers at most the
- * block's threads less one producer warp group. */
-enum { TMA_SK_THREAD_BYTES = 128 * 4, TMA_SK_PRODUCERS = 128 };
 
 typedef struct tma_entry {
     int valid;
@@ -102,7 +92,6 @@ struct rt_tma {
                          * (not persistent) twin beside a gather twin; or NULL */
     int pair_mode;      /* TILEC_TMA_PAIR: 1 always the pairs, 0 always the one-tile twin, -1 the cost */
     int persist_mode;   /* TILEC_TMA_PERSIST: 1 always min(units, SMs) blocks, 0 always a block a unit, -1 the rule */
-    int sk_mode;        /* TILEC_TMA_STREAMK: 1 stream-K wherever the twin has it, 0 never, -1 the rule */
     PFN_cuTensorMapEncodeTiled_v12000 encode;
     PFN_cuTensorMapEncodeIm2col_v12000 encode_im2col; /* NULL: the driver has none (no im2col map then) */
     PFN_cuLaunchKernel_v4000 launch;
@@ -213,13 +202,9 @@ void rt_tma_resolve(tilec_rt *rt, pkernel *pk, int disabled)
     t->persist_mode = pp && !strcmp(pp, "1") ? 1 : pp && !strcmp(pp, "0") ? 0 : -1;
     if (log && pp && t->persist_mode < 0)
         fprintf(stderr, "tilec tma: TILEC_TMA_PERSIST=%.32s is neither 0 nor 1: the launch chooses\n", pp);
-    const char *sk = getenv("TILEC_TMA_STREAMK");
-    t->sk_mode = sk && !strcmp(sk, "1") ? 1 : sk && !strcmp(sk, "0") ? 0 : -1;
-    if (log && sk && t->sk_mode < 0)
-        fprintf(stderr, "tilec tma: TILEC_TMA_STREAMK=%.32s is neither 0 nor 1: the launch chooses\n", sk);
     /* pairs (2 along y, 4 along z): its one-tile twin, when the module has it (lower/target.c, single_twin);
-     * a gather twin (5, 6): its twin of one tile a block (gather_single) */
-    if (t->meta.persistent == 2 || t->meta.persistent == 4 || t->meta.persistent == 5 || t->meta.persistent == 6) {
+     * a gather twin (5): its twin of one tile a block (gather_single) */
+    if (t->meta.persistent == 2 || t->meta.persistent == 4 || t->meta.persistent == 5) {
         size_t n = strlen(t->meta.name);
         char one[256];
         CUfunction f1 = NULL;
@@ -492,23 +477,8 @@ static const char *pair_yields(const pkernel *pk, const tilec_rt_arg *args, uint
     return buf;
 }
 
-uint32_t rt_tma_streamk(const pkernel *pk, const uint32_t grid[3], uint64_t *bytes)
-{
-    const rt_tma *t = pk->tma;
-    if (!t || !t->fn || t->meta.persistent != 6 || !t->fn1 || t->sk_mode == 0 || t->persist_mode >= 0 ||
-        t->meta.threads <= TMA_SK_PRODUCERS)
-        return 0; /* TILEC_TMA_PERSIST=0 or 1 asks for the one-tile twin or the tiles' walk */
-    uint64_t tiles = (uint64_t)grid[0] * grid[1] * grid[2], res = (uint64_t)t->sms * t->per_sm;
-    if (!tiles || !res || tiles > INT32_MAX)
-        return 0;
-    if (t->sk_mode < 0 && (tiles > (uint64_t)TMA_GATHER_WALK * t->sms || tiles % res == 0))
-        return 0; /* many tiles a multiprocessor (the walk), or whole waves of them (the one-tile twin) */
-    *bytes = (uint64_t)(t->meta.threads - TMA_SK_PRODUCERS) * TMA_SK_THREAD_BYTES;
-    return (uint32_t)res;
-}
-
 int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg *args, void *stream,
-                  const uint64_t *skws, uint32_t skblocks, tilec_rt_status *st)
+                  tilec_rt_status *st)
 {
     rt_tma *t = pk->tma;
     if (!t || !t->fn)
@@ -533,9 +503,7 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
                     pk->d.name, why);
         return 0;
     }
-    void *params[64 + TILEC_TMA_MAX_MAPS + 6];
-    uint64_t skp = skws ? skws[0] : 0, skf = skws ? skws[1] : 0;
-    int32_t skon = 0;
+    void *params[64 + TILEC_TMA_MAX_MAPS + 3];
     for (uint32_t i = 0; i < pk->d.nparams; i++)
         params[i] = (void *)&args[i];
     for (uint32_t i = 0; i < t->meta.nmaps; i++)
@@ -569,12 +537,6 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             logical[i] = (int32_t)grid[i];
             params[pk->d.nparams + t->meta.nmaps + (uint32_t)i] = &logical[i];
         }
-        /* stream-K's partials, flags and switch (lower/wgmma.c, persist_body): a gather twin that has them
-         * reads them (persistent 6, or 1 where its one-tile twin did not come out), any other reads as many
-         * parameters as it has */
-        params[pk->d.nparams + t->meta.nmaps + 3] = &skp;
-        params[pk->d.nparams + t->meta.nmaps + 4] = &skf;
-        params[pk->d.nparams + t->meta.nmaps + 5] = &skon;
         walk = t->persist_mode;
         if (walk < 0)
             walk = persist_walks(pk, args, units, t->sms, walk_why, sizeof walk_why);
@@ -586,15 +548,8 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
             snprintf(walk_why + l, sizeof walk_why - l, "; %u blocks a multiprocessor", t->per_sm);
         }
         blocks[1] = blocks[2] = 1;
-        if (skws && skblocks && t->meta.persistent == 6) { /* stream-K (rt_tma_streamk) */
-            skon = 1;
-            walk = 1;
-            blocks[0] = skblocks;
-            snprintf(walk_why, sizeof walk_why, "stream-K, %llu tiles on %u resident blocks (%s)",
-                     (unsigned long long)tiles, t->sms * t->per_sm,
-                     t->sk_mode == 1 ? "TILEC_TMA_STREAMK=1" : "not whole waves, at most 2 a multiprocessor");
-        } else if ((t->meta.persistent == 5 || t->meta.persistent == 6) && t->fn1 &&
-                   (t->persist_mode == 0 || (t->persist_mode < 0 && tiles <= (uint64_t)TMA_GATHER_WALK * t->sms))) {
+        if (t->meta.persistent == 5 && t->fn1 &&
+            (t->persist_mode == 0 || (t->persist_mode < 0 && tiles <= (uint64_t)TMA_GATHER_WALK * t->sms))) {
             fn = t->fn1; /* a block a tile on the program's grid; the kernel reads no grid parameters */
             snprintf(why, sizeof why, "%s", t->persist_mode == 0 ? "TILEC_TMA_PERSIST=0" : "few tiles a multiprocessor");
             one_why = why;

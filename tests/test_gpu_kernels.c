@@ -1002,14 +1002,12 @@ static const int conv_shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 7
                                       * below BK, B's boxes partly masked, its chunks by cp.async */
                                      {4, 66, 66, 16, 64, 3, 1, 1}, {1, 132, 132, 64, 32, 3, 1, 1}};
 
-/* Every variant of kernel (fused: relu(conv + bias), the bias after w),
- * or variant `only` (>= 0), at conv_shapes (the last four, the walking
- * ones, where walk is set); twice: each shape launched a second time on a
- * poisoned output, which must come out bit for bit the same. */
-static void check_conv_at(const char *file, const char *kernel, int fused, int walk, int only, int twice)
+/* Every variant of kernel (fused: relu(conv + bias), the bias after w)
+ * at conv_shapes (the last four, the walking ones, where walk is set). */
+static void check_conv(const char *file, const char *kernel, int fused, int walk)
 {
     uint32_t nv = variants_of(file, kernel);
-    for (uint32_t var = only >= 0 ? (uint32_t)only : 0; var < (only >= 0 ? (uint32_t)only + 1 : nv); var++) {
+    for (uint32_t var = 0; var < nv; var++) {
         gk g;
         load_or_fail(file, kernel, (int)var, &g);
         for (size_t t = 0; t < sizeof conv_shapes / sizeof conv_shapes[0]; t++) {
@@ -1061,16 +1059,6 @@ static void check_conv_at(const char *file, const char *kernel, int fused, int w
             double err = rel_l2(got, want, ny);
             cr_expect_leq(err, 2e-3, "%s %s variant %u N%d H%d W%d C%d K%d %dx%d stride %d pad %d: relative L2 error %g",
                           file, kernel, var, N, H, W, C, K, R, S, st, pad, err);
-            if (twice) {
-                uint16_t *again = malloc(ny * 2);
-                CHECK_RT(tilec_rt_fill_async(rt, dy, 0x7e00, 2, ny, NULL));
-                CHECK_RT(gk_launch(&g, args, NULL));
-                CHECK_RT(tilec_rt_synchronize(rt));
-                CHECK_RT(tilec_rt_memcpy_dtoh(rt, again, dy, ny * 2));
-                cr_expect(!memcmp(again, yh, ny * 2), "%s %s variant %u N%d H%d W%d C%d K%d: a second launch differs",
-                          file, kernel, var, N, H, W, C, K);
-                free(again);
-            }
             tilec_rt_free(rt, dx);
             tilec_rt_free(rt, dw);
             tilec_rt_free(rt, db);
@@ -1081,35 +1069,11 @@ static void check_conv_at(const char *file, const char *kernel, int fused, int w
     }
 }
 
-static void check_conv(const char *file, const char *kernel, int fused, int walk)
-{
-    check_conv_at(file, kernel, fused, walk, -1, 0);
-}
-
 Test(gpu, conv2d_example, .timeout = 600)
 {
     static const char *const kernels[] = {"conv2d_nhwc", "conv2d_f16", "conv2d_f16_rows", "conv2d_nhwc_rows"};
     for (int kf = 0; kf < 4; kf++)
         check_conv("examples/conv2d.tile", kernels[kf], kf == 0 || kf == 3, kf >= 2);
-}
-
-/* Stream-K on the rows kernels' gather twin (lower/wgmma.c, persist_body;
- * runtime/tma.c, rt_tma_streamk): variant 0 of conv2d_f16_rows and of the
- * fused conv2d_nhwc_rows (its bias and relu once, after the sum) at every
- * shape with TILEC_TMA_STREAMK=1, each launch the resident blocks walking
- * even shares of the (tile, k-step) units (the small shapes' few tiles
- * split among dozens of blocks, some with no units), then with
- * TILEC_TMA_STREAMK=0; each shape launched twice, bit for bit the same
- * (the partials added in block order). */
-Test(gpu, conv2d_rows_stream_k, .timeout = 600)
-{
-    static const char *const modes[] = {"1", "0"};
-    for (int m = 0; m < 2; m++) {
-        setenv("TILEC_TMA_STREAMK", modes[m], 1);
-        check_conv_at("examples/conv2d.tile", "conv2d_f16_rows", 0, 1, 0, 1);
-        check_conv_at("examples/conv2d.tile", "conv2d_nhwc_rows", 1, 1, 0, 1);
-    }
-    unsetenv("TILEC_TMA_STREAMK");
 }
 
 /* tests/conv_forms: convolutions written from the docs alone (the flat

@@ -1097,42 +1097,6 @@ Test(tma, a_gather_twin_takes_its_one_tile_twin_for_few_tiles, .timeout = 60)
     }
 }
 
-/* ... and with stream-K (persistent 6, lower/wgmma.c persist_body): at
- * most 2 tiles a multiprocessor that are not whole waves of the resident
- * blocks (98, 266 tiles... on the fake's 132) take the persistent twin on
- * the 132 resident blocks, its workspace allocated (runtime/program.c,
- * ws_pair); whole waves (132, 264 tiles) the one-tile twin, more than 2 a
- * multiprocessor the walk; TILEC_TMA_STREAMK=0 never, 1 wherever the twin
- * has it; TILEC_TMA_PERSIST=0 or 1 as for persistent 5. */
-Test(tma, a_gather_twin_with_stream_k_fills_a_partial_wave, .timeout = 60)
-{
-    tilec_tma_meta m = cv_meta;
-    m.maps[0].im2col = TILEC_TMA_IM2COL_OUT;
-    m.maps[0].fr = m.maps[0].fs = TILEC_TMA_CONST | 8u;
-    m.persistent = 6;
-    static const struct {
-        const char *sk, *persist;
-        int n;
-        unsigned blocks, y;
-        int one;
-    } cases[] = {{NULL, NULL, 49, 132, 1, 0}, {NULL, NULL, 66, 66, 2, 1},  {NULL, NULL, 132, 132, 2, 1},
-                 {NULL, NULL, 133, 132, 1, 0}, {NULL, NULL, 100, 132, 1, 0}, {"0", NULL, 49, 49, 2, 1},
-                 {"1", NULL, 66, 132, 1, 0},   {NULL, "1", 49, 98, 1, 0},   {NULL, "0", 49, 49, 2, 1}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (cases[i].sk)
-            setenv("TILEC_TMA_STREAMK", cases[i].sk, 1);
-        if (cases[i].persist)
-            setenv("TILEC_TMA_PERSIST", cases[i].persist, 1);
-        int one = fake->tma_one_launches;
-        cr_expect_eq(cvp_blocks(&m, cases[i].n), cases[i].blocks, "%s %s n %d", cases[i].sk ? cases[i].sk : "-",
-                     cases[i].persist ? cases[i].persist : "-", cases[i].n);
-        cr_expect(fake->grid[1] == cases[i].y && fake->tma_one_launches - one == cases[i].one,
-                  "n %d: grid y %u, one-tile launches %d", cases[i].n, fake->grid[1], fake->tma_one_launches - one);
-        unsetenv("TILEC_TMA_STREAMK");
-        unsetenv("TILEC_TMA_PERSIST");
-    }
-}
-
 /* An image the im2col mode cannot read launches the variant's own kernel
  * and makes no map: a base off 16 bytes, a pixel of 72 bytes (36
  * halves), a padding of 128 (a 4-D map's corners are 8-bit), a stride of

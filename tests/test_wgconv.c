@@ -510,7 +510,7 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
         cr_expect(cp && !strstr(cp + 60, ".im2col.") && strstr(twin, "\"l\"((unsigned long long)&tl_tm0), \"r\"(tl_ac + 0), "
                                                                   "\"r\"(tl_aw), \"r\"(tl_ah), \"r\"(tl_an)"),
                   "variant %u: one im2col copy a step", v);
-        char want[320];
+        char want[128];
         snprintf(want, sizeof want, "tl_mbar_expect(tl_full + tl_s * 8, (tl_at ? %uu : 0u) + ((tl_bt && tl_bw) ? ", bm[v] * bk[v] * 2);
         cr_expect(strstr(twin, want) && strstr(twin, "&tl_tm1, (int)tl_bcol + 0, (int)tl_brow") &&
                       strstr(twin, "if (!tl_at) { /* a tap's offsets the copy cannot take: A's chunks by cp.async */"),
@@ -561,30 +561,14 @@ Test(wgconv, rows_read_a_by_the_im2col_mode)
         }
         /* on a persistent grid (wgmma.c, persist_body): the program's grid as parameters, the producer warp
          * group's 128 threads and the consumers each walk the block's tiles, tl_it counting on; the producer
-         * waits for its copies once, after its walk, and never returns (its threads are the walk's). With
-         * stream-K (persistent 6: its loop's bounds are the same for every tile) the walk is over units: the
-         * block's tiles, or its share of (tile, k-step) units where the launch asks (tl_skon) */
-        static const char head[] = "        int tl_it = 0;\n        for (long long tl_v = tl_sk ? tl_sku0 : (long "
-                                   "long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {\n";
-        snprintf(want, sizeof want, "if (tl_tid >= %u) {\n        {\n%s", bm[v] * 2, head);
+         * waits for its copies once, after its walk, and never returns (its threads are the walk's) */
+        snprintf(want, sizeof want, "if (tl_tid >= %u) {\n        {\n        int tl_it = 0;\n        for (int tl_u = ",
+                 bm[v] * 2);
         const char *walk = strstr(twin, want), *wait = walk ? strstr(walk, "cp.async.wait_all;") : NULL;
-        snprintf(want, sizeof want, "} else {\n%s", head);
-        cr_expect(code.tma.persistent == 6 &&
-                      strstr(twin, "int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, "
-                                   "int tl_skon)") &&
-                      walk && wait && strstr(wait, want) && !strstr(twin, "return;") &&
-                      strstr(twin, "const int tl_it0 = tl_it;"),
+        cr_expect(code.tma.persistent == 5 && strstr(twin, "int tl_grid0, int tl_grid1, int tl_grid2)") && walk &&
+                      wait && strstr(wait, "} else {\n        int tl_it = 0;\n        for (int tl_u = ") &&
+                      !strstr(twin, "return;") && strstr(twin, "const int tl_it0 = tl_it;"),
                   "%s variant %u: a persistent grid (persistent %u)", kernels[kf], v, code.tma.persistent);
-        /* stream-K's parts: a later segment's partials and flag (release), the first segment's fix-up
-         * (acquire, in block order), the segment's steps as the loop's bounds in both roles */
-        const char *part = strstr(twin, "if (tl_sk && tl_ks > 0) {"), *fix = strstr(twin, "if (tl_sk && tl_ke < tl_skn) {");
-        const char *lo = strstr(twin, "const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;");
-        cr_expect(part && fix && part < fix && strstr(part, "st.release.gpu.global.u32") &&
-                      strstr(fix, "ld.acquire.gpu.global.u32") && strstr(fix, "for (int tl_b = (int)blockIdx.x + 1;") &&
-                      lo && strstr(lo + 1, "const int tl_lo = tl_ks ? ") &&
-                      strstr(twin, "const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);") &&
-                      strstr(code.layouts, "; stream-K where those few tiles are not whole waves: "),
-                  "%s variant %u: stream-K's walk, partials and fix-up", kernels[kf], v);
         snprintf(want, sizeof want, "A by TMA's im2col mode (one box of %u output pixels x %u channels a step", bm[v], bk[v]);
         cr_expect(strstr(code.layouts, want) && strstr(code.layouts, "on a persistent grid, ") &&
                       strstr(code.layouts, " stages: the producer copies the block's next tile while the consumers "
@@ -773,9 +757,8 @@ Test(wgconv, rows_keep_b_resident)
             tilec_kernel_code code;
             const char *twin, *one_twin;
             char *src = rows_twins(ctx, m, kernels[kf], v, &code, &twin, &one_twin), want[256];
-            /* not on stream-K's walk (lower/wgmma.c, persist_body), whose blocks start tiles part way */
-            snprintf(want, sizeof want, "const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - "
-                                        "tl_lo - 1) / tl_st < %d) && tl_grid1 == 1;", cap[v]);
+            snprintf(want, sizeof want, "const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) "
+                                        "/ tl_st < %d) && tl_grid1 == 1;", cap[v]);
             const char *res = strstr(twin, want), *res2 = res ? strstr(res + 1, want) : NULL;
             cr_expect(res && res2 && !strstr(res2 + 1, want), "%s variant %d: the producer's and the consumers' test",
                       kernels[kf], v);

@@ -10016,7 +10016,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -10038,54 +10038,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 256) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -10116,9 +10072,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 256;
@@ -10132,7 +10086,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
@@ -10231,17 +10185,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -10272,13 +10216,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
@@ -10297,37 +10239,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 16384 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_pp + tl_j * 256, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(256);
-            const float *tl_pp = tl_skp + (long long)tl_b * 16384 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 256);
-        }
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -10968,7 +10879,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -10990,54 +10901,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 256) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -11068,9 +10935,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_ptid = tl_tid - 256;
@@ -11107,7 +10972,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
@@ -11224,17 +11089,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -11265,13 +11120,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
@@ -11285,37 +11138,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma(__ha
             tl_wg_wait<0>();
             if (tl_lane == 0)
                 tl_mbar_arrive(tl_empty + tl_s * 8);
-        }
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 16384 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_pp + tl_j * 256, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(256);
-            const float *tl_pp = tl_skp + (long long)tl_b * 16384 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 256);
         }
     }
     // examples/conv2d.tile:124
@@ -11968,7 +11790,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_f16_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -11990,54 +11812,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 256) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -12068,9 +11846,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_ptid = tl_tid - 256;
@@ -12084,7 +11860,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
@@ -12187,17 +11963,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -12228,13 +11994,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
@@ -12248,37 +12012,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma(__ha
             tl_wg_wait<0>();
             if (tl_lane == 0)
                 tl_mbar_arrive(tl_empty + tl_s * 8);
-        }
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 8192 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            __stcg(tl_pp + tl_j * 256, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(256);
-            const float *tl_pp = tl_skp + (long long)tl_b * 8192 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 256);
         }
     }
     // examples/conv2d.tile:124
@@ -12894,7 +12627,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_f16_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -12916,54 +12649,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 128) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -12994,9 +12683,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_ptid = tl_tid - 128;
@@ -13010,7 +12697,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
@@ -13114,17 +12801,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -13155,13 +12832,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
@@ -13175,37 +12850,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma(__ha
             tl_wg_wait<0>();
             if (tl_lane == 0)
                 tl_mbar_arrive(tl_empty + tl_s * 8);
-        }
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 8192 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_pp + tl_j * 128, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(128);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(128);
-            const float *tl_pp = tl_skp + (long long)tl_b * 8192 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 128);
         }
     }
     // examples/conv2d.tile:124
@@ -13847,7 +13491,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_f16_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 107, 108, 109, 110, 112, 115, 117, 118, 119, 121, 124), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__half *v_x, __half *v_w, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -13869,54 +13513,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:107
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:108
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:109
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:110
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:111
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:112
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:113
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:114
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:115
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 128) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -13947,9 +13547,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_ptid = tl_tid - 128;
@@ -13986,7 +13584,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
@@ -14102,17 +13700,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -14143,13 +13731,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
     }
     // examples/conv2d.tile:115
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
@@ -14163,37 +13749,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma(__ha
             tl_wg_wait<0>();
             if (tl_lane == 0)
                 tl_mbar_arrive(tl_empty + tl_s * 8);
-        }
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 4096 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            __stcg(tl_pp + tl_j * 128, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(128);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(128);
-            const float *tl_pp = tl_skp + (long long)tl_b * 4096 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 128);
         }
     }
     // examples/conv2d.tile:124
@@ -14892,7 +14447,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc_rows, variant 0: BM = 128, BN = 128, BK = 64, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -14914,54 +14469,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 256) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -14992,9 +14503,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_ptid = tl_tid - 256;
@@ -15008,7 +14517,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
@@ -15107,17 +14616,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -15148,13 +14647,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 48;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 6) && tl_grid1 == 1; /* B resident: its steps fit the 6 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_it / 6) & 1);
@@ -15173,37 +14670,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
         tl_wg_wait<0>();
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 16384 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_pp + tl_j * 256, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(256);
-            const float *tl_pp = tl_skp + (long long)tl_b * 16384 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 256);
-        }
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
@@ -15910,7 +15376,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc_rows, variant 1: BM = 128, BN = 128, BK = 32, warps = 8, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -15932,54 +15398,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 256) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -16010,9 +15432,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_ptid = tl_tid - 256;
@@ -16049,7 +15469,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
@@ -16166,17 +15586,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -16207,13 +15617,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 12 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 120;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 15 : tl_it % 12;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 15 : tl_it / 12) & 1);
@@ -16227,37 +15635,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma(__h
             tl_wg_wait<0>();
             if (tl_lane == 0)
                 tl_mbar_arrive(tl_empty + tl_s * 8);
-        }
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 16384 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_pp + tl_j * 256, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(256);
-            const float *tl_pp = tl_skp + (long long)tl_b * 16384 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 256);
         }
     }
     // examples/conv2d.tile:153
@@ -16976,7 +16353,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_nhwc_rows, variant 2: BM = 128, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -16998,54 +16375,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 256) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -17076,9 +16409,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_ptid = tl_tid - 256;
@@ -17092,7 +16423,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
@@ -17195,17 +16526,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -17236,13 +16557,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 10) && tl_grid1 == 1; /* B resident: its steps fit the 10 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
@@ -17256,37 +16575,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma(__h
             tl_wg_wait<0>();
             if (tl_lane == 0)
                 tl_mbar_arrive(tl_empty + tl_s * 8);
-        }
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 8192 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            __stcg(tl_pp + tl_j * 256, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(256);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(256);
-            const float *tl_pp = tl_skp + (long long)tl_b * 8192 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 256);
         }
     }
     // examples/conv2d.tile:153
@@ -17968,7 +17256,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n128(float *d, unsigned long
 #endif
 /* conv2d_nhwc_rows, variant 3: BM = 64, BN = 128, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -17990,54 +17278,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 128) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -18068,9 +17312,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_ptid = tl_tid - 128;
@@ -18084,7 +17326,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi; v_q0 += tl_st, ++tl_it) {
                 if (!tl_dok) {
@@ -18188,17 +17430,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -18229,13 +17461,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 64;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 9) && tl_grid1 == 1; /* B resident: its steps fit the 9 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 8 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 8 : tl_it / 6) & 1);
@@ -18249,37 +17479,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma(__h
             tl_wg_wait<0>();
             if (tl_lane == 0)
                 tl_mbar_arrive(tl_empty + tl_s * 8);
-        }
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 8192 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            __stcg(tl_pp + tl_j * 128, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(128);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(128);
-            const float *tl_pp = tl_skp + (long long)tl_b * 8192 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 64; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 128);
         }
     }
     // examples/conv2d.tile:153
@@ -18987,7 +18186,7 @@ static __device__ __forceinline__ void tl_wgmma_f16_n64(float *d, unsigned long 
 #endif
 /* conv2d_nhwc_rows, variant 4: BM = 64, BN = 64, BK = 64, warps = 4, stages = 3 */
 /* indexing: 64-bit for p, img, oh, ow (lines 136, 137, 138, 139, 141, 144, 146, 147, 148, 150, 154), where a value may pass 2^31 - 1; 32-bit elsewhere, proven to fit */
-extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2, float *tl_skp, unsigned *tl_skf, int tl_skon)
+extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__half *v_x, __half *v_w, __half *v_bias, __half *v_y, int v_N, int v_H, int v_W, int v_C, int v_K, int v_R, int v_S, int v_OH, int v_OW, int v_stride, int v_pad, const __grid_constant__ tl_tmap tl_tm0, const __grid_constant__ tl_tmap tl_tm1, int tl_grid0, int tl_grid1, int tl_grid2)
 {
     extern __shared__ __align__(16) unsigned char tl_smem[];
     const int tl_tid = threadIdx.x, tl_lane = tl_tid & 31, tl_warp = tl_tid >> 5;
@@ -19009,54 +18208,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     }
     __syncthreads();
     const int tl_units = tl_grid0 * tl_grid1 * tl_grid2;
-    int tl_skn = 1;
-    if (tl_skon) { /* stream-K: the loop's steps a tile, the same for every tile */
-    const int tl_pid0 = 0, tl_pid1 = 0, tl_pid2 = 0;
-    (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/conv2d.tile:136
-    // v_p: index tile computed where it is used
-    // examples/conv2d.tile:137
-    // v_img: index tile computed where it is used
-    // examples/conv2d.tile:138
-    // v_oh: index tile computed where it is used
-    // examples/conv2d.tile:139
-    // v_ow: index tile computed where it is used
-    // examples/conv2d.tile:140
-    // v_k: index tile computed where it is used
-    // examples/conv2d.tile:141
-    const int v_cp = ((((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) > (1) ? (((int)((((long long)(((v_C) / (v_BK) + ((v_C) % (v_BK) > 0)))) * ((long long)(v_BK)))))) : (1));
-    // examples/conv2d.tile:142
-    const int v_s1 = ((v_S) > (1) ? (v_S) : (1));
-    // examples/conv2d.tile:143
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/conv2d.tile:144
-    const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-    tl_skn = tl_hi0 > tl_lo0 && tl_st > 0 ? (int)(((long long)tl_hi0 - tl_lo0 - 1) / tl_st + 1) : 0;
-    }
-    const long long tl_skt = (long long)tl_units * tl_skn; /* stream-K's units */
-    const bool tl_sk = tl_skon && tl_skn > 0 && tl_skt < (1ll << 40);
-    const long long tl_sku0 = tl_sk ? tl_skt * blockIdx.x / gridDim.x : 0;
-    const long long tl_sku1 = tl_sk ? tl_skt * (blockIdx.x + 1) / gridDim.x : 0;
     if (tl_tid >= 128) {
         {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -19087,9 +18242,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_ptid = tl_tid - 128;
@@ -19126,7 +18279,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
             /* A by TMA's im2col mode: its first pixel's image, column and row at the tap (0, 0) */
             const int tl_an = (int)((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / (((long long)(v_OH)) * ((long long)(v_OW))))), tl_aw = (int)(((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) % ((long long)(v_OW))) * ((long long)(v_stride)))) - (int)(v_pad), tl_ah = (int)((((((((long long)(tl_pid0)) * ((long long)(v_BM))) + ((long long)(0))) / ((long long)(v_OW))) % ((long long)(v_OH))) * ((long long)(v_stride)))) - (int)(v_pad);
             const int tl_it0 = tl_it;
-            const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B, not on stream-K's walk */
+            const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
             const bool tl_bw = !tl_res || tl_u == (int)blockIdx.x; /* B copied: each step into the ring, or the block's first tile into the resident slots */
             for (int v_q0 = tl_lo; v_q0 < tl_hi;) {
                 if (!tl_dok) {
@@ -19242,17 +18395,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
         }
     } else {
         int tl_it = 0;
-        for (long long tl_v = tl_sk ? tl_sku0 : (long long)blockIdx.x; tl_v < (tl_sk ? tl_sku1 : (long long)tl_units);) {
-        int tl_u = (int)tl_v, tl_ks = 0, tl_ke = tl_skn;
-        if (tl_sk) { /* stream-K: this tile's steps in the block's range */
-            tl_u = (int)(tl_v / tl_skn);
-            const long long tl_t0 = (long long)tl_u * tl_skn, tl_t1 = tl_t0 + tl_skn;
-            tl_ks = (int)(tl_v - tl_t0);
-            tl_ke = (int)((tl_t1 < tl_sku1 ? tl_t1 : tl_sku1) - tl_t0);
-            tl_v = tl_t1;
-        } else {
-            tl_v += gridDim.x;
-        }
+        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {
         const int tl_g1 = tl_grid1;
         const int tl_n01 = tl_grid0 * tl_g1, tl_pid2 = tl_u / tl_n01, tl_lin = tl_u - tl_pid2 * tl_n01;
         const int tl_gw = 8 * tl_g1, tl_first = (tl_lin / tl_gw) * 8, tl_rest = tl_grid0 - tl_first;
@@ -19283,13 +18426,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
     }
     // examples/conv2d.tile:144
     { /* v_acc += dot: wgmma on 6 cp.async stages, one producer warp group (sm_90a) */
-        const int tl_lo0 = 0, tl_hi0 = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
-        const int tl_lo = tl_ks ? (int)(tl_lo0 + (long long)tl_ks * tl_st) : tl_lo0;
-        const int tl_hi = tl_ke < tl_skn ? (int)(tl_lo0 + (long long)tl_ke * tl_st) : tl_hi0;
+        const int tl_lo = 0, tl_hi = ((int)(((((long long)(v_R)) * ((long long)(v_S))) * ((long long)(v_cp))))), tl_st = v_BK;
         const unsigned tl_ring = (tl_sa(tl_smem + 0) + 1023u) & ~1023u;
         const unsigned tl_full = tl_ring + 229376, tl_empty = tl_full + 96;
         const int tl_it0 = tl_it;
-        const bool tl_res = !tl_sk && tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B, not on stream-K's walk */
+        const bool tl_res = tl_st > 0 && (tl_hi <= tl_lo || ((long long)tl_hi - tl_lo - 1) / tl_st < 15) && tl_grid1 == 1; /* B resident: its steps fit the 15 slots and every tile has the same B */
         for (int tl_kv = tl_lo; tl_kv < tl_hi; tl_kv += tl_st, ++tl_it) {
             const int tl_s = tl_res ? tl_it % 12 : tl_it % 6;
             tl_mbar_wait(tl_full + tl_s * 8, (tl_res ? tl_it / 12 : tl_it / 6) & 1);
@@ -19303,37 +18444,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma(__h
             tl_wg_wait<0>();
             if (tl_lane == 0)
                 tl_mbar_arrive(tl_empty + tl_s * 8);
-        }
-    }
-    if (tl_sk && tl_ks > 0) { /* stream-K: a later part of the tile's steps, its partial sums */
-        float *tl_pp = tl_skp + (long long)blockIdx.x * 4096 + tl_tid;
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            __stcg(tl_pp + tl_j * 128, v_acc[tl_j]);
-        __threadfence();
-        tl_bar_consumers(128);
-        if (tl_tid == 0)
-            asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(tl_skf + blockIdx.x), "r"(1u) : "memory");
-        continue;
-    }
-    if (tl_sk && tl_ke < tl_skn) { /* stream-K: the tile's first steps; the later blocks' partials */
-        const long long tl_t1 = (long long)(tl_u + 1) * tl_skn;
-        const int tl_b1 = (int)((tl_t1 * gridDim.x + tl_skt - 1) / tl_skt) - 1; /* the block of the tile's last step */
-        for (int tl_b = (int)blockIdx.x + 1; tl_b <= tl_b1; ++tl_b) {
-            if (tl_skt * tl_b / gridDim.x == tl_skt * (tl_b + 1) / gridDim.x)
-                continue; /* an empty range: no partials */
-            if (tl_tid == 0) {
-                unsigned tl_f = 0;
-                do
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(tl_f) : "l"(tl_skf + tl_b) : "memory");
-                while (!tl_f);
-                tl_skf[tl_b] = 0u; /* read: zero for the next launch */
-            }
-            tl_bar_consumers(128);
-            const float *tl_pp = tl_skp + (long long)tl_b * 4096 + tl_tid;
-            #pragma unroll
-            for (int tl_j = 0; tl_j < 32; ++tl_j)
-                v_acc[tl_j] += __ldcg(tl_pp + tl_j * 128);
         }
     }
     // examples/conv2d.tile:153
