@@ -120,8 +120,11 @@ class Power:
     timed loop, through NVML (libnvidia-ml, the driver's; ctypes, no package).
     The energy is the counter's difference over the loop (its flushes
     included) over its repetitions; the clock and power are sampled every
-    10 ms by a thread while the loop runs. Under a power limit a sustained
-    load's time is its energy over the limit, which this measures."""
+    10 ms (about 15 ms with NVML's own time) by a thread while the loop runs.
+    The counter advances in coarse steps: over a loop of about a second it
+    reads within some 6% of the median power times the loop's time; a loop
+    of tens of ms (the device copy's) reads 0 or double. Under a power limit
+    a sustained load's time is its energy over the limit."""
 
     SM = 1  # NVML_CLOCK_SM
 
@@ -900,8 +903,8 @@ def llm_workloads():
     cross-entropy first (the issue's headline, at its size, at Liger's chunk,
     at the largest chunk whose peak memory stays under Liger's chunked form
     (512: 125 MiB of logits), at 1024, and in 6 chunks of 640 and 768 tokens
-    (flce_bf16_n: the fewest chunks under Liger's peak), then the
-    memory-bound kernels."""
+    (flce_bf16_n: the fewest chunks under Liger's peak; no faster than 512,
+    bench/results/flce_s51.md), then the memory-bound kernels."""
     T, D, V = 4096, 4096, 128256
     return [w_llm_flce(T, D, V, 128), w_llm_flce(T, D, V, 512), w_llm_flce(T, D, V, 1024),
             w_llm_flce(T, D, V, 0, chunks=6),
@@ -1417,16 +1420,8 @@ class Run:
                                         ctypes.c_int, ctypes.c_int, P, P, P, ctypes.c_size_t]
         lib.tb_host_us.argtypes = [P, P, ctypes.c_char_p, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
         self.timer = Timer(lib, self.tdev)
-        self.flush_power = None
         if getattr(args, "power", False):
             self.timer.power = Power()
-            # the flush alone, 50 back to back: what each timed repetition's energy holds besides the call
-            torch.cuda.synchronize()
-            self.timer.power.start()
-            for _ in range(50):
-                self.timer.flush.zero_()
-            torch.cuda.synchronize()
-            self.flush_power = self.timer.power.stop(50)
         self.modules = {}
 
     def emit(self, rec):
@@ -1451,7 +1446,7 @@ class Run:
                    "python": platform.python_version(), "tilec": tilec.version(),
                    "flush_mb": self.timer.flush_bytes / 2 ** 20, "flush_us": self.timer.flush_ms * 1e3,
                    "allow_tf32": torch.backends.cuda.matmul.allow_tf32, "families": self.args.family or [],
-                   "commit": commit(), **({"flush_power": self.flush_power} if self.flush_power else {})})
+                   "commit": commit()})
 
     def compiles(self, w):
         """Whether torch.compile is timed on w: not with --no-compile; with
