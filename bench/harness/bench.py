@@ -115,6 +115,63 @@ TF_PEAK_TF32 = 494.7  # dense tf32 tensor-core TFLOP/s, H100 SXM datasheet
 
 # ---- the method ---------------------------------------------------------
 
+class Power:
+    """--power: the board's energy counter, SM clock and power draw around each
+    timed loop, through NVML (libnvidia-ml, the driver's; ctypes, no package).
+    The energy is the counter's difference over the loop (its flushes
+    included) over its repetitions; the clock and power are sampled every
+    10 ms (about 15 ms with NVML's own time) by a thread while the loop runs.
+    The counter advances in coarse steps: over a loop of about a second it
+    reads within some 6% of the median power times the loop's time; a loop
+    of tens of ms (the device copy's) reads 0 or double. Under a power limit
+    a sustained load's time is its energy over the limit."""
+
+    SM = 1  # NVML_CLOCK_SM
+
+    def __init__(self):
+        nv = ctypes.CDLL("libnvidia-ml.so.1")
+        if nv.nvmlInit_v2() != 0:
+            raise RuntimeError("nvmlInit_v2 failed")
+        self.nv, self.h = nv, ctypes.c_void_p()
+        uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)
+        if uuid is None or nv.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}".encode(), ctypes.byref(self.h)) != 0:
+            if nv.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.h)) != 0:
+                raise RuntimeError("no NVML handle for device 0")
+        self.samples, self.run, self.thread = [], False, None
+
+    def energy_mj(self):
+        e = ctypes.c_ulonglong()
+        if self.nv.nvmlDeviceGetTotalEnergyConsumption(self.h, ctypes.byref(e)) != 0:
+            raise RuntimeError("nvmlDeviceGetTotalEnergyConsumption failed")
+        return e.value
+
+    def sample(self):
+        mhz, mw = ctypes.c_uint(), ctypes.c_uint()
+        while self.run:
+            if self.nv.nvmlDeviceGetClockInfo(self.h, self.SM, ctypes.byref(mhz)) == 0 and \
+                    self.nv.nvmlDeviceGetPowerUsage(self.h, ctypes.byref(mw)) == 0:
+                self.samples.append((mhz.value, mw.value / 1e3))
+            time.sleep(0.01)
+
+    def start(self):
+        import threading
+        self.samples, self.run = [], True
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.t0, self.e0 = time.perf_counter(), self.energy_mj()
+        self.thread.start()
+
+    def stop(self, n):
+        """After the loop's synchronize: the record's fields for n calls."""
+        e1, t1 = self.energy_mj(), time.perf_counter()
+        self.run = False
+        self.thread.join()
+        clk = sorted(c for c, _ in self.samples) or [0]
+        pw = sorted(p for _, p in self.samples) or [0.0]
+        return {"energy_j_per_rep": (e1 - self.e0) / 1e3 / n, "loop_s": t1 - self.t0, "loop_reps": n,
+                "sm_mhz_median": clk[len(clk) // 2], "sm_mhz_min": clk[0], "sm_mhz_max": clk[-1],
+                "power_w_median": pw[len(pw) // 2], "power_w_max": pw[-1], "power_samples": len(self.samples)}
+
+
 class Timer:
     """The one timing method, for Python callables and for the C loop."""
 
@@ -130,6 +187,8 @@ class Timer:
         self.tdev = tdev
         self.flush_ms = self.time_flush()
         self.host_us = 0.0  # host time per repetition of the last timed loop
+        self.power = None  # --power: a Power, whose fields the last timed loop left in power_rec
+        self.power_rec = None
 
 
     def time_flush(self, n=20):
@@ -169,6 +228,8 @@ class Timer:
         # repetition costs the host
         probe = min(reps, 16)
         stamps = []
+        if self.power:
+            self.power.start()
         for i, (s, e) in enumerate(ev):
             if i <= probe:
                 stamps.append(time.perf_counter())
@@ -180,6 +241,8 @@ class Timer:
             stamps.append(time.perf_counter())
         self.host_us = statistics.median(b - a for a, b in zip(stamps, stamps[1:])) * 1e6
         torch.cuda.synchronize()
+        if self.power:
+            self.power_rec = self.power.stop(reps)
         return [s.elapsed_time(e) for s, e in ev]
 
     def device_c(self, kernel, args, reps, warmup=10):
@@ -189,9 +252,15 @@ class Timer:
         host = ctypes.c_double()
         err = ctypes.create_string_buffer(1024)
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream or None)
+        if self.power:  # tb.c's loop: its warm-up calls are inside the window
+            torch.cuda.synchronize()
+            self.power.start()
         rc = self.lib.tb_device_times(self.tdev._h, kernel.module._prog, kernel._name_b, packed, len(args), stream,
                                       self.flush.data_ptr(), self.flush.numel(), warmup, reps, ms, ctypes.byref(host),
                                       err, len(err))
+        if self.power:
+            torch.cuda.synchronize()
+            self.power_rec = self.power.stop(reps + warmup)
         if rc != 0:
             raise RuntimeError(err.value.decode())
         self.host_us = host.value
@@ -754,9 +823,18 @@ def flce_graph():
         subprocess.run([tilec_bin, os.path.join(ROOT, LLM_TILE), "--emit", "py", "-o", gen], check=True)
         sys.path.insert(0, gen)
         import flce_bf16
+        import flce_bf16_n
         flce_bf16.load()
-        _FLCE_PY["m"] = flce_bf16
+        flce_bf16_n.load()
+        _FLCE_PY["m"], _FLCE_PY["n"] = flce_bf16, flce_bf16_n
     return _FLCE_PY["m"]
+
+
+def flce_graph_n():
+    """examples/llm.tile's graph flce_bf16_n (N chunks of whole 128-token
+    groups) through its Python wrapper."""
+    flce_graph()
+    return _FLCE_PY["n"]
 
 
 def _flce_torch(h, w, tgt):
@@ -786,10 +864,12 @@ def _flce_chunked(h, w, tgt, c):
     return loss, dh, dw
 
 
-def w_llm_flce(T, D, V, C):
+def w_llm_flce(T, D, V, C, chunks=None):
     """Issue 35: fused linear cross-entropy forward + backward, bf16: each
     token's loss, dH and dW of the mean loss, against torch whole (eager and
-    torch.compile) and Liger's chunked form in torch; peak memory of each."""
+    torch.compile) and Liger's chunked form in torch; peak memory of each.
+    C tokens a chunk (graph flce_bf16), or with chunks = N the graph
+    flce_bf16_n's N chunks of whole 128-token groups (C unused: row N<n>)."""
     liger_c = 1 << max(0, (-(-T // -(-V // D)) - 1).bit_length())  # Liger: next_pow2(cdiv(T, cdiv(V, D)))
 
     def make():
@@ -797,6 +877,8 @@ def w_llm_flce(T, D, V, C):
                 "tgt": torch.randint(0, V, (T,), device=DEV, dtype=torch.int32)}
 
     def run(mod, t):
+        if chunks:
+            return flce_graph_n().call(t["h"], t["w"], t["tgt"], chunks, 1.0 / T)
         return flce_graph().call(t["h"], t["w"], t["tgt"], C, 1.0 / T)
 
     def ref(t):
@@ -809,7 +891,7 @@ def w_llm_flce(T, D, V, C):
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
     return Workload(
-        f"llm fused linear cross-entropy fwd+bwd bf16 T{T} D{D} V{V} C{C}", "llm", LLM_TILE, None, make,
+        f"llm fused linear cross-entropy fwd+bwd bf16 T{T} D{D} V{V} " + (f"N{chunks}" if chunks else f"C{C}"), "llm", LLM_TILE, None, make,
         lambda t: (None, ("loss", "dh", "dw")), lambda t: _flce_torch(t["h"], t["w"], t["tgt"]), ref,
         2 * (T * D + 2 * V * D + T * D) + 8 * T, 3 * 2.0 * T * D * V, tol=2e-2, peak=TF_PEAK_F16, tilec_fn=run,
         memory=True, sides={f"torch chunked (Liger's form, C={liger_c})":
@@ -820,9 +902,12 @@ def llm_workloads():
     """issue 35's set at LLM sizes (run with --family llm): the fused linear
     cross-entropy first (the issue's headline, at its size, at Liger's chunk,
     at the largest chunk whose peak memory stays under Liger's chunked form
-    (512: 125 MiB of logits) and at 1024), then the memory-bound kernels."""
+    (512: 125 MiB of logits), at 1024, and in 6 chunks of 640 and 768 tokens
+    (flce_bf16_n: the fewest chunks under Liger's peak; no faster than 512,
+    bench/results/flce_s51.md), then the memory-bound kernels."""
     T, D, V = 4096, 4096, 128256
     return [w_llm_flce(T, D, V, 128), w_llm_flce(T, D, V, 512), w_llm_flce(T, D, V, 1024),
+            w_llm_flce(T, D, V, 0, chunks=6),
             w_llm_rmsnorm(8192, 4096), w_llm_rmsnorm_bwd(8192, 4096), w_llm_layernorm(8192, 4096),
             w_llm_layernorm_bwd(8192, 4096), w_llm_rope(8192, 32), w_llm_glu("swiglu", 8192, 14336),
             w_llm_glu("geglu", 8192, 14336), w_llm_ce(4096, V), w_llm_embed(8192, V, D), w_llm_embed_bwd(8192, V, D)]
@@ -1335,6 +1420,8 @@ class Run:
                                         ctypes.c_int, ctypes.c_int, P, P, P, ctypes.c_size_t]
         lib.tb_host_us.argtypes = [P, P, ctypes.c_char_p, P, ctypes.c_uint32, P, ctypes.c_int, P, P, ctypes.c_size_t]
         self.timer = Timer(lib, self.tdev)
+        if getattr(args, "power", False):
+            self.timer.power = Power()
         self.modules = {}
 
     def emit(self, rec):
@@ -1371,6 +1458,7 @@ class Run:
         return not only or any(s in w.name for s in only)
 
     def time_side(self, w, side, fn=None, kernel=None, args=None, reps=None, extra=None):
+        self.timer.power_rec = None
         try:
             if kernel is not None:
                 ms = self.timer.device_c(kernel, args, reps)
@@ -1379,14 +1467,18 @@ class Run:
             rec = {"kind": "device", "workload": w.name, "family": w.family, "side": side, "bytes": w.nbytes,
                    "flops": w.flops, "peak_tflops": w.peak, **summary(ms),
                    # whether the device waited for the host: report.py's covered()
-                   "host_us_per_rep": self.timer.host_us, "flush_us": self.timer.flush_ms * 1e3}
+                   "host_us_per_rep": self.timer.host_us, "flush_us": self.timer.flush_ms * 1e3,
+                   **(self.timer.power_rec or {})}
         except Exception as e:  # a side that fails is recorded, never fatal
             rec = {"kind": "device", "workload": w.name, "family": w.family, "side": side, "error": str(e)[:500]}
         if extra:
             rec.update(extra)
         self.emit(rec)
         if "median_ms" in rec:
-            print(f"  {side:36s} {rec['median_ms']:9.4f} ms  [{rec['p20_ms']:.4f} .. {rec['p80_ms']:.4f}]",
+            pw = (f"  {rec['energy_j_per_rep']:.3f} J/rep, SM {rec['sm_mhz_median']} MHz"
+                  f" [{rec['sm_mhz_min']} .. {rec['sm_mhz_max']}], {rec['power_w_median']:.0f} W"
+                  if "energy_j_per_rep" in rec else "")
+            print(f"  {side:36s} {rec['median_ms']:9.4f} ms  [{rec['p20_ms']:.4f} .. {rec['p80_ms']:.4f}]{pw}",
                   flush=True)
         else:
             print(f"  {side:36s} ERROR {rec['error'][:200]}", flush=True)
@@ -1462,42 +1554,43 @@ class Run:
             self.time_side(w, "tilec Python", fn=tilec_side, reps=reps)
             if w.memory:
                 self.peak_memory(w, "tilec Python", tilec_side)
-        self.time_side(w, w.eager_is, fn=lambda: w.torch_fn(t),
-                       reps=reps, extra={"other": True})
-        if w.memory:
-            self.peak_memory(w, w.eager_is, lambda: w.torch_fn(t))
-        for label, fn in w.sides.items():
-            self.time_side(w, label, fn=lambda fn=fn: fn(t), reps=reps, extra={"other": True})
+        if not getattr(self.args, "tilec_only", False):  # --tilec-only: the tilec sides alone
+            self.time_side(w, w.eager_is, fn=lambda: w.torch_fn(t),
+                           reps=reps, extra={"other": True})
             if w.memory:
-                self.peak_memory(w, label, lambda fn=fn: fn(t))
-        if self.compiles(w):
-            modes = [None]
-            if self.args.autotune and w.family == "matmul":
-                modes.append("max-autotune-no-cudagraphs")
-            for mode in modes:
-                label = "torch.compile" + (f" {mode}" if mode else "")
-                try:
-                    f = self.compiled(w.torch_fn, mode)
-                    if w.reset:
-                        w.reset(t)
-                    t0 = time.perf_counter()
-                    got = f(t)
-                    torch.cuda.synchronize()
-                    cerr = rel_err(got, w.ref(t))
-                    compile_s = time.perf_counter() - t0
-                except Exception as e:
-                    self.emit({"kind": "device", "workload": w.name, "side": label, "error": str(e)[:500]})
-                    print(f"  {label}: ERROR {str(e)[:200]}", flush=True)
-                    continue
-                self.time_side(w, label, fn=lambda: f(t), reps=reps,
-                               extra={"other": True, "compile_s": compile_s, "rel_err": cerr})
+                self.peak_memory(w, w.eager_is, lambda: w.torch_fn(t))
+            for label, fn in w.sides.items():
+                self.time_side(w, label, fn=lambda fn=fn: fn(t), reps=reps, extra={"other": True})
                 if w.memory:
-                    self.peak_memory(w, label, lambda: f(t))
-        # the bandwidth floor: a device copy moving the same bytes (half read, half written)
-        n = max(1, w.nbytes // 8)
-        src, dst = torch.randn(n, device=DEV), torch.empty(n, device=DEV)
-        self.time_side(w, "device copy", fn=lambda: dst.copy_(src), reps=reps, extra={"floor": True})
-        del src, dst
+                    self.peak_memory(w, label, lambda fn=fn: fn(t))
+            if self.compiles(w):
+                modes = [None]
+                if self.args.autotune and w.family == "matmul":
+                    modes.append("max-autotune-no-cudagraphs")
+                for mode in modes:
+                    label = "torch.compile" + (f" {mode}" if mode else "")
+                    try:
+                        f = self.compiled(w.torch_fn, mode)
+                        if w.reset:
+                            w.reset(t)
+                        t0 = time.perf_counter()
+                        got = f(t)
+                        torch.cuda.synchronize()
+                        cerr = rel_err(got, w.ref(t))
+                        compile_s = time.perf_counter() - t0
+                    except Exception as e:
+                        self.emit({"kind": "device", "workload": w.name, "side": label, "error": str(e)[:500]})
+                        print(f"  {label}: ERROR {str(e)[:200]}", flush=True)
+                        continue
+                    self.time_side(w, label, fn=lambda: f(t), reps=reps,
+                                   extra={"other": True, "compile_s": compile_s, "rel_err": cerr})
+                    if w.memory:
+                        self.peak_memory(w, label, lambda: f(t))
+            # the bandwidth floor: a device copy moving the same bytes (half read, half written)
+            n = max(1, w.nbytes // 8)
+            src, dst = torch.randn(n, device=DEV), torch.empty(n, device=DEV)
+            self.time_side(w, "device copy", fn=lambda: dst.copy_(src), reps=reps, extra={"floor": True})
+            del src, dst
         del t
 
     def host(self):
@@ -1798,6 +1891,10 @@ def arg_parser():
     ap.add_argument("--host", action="store_true", help="also the host-cost table (with the chain8 graph rows)")
     ap.add_argument("--graphs", action="store_true", help="the chain8 graph rows of the host-cost table alone")
     ap.add_argument("--no-device", action="store_true", help="skip the device-time workloads")
+    ap.add_argument("--tilec-only", action="store_true",
+                    help="time the tilec sides alone (no torch eager, other sides, torch.compile, device copy)")
+    ap.add_argument("--power", action="store_true",
+                    help="record each timed loop's energy a call, SM clock and power draw (NVML)")
     ap.add_argument("--tag", default="run")
     ap.add_argument("--tables-from", nargs="+", metavar="JSONL",
                     help="print issue 31's tables (GEMMs, row kernels) from these records and exit (no device)")

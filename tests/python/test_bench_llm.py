@@ -39,6 +39,11 @@ class LlmFamilyTests(unittest.TestCase):
         self.assertTrue(flce.memory)
         # Liger's chunk: next_power_of_2(cdiv(T, cdiv(V, D))) = 128 at the size
         self.assertEqual(list(flce.sides), ["torch chunked (Liger's form, C=128)"])
+        # graph flce_bf16_n in 6 chunks (640 and 768 tokens): the fewest under Liger's peak
+        self.assertIn("flce_bf16_n", items)
+        n6 = [w for w in ws if w.name.endswith("T4096 D4096 V128256 N6")]
+        self.assertEqual(len(n6), 1)
+        self.assertTrue(n6[0].memory and n6[0].tilec_fn)
 
     def test_table(self):
         w = "llm rmsnorm fwd bf16 8192x4096"

@@ -289,7 +289,8 @@ class FusedLinearCrossEntropy(unittest.TestCase):
         subprocess.run([TILEC, TILE, "--emit", "py", "-o", out], check=True)
         sys.path.insert(0, out)
         import flce_bf16
-        cls.flce = flce_bf16
+        import flce_bf16_n
+        cls.flce, cls.flce_n = flce_bf16, flce_bf16_n
 
     def test_matches_autograd(self):
         g = torch.Generator(device="cuda").manual_seed(5)
@@ -311,6 +312,28 @@ class FusedLinearCrossEntropy(unittest.TestCase):
                 e = rel(a, b)
                 print(f"flce_bf16 T={T} D={D} V={V} C={C} {what}: relative L2 error {e:.2e}")
                 self.assertLess(e, 2e-2, f"{what} T={T} C={C}")
+
+    def test_n_chunks_match_autograd(self):
+        # flce_bf16_n: N chunks of whole 128-token groups, the T % 128 tokens past the last group in
+        # the last chunk: T = 300, N = 2 makes 128 + 172; T = 1024, N = 3 makes 256 + 384 + 384
+        g = torch.Generator(device="cuda").manual_seed(7)
+        for T, D, V, N, big in ((300, 128, 1000, 2, 172), (1024, 256, 5000, 3, 384), (200, 64, 300, 1, 200)):
+            h = (torch.randn(T, D, device="cuda", generator=g) * 0.5).to(torch.bfloat16)
+            w = (torch.randn(V, D, device="cuda", generator=g) * 0.1).to(torch.bfloat16)
+            tgt = torch.randint(0, V, (T,), device="cuda", generator=g, dtype=torch.int32)
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            got = self.flce_n.call(h, w, tgt, N, 1.0 / T)
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - before
+            outs = 4 * T + 2 * T * D + 2 * V * D
+            # the outputs and the largest chunk's logits and split-K partials
+            self.assertLessEqual(peak, outs + 2 * big * V + 4 * D * big * -(-1024 // big) + (1 << 20), f"T={T} N={N}")
+            for what, a, b in zip(("loss", "dh", "dw"), got, flce_ref(h, w, tgt)):
+                e = rel(a, b)
+                print(f"flce_bf16_n T={T} D={D} V={V} N={N} {what}: relative L2 error {e:.2e}")
+                self.assertLess(e, 2e-2, f"{what} T={T} N={N}")
 
 
 if __name__ == "__main__":
