@@ -168,11 +168,6 @@ typedef struct wg_plan {
                                    * from shared memory through a descriptor (FlashAttention-3's Q), or NULL */
     const char *sa_name;          /* ... that operand's tile (a name, maybe under a cast) */
     int64_t sa_bytes;             /* ... its bytes at the head of the twin's shared memory (M x K, the 128-byte swizzle) */
-    const char *early_a;          /* a dot's A operand the loop does not assign (attention's Q): a persistent twin's
-                                   * consumers compute their next unit's before this unit's epilogue (wgattn.c,
-                                   * early_next), or NULL */
-    const char *early_c, *early_ty; /* ... its register array in the persistent pass and its element type */
-    int early_e;                  /* ... its elements a thread */
     /* two program tiles along N a block (wgpair.c): pid(pax) = 2j and 2j + 1 share A's stages and run
      * as one m64(2N) wgmma; pair_ok decided by the regular pass, pair in force on a persistent grid;
      * pax the grid axis of the N tiles (1, or 2 when B's N index reads pid(2): a head's product, the

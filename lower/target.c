@@ -176,10 +176,6 @@ static void twin_remark(lw *R, const twin_ran *t)
                                      "walking block taking a pair a step"
                                    : "",
                       lower_wga_takes_turns(&R->tw.plan) ? ", the two warp groups' turns begun and ended per unit" : "");
-    if (t->persist && R->tw.plan.attn && R->tw.plan.early_a) /* wgattn.c, early_next */
-        h = lower_fmt(R, "%s; the consumers compute their next unit's %s (the statements before the loop, its loads) "
-                         "after this unit's loop, before its epilogue",
-                      h, R->tw.plan.early_a);
     if (t->persist && R->tw.plan.gather && t->bres_cap) /* B resident (wgmma.c, persist_plan) */
         h = lower_fmt(R, "%s; B resident: a block copies B's steps once, in its first tile, into %d slots of %lld KiB "
                          "and the ring carries A alone%s, where a tile's steps are at most %d%s (a run-time test; else B "

@@ -240,23 +240,6 @@ static const char *plan_smem_a(lw *L, const tilec_stmt *loop, const tilec_expr *
     return how;
 }
 
-/* The A operand a persistent twin's consumers compute early for their
- * next unit (w->early_a): the first dot's A tile (a name, under its casts)
- * that the loop does not assign, so the statements before the loop alone
- * give it its value (attention's Q, loaded there). Those statements write
- * no memory (placed_ok), so running them for the next unit while this one
- * is still on its epilogue is exact; the consumers then issue the next
- * unit's loads of it before their stores and divisions, not after them. */
-static void plan_early_a(const tilec_stmt *loop, const tilec_expr *const *d, int nd, wg_plan *w)
-{
-    w->early_a = NULL;
-    for (int i = 0; i < nd && !w->early_a; i++) {
-        const tilec_expr *a = a_tile(d[i]->args[0]);
-        if (a->kind == TILEC_EX_NAME && !assigned_in(&loop->body, a->name))
-            w->early_a = a->name;
-    }
-}
-
 /* One dot of the body: A a register tile the loop does not load (q, p),
  * M 64 or 128 rows, f16/bf16 into f32, B a ring whose rows are 128-byte
  * multiples along its contiguous axis. */
@@ -611,7 +594,6 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     memset(w, 0, sizeof *w);
     lower_bind_loop_scope(L, loop);
     const char *sa = plan_smem_a(L, loop, d, nd, w);
-    plan_early_a(loop, d, nd, w);
     const tilec_type *t0 = lower_ty(L, d[0]);
     w->key_n = t0 && t0->rank == 2 ? t0->dims[1] : 0;
     lower_leave(L);
@@ -895,16 +877,6 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         lower_line(L, "tl_setmaxnreg_inc<%d>();", w->creg);
     }
     int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
-    if (persist && w->early_a) { /* its register array: persist_attn computes the next unit's into tl_an */
-        const val *x = lower_lookup(L, w->early_a);
-        if (!x || x->kind != VK_MAT)
-            L->failed = 1;
-        else {
-            w->early_c = x->c;
-            w->early_ty = lower_ctype(x->ty.dtype);
-            w->early_e = x->ly.E;
-        }
-    }
     if (persist) {
         /* tl_it counts on over the block's tiles (the stages' phases); this tile's first */
         lower_line(L, "const int tl_it0 = tl_it;");
@@ -1112,59 +1084,19 @@ const char *lower_wga_persist_no(lw *L)
  * weights (8 query tiles a head and 132 blocks: b + 132 k mod 8 takes two
  * values), the heaviest blocks twice the lightest. Else the GEMM twins'
  * order (lower_wg_unit_pids) one unit a step. */
-#define WALK_FIRST "tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x"
-#define WALK_STEP "!tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1"
-
-/* tl_pid0..2 of unit tl_u (unit_walk's order). */
-static void unit_pids(strbuf *tu, const wg_plan *w, int rev)
-{
-    if (!rev) {
-        lower_wg_unit_pids(tu, w, 0);
-        return;
-    }
-    sb_puts(tu, "        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;\n"
-                "        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);\n"
-                "        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;\n"
-                "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n");
-}
-
 static void unit_walk(strbuf *tu, const wg_plan *w, int rev)
 {
     if (!rev) {
         sb_puts(tu, "        for (int tl_u = (int)blockIdx.x; tl_u < tl_units; tl_u += (int)gridDim.x) {\n");
-        unit_pids(tu, w, 0);
+        lower_wg_unit_pids(tu, w, 0);
         return;
     }
-    sb_puts(tu, "        for (int tl_u = " WALK_FIRST "; tl_u < tl_units;\n"
-                "             tl_u += " WALK_STEP ") {\n");
-    unit_pids(tu, w, rev);
-}
-
-/* The next unit's value of the A operand w->early_a (plan_early_a) into
- * tl_an, where unit `next` (an expression of tl_u) is one of the block's:
- * the statements before the loop for that unit, of which only the
- * operand's (its loads) stay live. */
-static void early_next(strbuf *tu, const lw *L, const char *b, const char *next)
-{
-    const wg_plan *w = &L->tw.plan;
-    sb_printf(tu, "        { /* %s for the block's next unit, its loads in flight over this unit's epilogue */\n"
-                  "        const int tl_un = %s;\n"
-                  "        if (tl_un < tl_units) {\n"
-                  "        const int tl_u = tl_un;\n",
-              w->early_c, next);
-    unit_pids(tu, w, L->order.rev);
-    sb_add(tu, b + L->tw.body, L->tw.pre - L->tw.body);
-    /* a value on every path, so that tl_an is dead from the copy at a unit's start to here */
-    sb_printf(tu, "        #pragma unroll\n"
-                  "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
-                  "            tl_an[tl_j] = %s[tl_j];\n"
-                  "        } else {\n"
-                  "        #pragma unroll\n"
-                  "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
-                  "            tl_an[tl_j] = %s(); /* no next unit: not read */\n"
-                  "        }\n"
-                  "        }\n",
-              w->early_e, w->early_c, w->early_e, w->early_ty);
+    sb_puts(tu, "        for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;\n"
+                "             tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {\n"
+                "        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;\n"
+                "        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);\n"
+                "        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;\n"
+                "        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;\n");
 }
 
 static void persist_attn(lw *L, strbuf *tu)
@@ -1187,26 +1119,14 @@ static void persist_attn(lw *L, strbuf *tu)
     sb_add(tu, b + hdr, cons - hdr);
     sb_puts(tu, "    }\n        }\n        }\n        return;\n    }\n");
     sb_printf(tu, "    tl_setmaxnreg_inc<%d>();\n    int tl_it = 0;\n", w->creg);
-    if (w->early_c) { /* the first unit's A operand, as early_next gives each next one */
-        sb_printf(tu, "    %s tl_an[%d];\n", w->early_ty, w->early_e);
-        early_next(tu, L, b, L->order.rev ? WALK_FIRST : "(int)blockIdx.x");
-    }
     if (w->pingpong) /* group 0 takes the first turn: turns_unit_end */
         sb_puts(tu, "    const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */\n"
                     "    if (tl_wgi == 1)\n"
                     "        tl_bar_arrive_n(2, 256);\n");
     unit_walk(tu, w, L->order.rev);
     sb_add(tu, b + body, pre - body);
-    if (w->early_c) /* its own loads dead: early_next's value */
-        sb_printf(tu, "        #pragma unroll\n"
-                      "        for (int tl_j = 0; tl_j < %d; ++tl_j)\n"
-                      "            %s[tl_j] = tl_an[tl_j];\n",
-                  w->early_e, w->early_c);
     sb_add(tu, b + hdr, prod - hdr);
-    lower_wg_add_consumers(tu, b, cons, cons, L->tw.epi, L->nt);
-    if (w->early_c)
-        early_next(tu, L, b, L->order.rev ? "tl_u + (" WALK_STEP ")" : "tl_u + (int)gridDim.x");
-    lower_wg_add_consumers(tu, b, L->tw.epi, L->tw.epi, L->tw.end, L->nt);
+    lower_wg_add_consumers(tu, b, cons, cons, L->tw.end, L->nt);
     sb_puts(tu, "        }\n");
     if (w->pingpong) /* group 0 takes group 1's last pass: none is left pending */
         sb_puts(tu, "    if (tl_wgi == 0)\n        tl_bar_sync_n(2, 256);\n");

@@ -3254,79 +3254,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d64_v2_tma(__half
     }
     tl_setmaxnreg_inc<232>();
     int tl_it = 0;
-    __half tl_an[32];
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x;
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:15
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:16
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:17
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:18
-    __half v_tq[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:19
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:20
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:21
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:22
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:23
-    long long v_hi = v_S;
-    // examples/attention.tile:24
-    if ((v_causal != 0)) {
-        // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:27
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
         for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
              tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
         const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
@@ -3388,9 +3315,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d64_v2_tma(__half
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:27
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            v_tq[tl_j] = tl_an[tl_j];
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -3751,78 +3675,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d64_v2_tma(__half
         if (tl_it > tl_it0 && tl_lane == 0)
             tl_mbar_arrive(tl_empty + ((tl_it - 1) % 4) * 8);
     }
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_u + (!tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1);
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:15
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:16
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:17
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:18
-    __half v_tq[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:19
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:20
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:21
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:22
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:23
-    long long v_hi = v_S;
-    // examples/attention.tile:24
-    if ((v_causal != 0)) {
-        // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:27
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
     // examples/attention.tile:41
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -4639,79 +4491,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
     }
     tl_setmaxnreg_inc<240>();
     int tl_it = 0;
-    __half tl_an[32];
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x;
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:15
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:16
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:17
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:18
-    __half v_tq[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:19
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:20
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:21
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:22
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:23
-    long long v_hi = v_S;
-    // examples/attention.tile:24
-    if ((v_causal != 0)) {
-        // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:27
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
     const int tl_wgi = tl_warp >> 2; /* this consumer warp group: its turn is barrier 2 + tl_wgi */
     if (tl_wgi == 1)
         tl_bar_arrive_n(2, 256);
@@ -4776,9 +4555,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:27
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            v_tq[tl_j] = tl_an[tl_j];
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -5148,78 +4924,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
         else
             tl_bar_arrive_n(2, 256);
     }
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_u + (!tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1);
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:15
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:16
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:17
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:18
-    __half v_tq[32];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 32; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:19
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:20
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:21
-    float v_acc[32];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 32; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:22
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:23
-    long long v_hi = v_S;
-    // examples/attention.tile:24
-    if ((v_causal != 0)) {
-        // examples/attention.tile:25
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:27
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 32; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
     // examples/attention.tile:41
     #pragma unroll
     for (int tl_c = 0; tl_c < 32; tl_c += 2) {
@@ -6032,79 +5736,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d128_v0_tma(__hal
     }
     tl_setmaxnreg_inc<232>();
     int tl_it = 0;
-    __half tl_an[64];
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x;
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:49
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:50
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:51
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:52
-    __half v_tq[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:53
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:54
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:55
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:56
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:57
-    long long v_hi = v_S;
-    // examples/attention.tile:58
-    if ((v_causal != 0)) {
-        // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
         for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
              tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
         const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
@@ -6166,9 +5797,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d128_v0_tma(__hal
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            v_tq[tl_j] = tl_an[tl_j];
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -6523,78 +6151,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d128_v0_tma(__hal
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
     }
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_u + (!tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1);
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:49
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:50
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:51
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:52
-    __half v_tq[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:53
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:54
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 3) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:55
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:56
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:57
-    long long v_hi = v_S;
-    // examples/attention.tile:58
-    if ((v_causal != 0)) {
-        // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
     // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -7405,79 +6961,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
     }
     tl_setmaxnreg_inc<240>();
     int tl_it = 0;
-    __half tl_an[64];
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x;
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:49
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:50
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:51
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:52
-    __half v_tq[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:53
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:54
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:55
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:56
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:57
-    long long v_hi = v_S;
-    // examples/attention.tile:58
-    if ((v_causal != 0)) {
-        // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
         for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
              tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
         const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
@@ -7539,9 +7022,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            v_tq[tl_j] = tl_an[tl_j];
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -7896,78 +7376,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
     }
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_u + (!tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1);
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:49
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:50
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:51
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:52
-    __half v_tq[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:53
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:54
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:55
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:56
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:57
-    long long v_hi = v_S;
-    // examples/attention.tile:58
-    if ((v_causal != 0)) {
-        // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
     // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -8778,79 +8186,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
     }
     tl_setmaxnreg_inc<240>();
     int tl_it = 0;
-    __half tl_an[64];
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x;
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:49
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:50
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:51
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:52
-    __half v_tq[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:53
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:54
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:55
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:56
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:57
-    long long v_hi = v_S;
-    // examples/attention.tile:58
-    if ((v_causal != 0)) {
-        // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
         for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
              tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
         const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
@@ -8912,9 +8247,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            v_tq[tl_j] = tl_an[tl_j];
     { /* dots on wgmma, 4-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -9269,78 +8601,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
                 tl_mbar_arrive(tl_empty + (tl_it % 4) * 8);
         }
     }
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_u + (!tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1);
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:49
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:50
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:51
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:52
-    __half v_tq[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:53
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:54
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:55
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:56
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:57
-    long long v_hi = v_S;
-    // examples/attention.tile:58
-    if ((v_causal != 0)) {
-        // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
     // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
@@ -10151,79 +9411,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v3_tma(__hal
     }
     tl_setmaxnreg_inc<240>();
     int tl_it = 0;
-    __half tl_an[64];
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x;
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:49
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:50
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:51
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:52
-    __half v_tq[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:53
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:54
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:55
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:56
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:57
-    long long v_hi = v_S;
-    // examples/attention.tile:58
-    if ((v_causal != 0)) {
-        // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
         for (int tl_u = tl_pairs ? 2 * (int)blockIdx.x : (int)blockIdx.x; tl_u < tl_units;
              tl_u += !tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1) {
         const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
@@ -10285,9 +9472,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v3_tma(__hal
         v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
     }
     // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            v_tq[tl_j] = tl_an[tl_j];
     { /* dots on wgmma, 2-stage ring by TMA (sm_90a) */
         typedef long long tl_ix; /* the loop variable's type */
         const tl_ix tl_lo = 0, tl_hi = v_hi, tl_st = v_BN;
@@ -10636,78 +9820,6 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v3_tma(__hal
                 tl_mbar_arrive(tl_empty + (tl_it % 2) * 8);
         }
     }
-        { /* v_tq for the block's next unit, its loads in flight over this unit's epilogue */
-        const int tl_un = tl_u + (!tl_pairs ? (int)gridDim.x : (tl_u & 1) ? 2 * (int)gridDim.x - 1 : 1);
-        if (tl_un < tl_units) {
-        const int tl_u = tl_un;
-        const int tl_h = tl_u / tl_grid0, tl_i = tl_u - tl_h * tl_grid0;
-        const int tl_pid0 = (tl_i & 1) ? tl_i >> 1 : tl_grid0 - 1 - (tl_i >> 1);
-        const int tl_pid1 = tl_h % tl_grid1, tl_pid2 = tl_h / tl_grid1;
-        (void)tl_pid0; (void)tl_pid1; (void)tl_pid2;
-    // examples/attention.tile:49
-    const long long v_base = ((((long long)(tl_pid1)) * ((long long)(v_S))) * ((long long)(v_D)));
-    // examples/attention.tile:50
-    // v_rm: index tile computed where it is used
-    // examples/attention.tile:51
-    // v_rd: index tile computed where it is used
-    // examples/attention.tile:52
-    __half v_tq[64];
-    #pragma unroll
-    for (int tl_c = 0; tl_c < 64; tl_c += 2) {
-        const int tl_j = tl_c;
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        const __half *tl_p = (((v_q + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
-            *(unsigned int *)&v_tq[tl_j] = *(const unsigned int *)tl_p;
-        } else {
-            v_tq[tl_j + 0] = tl_m0 ? tl_p[0] : __float2half_rn(0.0f);
-            v_tq[tl_j + 1] = tl_m1 ? tl_p[1] : __float2half_rn(0.0f);
-        }
-    }
-    // examples/attention.tile:53
-    float v_m_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_m_i[tl_j] = (-__int_as_float(0x7f800000));
-    }
-    // examples/attention.tile:54
-    float v_l_i[2];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 2; ++tl_j) {
-        const int tl_i0 = ((((tl_j) >> 0) & 1) << 3) | (((tl_lane >> 2) & 7) << 0) | (((tl_warp >> 0) & 7) << 4);
-        v_l_i[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:55
-    float v_acc[64];
-    #pragma unroll
-    for (int tl_j = 0; tl_j < 64; ++tl_j) {
-        const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
-        const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
-        v_acc[tl_j] = ((float)0);
-    }
-    // examples/attention.tile:56
-    const float v_qk_scale = (v_scale * 1.44269502f);
-    // examples/attention.tile:57
-    long long v_hi = v_S;
-    // examples/attention.tile:58
-    if ((v_causal != 0)) {
-        // examples/attention.tile:59
-        v_hi = ((((long long)(v_S))) < ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))) ? (((long long)(v_S))) : ((((long long)((tl_pid0 + 1))) * ((long long)(v_BM)))));
-    }
-    // examples/attention.tile:61
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = v_tq[tl_j];
-        } else {
-        #pragma unroll
-        for (int tl_j = 0; tl_j < 64; ++tl_j)
-            tl_an[tl_j] = __half(); /* no next unit: not read */
-        }
-        }
     // examples/attention.tile:75
     #pragma unroll
     for (int tl_c = 0; tl_c < 64; tl_c += 2) {
