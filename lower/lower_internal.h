@@ -970,6 +970,16 @@ const char *lower_wga_persist_no(lw *L);
  * per warp; 0 when the tile is not 64 rows per warp group. */
 int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y);
 /* Regular pass: note a pipelined dot loop the twin can run on wgmma. */
+/* The most trips of dot loop `loop` a tile (a unit), as the launch can
+ * count them from the arguments, into w's kbound, kfrom, kper
+ * (tilec_tma_meta): `for k in F .. hi step S`, F >= 0 and S > 0
+ * constants, hi bounded above by ceil(P / c) for an integer parameter P
+ * and a constant c (P, cdiv(P, c) with F = 0, a minimum or a where of
+ * such, a name every definition of which is) runs at most ceil((P - F) /
+ * (c S)) trips; a bound that may be below that (a minimum: a causal
+ * diagonal) counts only where below_ok. Any other loop: kper 0, not
+ * known. The GEMM twins (wgmma.c) and attention's (wgattn.c) share it. */
+void lower_wg_trips(lw *L, const tilec_stmt *loop, int below_ok, wg_plan *w);
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp);
 /* Twin pass: emit the noted loop; 0 for any other loop. */
 int lower_wg_loop(lw *L, const tilec_stmt *loop);

@@ -468,88 +468,18 @@ static const char *lone_group(lw *L, const tilec_expr *d0, const wg_plan *w)
                              : lower_fmt(L, "its rows' hint at %lld", (long long)(2 * w->M)));
 }
 
-/* The integer parameter that bounds e from above whatever else holds, or
- * -1: the parameter itself (never assigned), minimum(a, b) where a or b
- * is so bounded, where(c, a, b) where both are, or a name every
- * definition of which in the kernel (a
- * let or an assignment, wherever it stands; a loop variable or a tuple's
- * name is none) is bounded by the same parameter: the attention's `hi =
- * S`, then `if causal != 0 { hi = minimum(S, (pid(0) + 1) * BM) }`. */
-static int bound_param(lw *L, const tilec_expr *e, int depth);
-
-/* Every definition of `name` in b bounded into *p: -2 none met yet, -1
- * one is not bounded (or by another parameter), else the parameter. */
-static void bound_defs(lw *L, const tilec_block *b, const char *name, int depth, int *p)
-{
-    for (uint32_t i = 0; i < b->nstmts && *p != -1; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        for (uint32_t j = 0; j < s->nnames && *p != -1; j++) {
-            if (!s->names[j] || strcmp(s->names[j], name))
-                continue;
-            int q = (s->kind == TILEC_ST_LET || s->kind == TILEC_ST_ASSIGN) && s->nnames == 1
-                        ? bound_param(L, s->value, depth + 1)
-                        : -1;
-            *p = q < 0 || (*p >= 0 && *p != q) ? -1 : q;
-        }
-        bound_defs(L, &s->body, name, depth, p);
-        bound_defs(L, &s->orelse, name, depth, p);
-    }
-}
-
-static int bound_param(lw *L, const tilec_expr *e, int depth)
-{
-    if (!e || depth > 16)
-        return -1;
-    int p = lower_param_of(L, e, 0, 1);
-    if (p >= 0)
-        return p;
-    e = lower_look(L, e);
-    if (e->kind == TILEC_EX_CALL && e->builtin == BI_MINIMUM && e->nargs == 2) {
-        p = bound_param(L, e->args[0], depth + 1);
-        return p >= 0 ? p : bound_param(L, e->args[1], depth + 1);
-    }
-    if (e->kind == TILEC_EX_CALL && e->builtin == BI_WHERE && e->nargs == 3) { /* either value: both bounded */
-        p = bound_param(L, e->args[1], depth + 1);
-        return p >= 0 && bound_param(L, e->args[2], depth + 1) == p ? p : -1;
-    }
-    if (e->kind != TILEC_EX_NAME)
-        return -1;
-    for (uint32_t i = 0; i < L->k->nparams; i++)
-        if (!strcmp(L->k->params[i].name, e->name))
-            return -1; /* a parameter lower_param_of did not take (assigned, not an integer) */
-    p = -2;
-    bound_defs(L, &L->k->body, e->name, depth, &p);
-    return p < 0 ? -1 : p;
-}
-
-/* The most trips of the attention loop a unit, as the launch can count
- * them from the arguments (tilec_tma_meta.kbound, kfrom, kper): `for j in
- * F .. hi step BN` with F >= 0 and BN > 0 constants and hi bounded by an
- * integer parameter P (bound_param) runs at most ceil((P - F) / BN) trips
- * (a causal loop's diagonal fewer). The launch walks many units a
- * multiprocessor where they are few trips (runtime/tma.c), so a bound
+/* The most trips of the attention loop a unit (lower_wg_trips, shared
+ * with the GEMM twins): S over BN for the docs-written forms and the
+ * example, however the bound is spelt (`minimum` assigned in a branch, a
+ * scalar `where`, `cdiv(S, BN)` steps of one). The launch walks many units
+ * a multiprocessor where they are few trips (runtime/tma.c), so a bound
  * below P (a causal diagonal) counts only where the walk balances the
  * units' trips: pid(0) reversed (order.c), the persistent twin's walk
  * taking the heaviest and lightest query tiles in pairs (unit_walk); a
  * plain round robin over tiles of 1 to n trips gives a block twice
- * another's (fa_d64_lets, whose `where` the launch order does not read:
- * 6% slower walking, causal S = 1024, bench/results/merged_s49.md). Any
- * other loop: kper 0, not known, and the launch weighs the units alone. */
-static void wga_trips(lw *L, const tilec_stmt *loop, wg_plan *w)
-{
-    int64_t st = 1, lo;
-    w->kbound = TILEC_TMA_NONE;
-    w->kfrom = w->kper = 0;
-    if ((loop->step && lower_const_int(L, loop->step, &st)) || st <= 0 || st > UINT32_MAX ||
-        lower_const_int(L, loop->lo, &lo) || lo < 0 || lo > UINT32_MAX)
-        return;
-    int p = bound_param(L, loop->hi, 0);
-    if (p < 0 || (p != lower_param_of(L, loop->hi, 0, 1) && !L->order.rev))
-        return; /* not bounded, or a bound the walk's order does not balance */
-    w->kbound = (uint32_t)p;
-    w->kfrom = (uint32_t)lo;
-    w->kper = (uint32_t)st;
-}
+ * another's (fa_d64_lets before order.c read its `where`: 6% slower
+ * walking, causal S = 1024, bench/results/merged_s49.md). */
+static void wga_trips(lw *L, const tilec_stmt *loop, wg_plan *w) { lower_wg_trips(L, loop, L->order.rev, w); }
 
 int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
 {

@@ -581,14 +581,14 @@ Test(wgattn, persistent_walk_carries_the_phases)
     tilec_ctx_free(ctx);
 }
 
-/* The loop's trips a unit the launch may weigh (lower/wgattn.c
- * wga_trips, runtime/tma.c persist_walks): the docs-written forms at most
- * S (parameter 4) over BN, the causal bound `minimum(S, ...)` assigned in
- * a branch (fa_d128, fa_d64_plain) or `minimum(nblk, ...)` of `nblk =
- * cdiv(S, BN)` stepping by 1 (fa_d64_exp2: not read, kper 0); fa_d64_lets
- * picks its bound with `where`, which bounds it by S but leaves pid(0)
- * in order (no launch-order reversal, so no mirrored pairs to balance a
- * walk): kper 0. A bound that is not a parameter: kper 0. */
+/* The loop's trips a unit the launch may weigh (lower/wgmma.c
+ * lower_wg_trips, runtime/tma.c persist_walks): the docs-written forms at
+ * most S (parameter 4) over BN, the causal bound `minimum(S, ...)`
+ * assigned in a branch (fa_d128, fa_d64_plain), `minimum(nblk, ...)` of
+ * `nblk = cdiv(S, BN)` stepping by 1 (fa_d64_exp2: ceil(S / 64)), or
+ * picked by a scalar `where` (fa_d64_lets: order.c reads it, so pid(0) is
+ * reversed and the walk pairs its tiles). A bound that is not a
+ * parameter: kper 0. */
 Test(wgattn, loop_trips_for_the_launch)
 {
     static const struct {
@@ -597,8 +597,8 @@ Test(wgattn, loop_trips_for_the_launch)
     } cases[] = {
         {"tests/attn_forms/fa_d128.tile", "fa_d128", 64},
         {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", 64},
-        {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2", 0},
-        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 0},
+        {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2", 64},
+        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 64},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tilec_ctx *ctx = tilec_ctx_new();
