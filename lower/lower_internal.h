@@ -969,7 +969,6 @@ const char *lower_wga_persist_no(lw *L);
 /* wgmma accumulators for [M, N]: the mma layout of one 16-row warp tile
  * per warp; 0 when the tile is not 64 rows per warp group. */
 int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y);
-/* Regular pass: note a pipelined dot loop the twin can run on wgmma. */
 /* The most trips of dot loop `loop` a tile (a unit), as the launch can
  * count them from the arguments, into w's kbound, kfrom, kper
  * (tilec_tma_meta): `for k in F .. hi step S`, F >= 0 and S > 0
@@ -980,6 +979,7 @@ int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y);
  * diagonal) counts only where below_ok. Any other loop: kper 0, not
  * known. The GEMM twins (wgmma.c) and attention's (wgattn.c) share it. */
 void lower_wg_trips(lw *L, const tilec_stmt *loop, int below_ok, wg_plan *w);
+/* Regular pass: note a pipelined dot loop the twin can run on wgmma. */
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp);
 /* Twin pass: emit the noted loop; 0 for any other loop. */
 int lower_wg_loop(lw *L, const tilec_stmt *loop);
