@@ -962,6 +962,14 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
 /* Whether plan w's two consumer warp groups take turns to issue (wgattn.c: the last dot in flight). */
 /* Why the persistent attention twin of pass L may not run (its statements' barriers), or NULL. */
 int lower_wga_takes_turns(const wg_plan *w);
+/* The keys a step (S = Q K^T's columns) from which a twin whose two warp
+ * groups take turns walks units (target.c; below it one tile a block, and
+ * wgattn.c's remark names the variant that reaches it): at 64
+ * (tests/attn_forms' d64 twins, BM = 128, 8 consumer warps) the persistent
+ * form ran 5-17% slower than one tile a block on the H200, at 128
+ * (examples/attention.tile's chosen d64 variant) 2-9% faster
+ * (bench/results/merged_s49.md, session 49's third call). */
+enum { WGA_TURNS_WALK_N = 128 };
 const char *lower_wga_persist_no(lw *L);
 
 /* ---- wgmma.c: the sm_90a twin ---- */

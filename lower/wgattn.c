@@ -446,6 +446,70 @@ static const char *rows_hint(lw *L, const tilec_expr *e, int rows, int depth, co
     return found;
 }
 
+/* The hint n of a `range(n)` that tile e's axis `axis` comes from: e,
+ * through lets, up to an index `x[:, None]` (axis 0) or `x[None, :]` (axis
+ * 1), then x's ranges; inside: within such an x. NULL: none, "": more
+ * than one (rows_hint along either axis). */
+static const char *axis_hint(lw *L, const tilec_expr *e, int axis, int inside, int depth, const char *found)
+{
+    int64_t h;
+    if (!e || depth > 16 || (found && !*found))
+        return found;
+    if (e->kind == TILEC_EX_NAME)
+        return axis_hint(L, bound_value(&L->k->body, e->name), axis, inside, depth + 1, found);
+    if (inside && tilec_is_builtin(e, BI_RANGE) && e->nargs == 1 && e->args[0]->kind == TILEC_EX_NAME &&
+        lower_hint_value(L, e->args[0]->name, &h))
+        return found && strcmp(found, e->args[0]->name) ? "" : e->args[0]->name;
+    if (e->kind == TILEC_EX_INDEX) {
+        if (e->nargs != 3)
+            return found;
+        int a0 = e->args[1]->kind == TILEC_EX_SLICE && e->args[2]->kind == TILEC_EX_NONE;
+        int a1 = e->args[1]->kind == TILEC_EX_NONE && e->args[2]->kind == TILEC_EX_SLICE;
+        if (!(axis == 0 ? a0 : axis == 1 ? a1 : 0))
+            return found;
+        return axis_hint(L, e->args[0], axis, 1, depth + 1, found);
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        found = axis_hint(L, e->args[i], axis, inside, depth + 1, found);
+    return found;
+}
+
+/* The remark's clause where two consumer warp groups take turns over
+ * fewer than WGA_TURNS_WALK_N keys a step (the first dot's N: S = Q K^T's
+ * columns) and no variant of the kernel gives that dot WGA_TURNS_WALK_N:
+ * such a twin runs one tile a block (target.c), and the example's d64
+ * picks its 128-key variant, whose twin a docs-written form's `{ BN = 128
+ * }` reproduces line for line (bench/results/attnforms_s51.md). The ring
+ * must hold two stages of the wider K and V tiles. "" otherwise. */
+static const char *short_keys(lw *L, const tilec_expr *d0, const ring_plan *rp, const wg_plan *w)
+{
+    const tilec_kernel *k = L->k;
+    if (!takes_turns(w) || !w->key_n || w->key_n >= WGA_TURNS_WALK_N || WGA_TURNS_WALK_N % w->key_n)
+        return "";
+    for (uint32_t v = 0; d0->vtypes && v < tilec_kernel_variant_count(k); v++)
+        if (d0->vtypes[v].rank == 2 && d0->vtypes[v].dims[1] >= WGA_TURNS_WALK_N)
+            return "";
+    if ((WGA_RING_MAX - w->sa_bytes) / (w->stage_bytes * (WGA_TURNS_WALK_N / w->key_n)) < 2)
+        return "";
+    /* the keys' hint: the axis of B's load that is the dot's N (axis 1 of B as read, through trans) */
+    const tilec_expr *b = d0->args[1];
+    int axis = 1;
+    for (; tilec_is_builtin(b, BI_TRANS) && b->nargs == 1; b = b->args[0])
+        axis ^= 1;
+    const tilec_expr *ld = NULL;
+    for (int i = 0; b->kind == TILEC_EX_NAME && i < rp->n && !ld; i++)
+        if (!strcmp(b->name, rp->op[i].let->names[0]))
+            ld = rp->op[i].let->value;
+        else if (rp->op[i].alias && !strcmp(b->name, rp->op[i].alias->names[0]))
+            ld = rp->op[i].let->value, axis ^= 1; /* y = trans(x) */
+    const char *h = ld && ld->nargs >= 1 ? axis_hint(L, ld->args[0], axis, 0, 0, NULL) : NULL;
+    return lower_fmt(L, ", %lld keys a step and no variant with %d: add one (%s) for the twin that walks a "
+                        "persistent grid",
+                     (long long)w->key_n, WGA_TURNS_WALK_N,
+                     h && *h ? lower_fmt(L, "`variants { {}, { %s = %d } }`", h, WGA_TURNS_WALK_N)
+                             : lower_fmt(L, "its keys' hint at %d", WGA_TURNS_WALK_N));
+}
+
 /* The remark's clause where the twin runs one consumer warp group (M = 64
  * rows) and no variant of the kernel gives the dot 128: two groups would
  * take turns there (ring stages, with A in shared memory twice as large,
@@ -543,10 +607,11 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     const char *nomap;
     ring_maps(L, loop, rp, w, &nomap);
     wga_blocks(w, S, w->nmaps > 0);
-    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s%s%s", S, (long long)stage, w->warps,
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s%s%s%s", S, (long long)stage, w->warps,
                        w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "",
                        lone_group(L, d[0], w),
                        takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "",
+                       short_keys(L, d[0], rp, w),
                        w->wide_acc ? lower_fmt(L, ", each dot waited (the last dot's accumulator is %lld columns, "
                                                   "wider than the %d kept in flight)",
                                                (long long)w->wide_acc, WGA_DEFER_N)
