@@ -962,6 +962,14 @@ int lower_wga_finish(lw *L, strbuf *tu, tilec_tma_meta *meta, const char *fname)
 /* Whether plan w's two consumer warp groups take turns to issue (wgattn.c: the last dot in flight). */
 /* Why the persistent attention twin of pass L may not run (its statements' barriers), or NULL. */
 int lower_wga_takes_turns(const wg_plan *w);
+/* The keys a step (S = Q K^T's columns) from which a twin whose two warp
+ * groups take turns walks units (target.c; below it one tile a block, and
+ * wgattn.c's remark names the variant that reaches it): at 64
+ * (tests/attn_forms' d64 twins, BM = 128, 8 consumer warps) the persistent
+ * form ran 5-17% slower than one tile a block on the H200, at 128
+ * (examples/attention.tile's chosen d64 variant) 2-9% faster
+ * (bench/results/merged_s49.md, session 49's third call). */
+enum { WGA_TURNS_WALK_N = 128 };
 const char *lower_wga_persist_no(lw *L);
 
 /* ---- wgmma.c: the sm_90a twin ---- */
@@ -969,6 +977,16 @@ const char *lower_wga_persist_no(lw *L);
 /* wgmma accumulators for [M, N]: the mma layout of one 16-row warp tile
  * per warp; 0 when the tile is not 64 rows per warp group. */
 int lower_wg_layout(const lw *L, int64_t M, int64_t N, lay *y);
+/* The most trips of dot loop `loop` a tile (a unit), as the launch can
+ * count them from the arguments, into w's kbound, kfrom, kper
+ * (tilec_tma_meta): `for k in F .. hi step S`, F >= 0 and S > 0
+ * constants, hi bounded above by ceil(P / c) for an integer parameter P
+ * and a constant c (P, cdiv(P, c) with F = 0, a minimum or a where of
+ * such, a name every definition of which is) runs at most ceil((P - F) /
+ * (c S)) trips; a bound that may be below that (a minimum: a causal
+ * diagonal) counts only where below_ok. Any other loop: kper 0, not
+ * known. The GEMM twins (wgmma.c) and attention's (wgattn.c) share it. */
+void lower_wg_trips(lw *L, const tilec_stmt *loop, int below_ok, wg_plan *w);
 /* Regular pass: note a pipelined dot loop the twin can run on wgmma. */
 void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp);
 /* Twin pass: emit the noted loop; 0 for any other loop. */

@@ -21,7 +21,7 @@ enum { MO_MEMO = 64 };
 typedef struct order_cx {
     lw *L;
     const tilec_stmt *def; /* a definition that grows with pid(0) (the remark's witness) */
-    /* names met: their answer, or MO_ANY while being worked out (a cycle) */
+    /* names met: their answer, or the guess while being worked out (a cycle) */
     const char *name[MO_MEMO];
     int mo[MO_MEMO], nname;
 } order_cx;
@@ -82,12 +82,21 @@ static int mo_name(order_cx *c, const char *name, int depth)
             return c->mo[i];
     if (c->nname == MO_MEMO)
         return MO_ANY;
-    int at = c->nname++;
+    /* A definition may read the name itself (fa_d64_exp2's `nblk =
+     * minimum(nblk, ...)`: its previous value): the least answer that
+     * its definitions reproduce, from MO_CONST up (the transfers are
+     * monotone and the lattice two high, so at most three rounds); what
+     * was worked out under a smaller guess is forgotten each round. */
+    int at = c->nname++, m = MO_CONST, guess = -1;
     c->name[at] = name;
-    c->mo[at] = MO_ANY;
-    int m = MO_CONST; /* a parameter's value on entry, or a module constant */
-    mo_defs(c, &c->L->k->body, name, 0, 1, depth, &m);
-    return c->mo[at] = m;
+    for (int round = 0; round < 4 && m != guess; round++) {
+        guess = c->mo[at] = m;
+        c->nname = at + 1;
+        m = MO_CONST; /* a parameter's value on entry, or a module constant */
+        mo_defs(c, &c->L->k->body, name, 0, 1, depth, &m);
+        m |= guess;
+    }
+    return c->mo[at] = m == guess ? m : MO_ANY;
 }
 
 static int mo_expr(order_cx *c, const tilec_expr *e, int depth)
@@ -139,6 +148,11 @@ static int mo_expr(order_cx *c, const tilec_expr *e, int depth)
         return a | b;
     if (e->kind == TILEC_EX_CALL && e->builtin == BI_CAST) /* narrowing casts are not followed: pid < 2^31 */
         return a;
+    /* where(c, x, y) with a test that pid(0) does not move: for every value
+     * of everything else it is x throughout or y throughout, so it moves as
+     * their join (fa_d64_lets' `kv_stop = where(is_causal, diag_end, S)`) */
+    if (e->kind == TILEC_EX_CALL && e->builtin == BI_WHERE && e->nargs == 3 && a == MO_CONST)
+        return b | mo_expr(c, e->args[2], depth + 1);
     /* anything else: constant where nothing it reads moves with pid(0) */
     if (a != MO_CONST || b != MO_CONST)
         return MO_ANY;

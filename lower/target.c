@@ -285,13 +285,6 @@ static int one_tile_twin(lw *R, const char *tname, strbuf *tu, tilec_tma_meta *m
     }
 }
 
-/* The keys a step (S = Q K^T's columns) from which a twin whose two warp
- * groups take turns walks units: at 64 (tests/attn_forms' d64 twins, BM =
- * 128, 8 consumer warps) the persistent form ran 5-17% slower than one tile
- * a block on the H200, at 128 (examples/attention.tile's chosen d64
- * variant) 2-9% faster (bench/results/merged_s49.md, session 49's third
- * call). */
-enum { WGA_TURNS_WALK_N = 128 };
 
 /* The persistent attention twin `tname` of R's plan (wgattn.c: its rings
  * by TMA, a block walking (query tile, head) units), lowered and appended

@@ -446,6 +446,70 @@ static const char *rows_hint(lw *L, const tilec_expr *e, int rows, int depth, co
     return found;
 }
 
+/* The hint n of a `range(n)` that tile e's axis `axis` comes from: e,
+ * through lets, up to an index `x[:, None]` (axis 0) or `x[None, :]` (axis
+ * 1), then x's ranges; inside: within such an x. NULL: none, "": more
+ * than one (rows_hint along either axis). */
+static const char *axis_hint(lw *L, const tilec_expr *e, int axis, int inside, int depth, const char *found)
+{
+    int64_t h;
+    if (!e || depth > 16 || (found && !*found))
+        return found;
+    if (e->kind == TILEC_EX_NAME)
+        return axis_hint(L, bound_value(&L->k->body, e->name), axis, inside, depth + 1, found);
+    if (inside && tilec_is_builtin(e, BI_RANGE) && e->nargs == 1 && e->args[0]->kind == TILEC_EX_NAME &&
+        lower_hint_value(L, e->args[0]->name, &h))
+        return found && strcmp(found, e->args[0]->name) ? "" : e->args[0]->name;
+    if (e->kind == TILEC_EX_INDEX) {
+        if (e->nargs != 3)
+            return found;
+        int a0 = e->args[1]->kind == TILEC_EX_SLICE && e->args[2]->kind == TILEC_EX_NONE;
+        int a1 = e->args[1]->kind == TILEC_EX_NONE && e->args[2]->kind == TILEC_EX_SLICE;
+        if (!(axis == 0 ? a0 : axis == 1 ? a1 : 0))
+            return found;
+        return axis_hint(L, e->args[0], axis, 1, depth + 1, found);
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        found = axis_hint(L, e->args[i], axis, inside, depth + 1, found);
+    return found;
+}
+
+/* The remark's clause where two consumer warp groups take turns over
+ * fewer than WGA_TURNS_WALK_N keys a step (the first dot's N: S = Q K^T's
+ * columns) and no variant of the kernel gives that dot WGA_TURNS_WALK_N:
+ * such a twin runs one tile a block (target.c), and the example's d64
+ * picks its 128-key variant, whose twin a docs-written form's `{ BN = 128
+ * }` reproduces line for line (bench/results/attnforms_s51.md). The ring
+ * must hold two stages of the wider K and V tiles. "" otherwise. */
+static const char *short_keys(lw *L, const tilec_expr *d0, const ring_plan *rp, const wg_plan *w)
+{
+    const tilec_kernel *k = L->k;
+    if (!takes_turns(w) || !w->key_n || w->key_n >= WGA_TURNS_WALK_N || WGA_TURNS_WALK_N % w->key_n)
+        return "";
+    for (uint32_t v = 0; d0->vtypes && v < tilec_kernel_variant_count(k); v++)
+        if (d0->vtypes[v].rank == 2 && d0->vtypes[v].dims[1] >= WGA_TURNS_WALK_N)
+            return "";
+    if ((WGA_RING_MAX - w->sa_bytes) / (w->stage_bytes * (WGA_TURNS_WALK_N / w->key_n)) < 2)
+        return "";
+    /* the keys' hint: the axis of B's load that is the dot's N (axis 1 of B as read, through trans) */
+    const tilec_expr *b = d0->args[1];
+    int axis = 1;
+    for (; tilec_is_builtin(b, BI_TRANS) && b->nargs == 1; b = b->args[0])
+        axis ^= 1;
+    const tilec_expr *ld = NULL;
+    for (int i = 0; b->kind == TILEC_EX_NAME && i < rp->n && !ld; i++)
+        if (!strcmp(b->name, rp->op[i].let->names[0]))
+            ld = rp->op[i].let->value;
+        else if (rp->op[i].alias && !strcmp(b->name, rp->op[i].alias->names[0]))
+            ld = rp->op[i].let->value, axis ^= 1; /* y = trans(x) */
+    const char *h = ld && ld->nargs >= 1 ? axis_hint(L, ld->args[0], axis, 0, 0, NULL) : NULL;
+    return lower_fmt(L, ", %lld keys a step and no variant with %d: add one (%s) for the twin that walks a "
+                        "persistent grid",
+                     (long long)w->key_n, WGA_TURNS_WALK_N,
+                     h && *h ? lower_fmt(L, "`variants { {}, { %s = %d } }`", h, WGA_TURNS_WALK_N)
+                             : lower_fmt(L, "its keys' hint at %d", WGA_TURNS_WALK_N));
+}
+
 /* The remark's clause where the twin runs one consumer warp group (M = 64
  * rows) and no variant of the kernel gives the dot 128: two groups would
  * take turns there (ring stages, with A in shared memory twice as large,
@@ -468,88 +532,18 @@ static const char *lone_group(lw *L, const tilec_expr *d0, const wg_plan *w)
                              : lower_fmt(L, "its rows' hint at %lld", (long long)(2 * w->M)));
 }
 
-/* The integer parameter that bounds e from above whatever else holds, or
- * -1: the parameter itself (never assigned), minimum(a, b) where a or b
- * is so bounded, where(c, a, b) where both are, or a name every
- * definition of which in the kernel (a
- * let or an assignment, wherever it stands; a loop variable or a tuple's
- * name is none) is bounded by the same parameter: the attention's `hi =
- * S`, then `if causal != 0 { hi = minimum(S, (pid(0) + 1) * BM) }`. */
-static int bound_param(lw *L, const tilec_expr *e, int depth);
-
-/* Every definition of `name` in b bounded into *p: -2 none met yet, -1
- * one is not bounded (or by another parameter), else the parameter. */
-static void bound_defs(lw *L, const tilec_block *b, const char *name, int depth, int *p)
-{
-    for (uint32_t i = 0; i < b->nstmts && *p != -1; i++) {
-        const tilec_stmt *s = b->stmts[i];
-        for (uint32_t j = 0; j < s->nnames && *p != -1; j++) {
-            if (!s->names[j] || strcmp(s->names[j], name))
-                continue;
-            int q = (s->kind == TILEC_ST_LET || s->kind == TILEC_ST_ASSIGN) && s->nnames == 1
-                        ? bound_param(L, s->value, depth + 1)
-                        : -1;
-            *p = q < 0 || (*p >= 0 && *p != q) ? -1 : q;
-        }
-        bound_defs(L, &s->body, name, depth, p);
-        bound_defs(L, &s->orelse, name, depth, p);
-    }
-}
-
-static int bound_param(lw *L, const tilec_expr *e, int depth)
-{
-    if (!e || depth > 16)
-        return -1;
-    int p = lower_param_of(L, e, 0, 1);
-    if (p >= 0)
-        return p;
-    e = lower_look(L, e);
-    if (e->kind == TILEC_EX_CALL && e->builtin == BI_MINIMUM && e->nargs == 2) {
-        p = bound_param(L, e->args[0], depth + 1);
-        return p >= 0 ? p : bound_param(L, e->args[1], depth + 1);
-    }
-    if (e->kind == TILEC_EX_CALL && e->builtin == BI_WHERE && e->nargs == 3) { /* either value: both bounded */
-        p = bound_param(L, e->args[1], depth + 1);
-        return p >= 0 && bound_param(L, e->args[2], depth + 1) == p ? p : -1;
-    }
-    if (e->kind != TILEC_EX_NAME)
-        return -1;
-    for (uint32_t i = 0; i < L->k->nparams; i++)
-        if (!strcmp(L->k->params[i].name, e->name))
-            return -1; /* a parameter lower_param_of did not take (assigned, not an integer) */
-    p = -2;
-    bound_defs(L, &L->k->body, e->name, depth, &p);
-    return p < 0 ? -1 : p;
-}
-
-/* The most trips of the attention loop a unit, as the launch can count
- * them from the arguments (tilec_tma_meta.kbound, kfrom, kper): `for j in
- * F .. hi step BN` with F >= 0 and BN > 0 constants and hi bounded by an
- * integer parameter P (bound_param) runs at most ceil((P - F) / BN) trips
- * (a causal loop's diagonal fewer). The launch walks many units a
- * multiprocessor where they are few trips (runtime/tma.c), so a bound
+/* The most trips of the attention loop a unit (lower_wg_trips, shared
+ * with the GEMM twins): S over BN for the docs-written forms and the
+ * example, however the bound is spelt (`minimum` assigned in a branch, a
+ * scalar `where`, `cdiv(S, BN)` steps of one). The launch walks many units
+ * a multiprocessor where they are few trips (runtime/tma.c), so a bound
  * below P (a causal diagonal) counts only where the walk balances the
  * units' trips: pid(0) reversed (order.c), the persistent twin's walk
  * taking the heaviest and lightest query tiles in pairs (unit_walk); a
  * plain round robin over tiles of 1 to n trips gives a block twice
- * another's (fa_d64_lets, whose `where` the launch order does not read:
- * 6% slower walking, causal S = 1024, bench/results/merged_s49.md). Any
- * other loop: kper 0, not known, and the launch weighs the units alone. */
-static void wga_trips(lw *L, const tilec_stmt *loop, wg_plan *w)
-{
-    int64_t st = 1, lo;
-    w->kbound = TILEC_TMA_NONE;
-    w->kfrom = w->kper = 0;
-    if ((loop->step && lower_const_int(L, loop->step, &st)) || st <= 0 || st > UINT32_MAX ||
-        lower_const_int(L, loop->lo, &lo) || lo < 0 || lo > UINT32_MAX)
-        return;
-    int p = bound_param(L, loop->hi, 0);
-    if (p < 0 || (p != lower_param_of(L, loop->hi, 0, 1) && !L->order.rev))
-        return; /* not bounded, or a bound the walk's order does not balance */
-    w->kbound = (uint32_t)p;
-    w->kfrom = (uint32_t)lo;
-    w->kper = (uint32_t)st;
-}
+ * another's (fa_d64_lets before order.c read its `where`: 6% slower
+ * walking, causal S = 1024, bench/results/merged_s49.md). */
+static void wga_trips(lw *L, const tilec_stmt *loop, wg_plan *w) { lower_wg_trips(L, loop, L->order.rev, w); }
 
 int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
 {
@@ -613,10 +607,11 @@ int lower_wga_note(lw *L, const tilec_stmt *loop, const ring_plan *rp)
     const char *nomap;
     ring_maps(L, loop, rp, w, &nomap);
     wga_blocks(w, S, w->nmaps > 0);
-    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s%s%s", S, (long long)stage, w->warps,
+    w->how = lower_fmt(L, ", %d stages of %lld bytes, %d consumer warps%s%s%s%s%s%s%s%s%s", S, (long long)stage, w->warps,
                        w->warps != L->nwarps ? lower_fmt(L, " where the `warps` hint says %d", L->nwarps) : "",
                        lone_group(L, d[0], w),
                        takes_turns(w) ? ", two warp groups taking turns to issue, the last dot in flight" : "",
+                       short_keys(L, d[0], rp, w),
                        w->wide_acc ? lower_fmt(L, ", each dot waited (the last dot's accumulator is %lld columns, "
                                                   "wider than the %d kept in flight)",
                                                (long long)w->wide_acc, WGA_DEFER_N)

@@ -783,27 +783,104 @@ static int wg_stage_iters(lw *L, const tilec_stmt *loop, const wg_plan *w, const
     return (int)(WG_ROW_BYTES / kb);
 }
 
-/* The trips of dot loop `loop` a tile as the launch can count them from
- * the arguments (tilec_tma_meta.kbound, kfrom, kper): `for k in F .. P
- * step S` with P an integer parameter and F >= 0, S > 0 constants is
- * ceil((P - F) / S) trips; `for k in 0 .. cdiv(P, c) step S` is
- * ceil(P / (c * S)). Any other loop: kper 0, not known. */
-static void wg_trips(lw *L, const tilec_stmt *loop, wg_plan *w)
+/* The integer parameter P that bounds e from above whatever else holds,
+ * as ceil(P / *per) (*per 1, or the product of cdiv's constant divisors),
+ * or -1: P itself (never assigned), cdiv(x, c) of such an x, minimum(a, b)
+ * where a or b is so bounded, where(c, a, b) where both are by the same,
+ * or a name every definition of which in the kernel (a let or an
+ * assignment, wherever it stands; a loop variable or a tuple's name is
+ * none) is: attention's `hi = S`, then `if causal != 0 { hi = minimum(S,
+ * (pid(0) + 1) * BM) }`, or `nblk = cdiv(S, BN)` then `nblk =
+ * minimum(nblk, ...)`. *below is set where e may be less than the bound
+ * (a minimum's, one side of a where); self: the name whose definition e
+ * is (TRIP_SELF where e is at most its previous value), or NULL. */
+static int trip_bound(lw *L, const tilec_expr *e, const char *self, int depth, int64_t *per, int *below);
+
+/* A name's definition that reads the name itself (`nblk = minimum(nblk,
+ * ...)`, fa_d64_exp2): trip_bound's answer for that name within it, bounded
+ * by whatever its other definitions are. */
+enum { TRIP_SELF = -3 };
+
+/* Every definition of `name` in b bounded into *p and *per: -2 none met
+ * yet, -1 one is not bounded (or by another parameter or divisor); a
+ * definition bounded by the name's previous value (TRIP_SELF) by the
+ * others. */
+static void trip_defs(lw *L, const tilec_block *b, const char *name, int depth, int *p, int64_t *per, int *below)
+{
+    for (uint32_t i = 0; i < b->nstmts && *p != -1; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        for (uint32_t j = 0; j < s->nnames && *p != -1; j++) {
+            if (!s->names[j] || strcmp(s->names[j], name))
+                continue;
+            int64_t c = 1;
+            int q = (s->kind == TILEC_ST_LET || s->kind == TILEC_ST_ASSIGN) && s->nnames == 1
+                        ? trip_bound(L, s->value, name, depth + 1, &c, below)
+                        : -1;
+            if (q == TRIP_SELF)
+                continue;
+            *p = q < 0 || (*p >= 0 && (*p != q || *per != c)) ? -1 : q;
+            *per = c;
+        }
+        trip_defs(L, &s->body, name, depth, p, per, below);
+        trip_defs(L, &s->orelse, name, depth, p, per, below);
+    }
+}
+
+static int trip_bound(lw *L, const tilec_expr *e, const char *self, int depth, int64_t *per, int *below)
+{
+    int64_t c, c2 = 1;
+    *per = 1;
+    if (!e || depth > 16)
+        return -1;
+    int p = lower_param_of(L, e, 0, 1);
+    if (p >= 0)
+        return p;
+    e = lower_look(L, e);
+    if (e->kind == TILEC_EX_NAME && self && !strcmp(e->name, self))
+        return TRIP_SELF;
+    if (tilec_is_builtin(e, BI_CDIV) && e->nargs == 2) { /* ceil(ceil(P / c) / k) = ceil(P / (c k)) */
+        if (lower_const_int(L, e->args[1], &c) || c <= 0 ||
+            (p = trip_bound(L, e->args[0], NULL, depth + 1, per, below)) < 0 || *per > UINT32_MAX / c)
+            return -1;
+        *per *= c;
+        return p;
+    }
+    if (tilec_is_builtin(e, BI_MINIMUM) && e->nargs == 2) { /* at most either side */
+        *below = 1;
+        p = trip_bound(L, e->args[0], self, depth + 1, per, below);
+        return p >= 0 || p == TRIP_SELF ? p : trip_bound(L, e->args[1], self, depth + 1, per, below);
+    }
+    if (tilec_is_builtin(e, BI_WHERE) && e->nargs == 3) { /* either value: both bounded alike */
+        p = trip_bound(L, e->args[1], self, depth + 1, per, below);
+        int q = trip_bound(L, e->args[2], self, depth + 1, &c2, below);
+        if (p == TRIP_SELF || q == TRIP_SELF) { /* the name's previous value on one side */
+            *per = p == TRIP_SELF ? c2 : *per;
+            return p == TRIP_SELF ? q : p;
+        }
+        return p >= 0 && q == p && c2 == *per ? p : -1;
+    }
+    if (e->kind != TILEC_EX_NAME)
+        return -1;
+    for (uint32_t i = 0; i < L->k->nparams; i++)
+        if (!strcmp(L->k->params[i].name, e->name))
+            return -1; /* a parameter lower_param_of did not take (assigned, not an integer) */
+    p = -2;
+    trip_defs(L, &L->k->body, e->name, depth, &p, per, below);
+    return p < 0 ? -1 : p;
+}
+
+void lower_wg_trips(lw *L, const tilec_stmt *loop, int below_ok, wg_plan *w)
 {
     int64_t st = 1, lo, c = 1;
+    int below = 0;
     w->kbound = TILEC_TMA_NONE;
     w->kfrom = w->kper = 0;
     if ((loop->step && lower_const_int(L, loop->step, &st)) || st <= 0 || lower_const_int(L, loop->lo, &lo) || lo < 0 ||
         lo > UINT32_MAX)
         return;
-    const tilec_expr *hi = lower_look(L, loop->hi);
-    if (lo == 0 && tilec_is_builtin(hi, BI_CDIV) && hi->nargs == 2 && !lower_const_int(L, hi->args[1], &c) && c > 0)
-        hi = lower_look(L, hi->args[0]); /* ceil(ceil(P / c) / S) = ceil(P / (c * S)) */
-    else
-        c = 1;
-    int p = lower_param_of(L, hi, 0, 1);
-    if (p < 0 || c > UINT32_MAX / st)
-        return;
+    int p = trip_bound(L, loop->hi, NULL, 0, &c, &below);
+    if (p < 0 || (below && !below_ok) || (c > 1 && lo != 0) || c > UINT32_MAX / st)
+        return; /* not bounded, a bound below P not asked for, or ceil((ceil(P / c) - F) / S) */
     w->kbound = (uint32_t)p;
     w->kfrom = (uint32_t)lo;
     w->kper = (uint32_t)(c * st);
@@ -969,7 +1046,7 @@ void lower_wg_note(lw *L, const tilec_stmt *loop, const lower_pipe_plan *pp)
     w->bk = cax[1] == (pp->tr[1] ? 1 : 0);
     w->kt = K;
     w->iters = ok && !w->gather ? wg_stage_iters(L, loop, w, &w->one_why) : 1;
-    wg_trips(L, loop, w);
+    lower_wg_trips(L, loop, 0, w);
     if (ok && w->gather && w->atma)
         b_fixed(L, loop, pp->load[1], w);
     lower_leave(L);

@@ -536,7 +536,8 @@ static char *lower_with_remarks(const char *text)
  * `hi = minimum(S, (pid(0) + 1) * BM)`), pid(0) is read in reverse so the
  * blocks with the most steps start first (lower/order.c); decided from what
  * the bound does as pid(0) grows, however it is spelt, and not where a
- * bound may shrink, may move either way, or is set under a test of pid(0). */
+ * bound may shrink, may move either way, or is set under (or picked by a
+ * `where` of) a test of pid(0). */
 Test(lower, launch_order_reverses_where_the_loops_grow_with_pid0)
 {
     static const struct {
@@ -551,6 +552,14 @@ Test(lower, launch_order_reverses_where_the_loops_grow_with_pid0)
         {"    let hi = (pid(0) % 2) * BM;\n", "0", "hi", 0},             /* either way */
         {"    let hi = S;\n    if pid(0) > 2 {\n        hi = (pid(0) + 1) * BM;\n    }\n", "0", "hi", 0}, /* under a test of pid(0) */
         {"    let hi = S;\n    hi = hi - pid(0);\n", "0", "minimum(hi, (pid(0) + 1) * BM)", 0}, /* a part shrinks */
+        /* a scalar where: a test pid(0) does not move picks one side throughout (fa_d64_lets) */
+        {"    let on = causal != 0;\n    let hi = where(on, minimum((pid(0) + 1) * BM, S), S);\n", "0", "hi", 1},
+        {"", "0", "where(causal != 0, S, S - pid(0))", 0},                      /* one side shrinks */
+        {"", "0", "where(pid(0) > 2, S, (pid(0) + 1) * BM)", 0},                 /* the test moves */
+        /* a definition reading the name itself: its previous value (fa_d64_exp2's `nblk`) */
+        {"    let nb = cdiv(S, BM);\n    if causal != 0 {\n        nb = minimum(nb, pid(0) + 1);\n    }\n", "0", "nb", 1},
+        {"    let nb = S;\n    nb = nb - pid(0);\n", "0", "nb", 0}, /* falls */
+        {"    let nb = S;\n    nb = minimum(nb, pid(0));\n    nb = nb - pid(0);\n", "0", "nb", 0}, /* either way */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[2048];

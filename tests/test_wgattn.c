@@ -581,14 +581,14 @@ Test(wgattn, persistent_walk_carries_the_phases)
     tilec_ctx_free(ctx);
 }
 
-/* The loop's trips a unit the launch may weigh (lower/wgattn.c
- * wga_trips, runtime/tma.c persist_walks): the docs-written forms at most
- * S (parameter 4) over BN, the causal bound `minimum(S, ...)` assigned in
- * a branch (fa_d128, fa_d64_plain) or `minimum(nblk, ...)` of `nblk =
- * cdiv(S, BN)` stepping by 1 (fa_d64_exp2: not read, kper 0); fa_d64_lets
- * picks its bound with `where`, which bounds it by S but leaves pid(0)
- * in order (no launch-order reversal, so no mirrored pairs to balance a
- * walk): kper 0. A bound that is not a parameter: kper 0. */
+/* The loop's trips a unit the launch may weigh (lower/wgmma.c
+ * lower_wg_trips, runtime/tma.c persist_walks): the docs-written forms at
+ * most S (parameter 4) over BN, the causal bound `minimum(S, ...)`
+ * assigned in a branch (fa_d128, fa_d64_plain), `minimum(nblk, ...)` of
+ * `nblk = cdiv(S, BN)` stepping by 1 (fa_d64_exp2: ceil(S / 64)), or
+ * picked by a scalar `where` (fa_d64_lets: order.c reads it, so pid(0) is
+ * reversed and the walk pairs its tiles). A bound that is not a
+ * parameter: kper 0. */
 Test(wgattn, loop_trips_for_the_launch)
 {
     static const struct {
@@ -597,8 +597,8 @@ Test(wgattn, loop_trips_for_the_launch)
     } cases[] = {
         {"tests/attn_forms/fa_d128.tile", "fa_d128", 64},
         {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", 64},
-        {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2", 0},
-        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 0},
+        {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2", 64},
+        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 64},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tilec_ctx *ctx = tilec_ctx_new();
@@ -633,6 +633,67 @@ Test(wgattn, loop_trips_for_the_launch)
     lower_v(ctx, m, "at", 0, &code);
     cr_expect(code.tma.name && code.tma.kper == 0, "maximum(S, bh): kper %u", code.tma.kper);
     tilec_kernel_code_free(&code);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+}
+
+/* A twin whose two warp groups take turns over fewer than 128 keys a step
+ * runs one tile a block (target.c, WGA_TURNS_WALK_N): its remark names
+ * the variant that gives the first dot 128 keys, by the hint its keys'
+ * range reads (BN: `cols[:, None]` of a [BN, D] load read as trans in
+ * fa_d64_plain, `kj[None, :]` of a [HD, BN] load in fa_d64_exp2, whose D
+ * and HD are 64 too), and says nothing where a variant has it (the
+ * example's attention_d64 variants 0 and 1; fa_d64_plain given `{ BN = 128
+ * }`), nor where no turns are taken (fa_d128, fa_d64_lets). */
+Test(wgattn, short_key_steps_name_the_128_key_variant)
+{
+    static const struct {
+        const char *path, *kernel;
+        int v, named;
+    } cases[] = {
+        {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain", 0, 1},
+        {"tests/attn_forms/fa_d64_exp2.tile", "fa_d64_exp2", 0, 1},
+        {"tests/attn_forms/fa_d128.tile", "fa_d128", 0, 0},
+        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", 0, 0},
+        {ATTN, "attention_d64", 0, 0},
+        {ATTN, "attention_d64", 1, 0},
+    };
+    const char *clause = "64 keys a step and no variant with 128: add one (`variants { {}, { BN = 128 } }`) for the "
+                         "twin that walks a persistent grid";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_module *m = parse(ctx, cases[i].path);
+        tilec_kernel_code code;
+        lower_v(ctx, m, cases[i].kernel, cases[i].v, &code);
+        cr_assert_not_null(code.tma.name, "%s: a twin", cases[i].kernel);
+        cr_expect_eq(strstr(code.remarks, clause) != NULL, cases[i].named, "%s variant %d:\n%s", cases[i].kernel,
+                     cases[i].v, code.remarks);
+        cr_expect_eq(strstr(code.remarks, "keys a step and no variant with") != NULL, cases[i].named, "%s", code.remarks);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+    }
+    /* fa_d64_plain with the variant: neither variant's remark asks for it */
+    size_t n;
+    char *src = read_file("tests/attn_forms/fa_d64_plain.tile", &n);
+    cr_assert_not_null(src);
+    char text[8192];
+    const char *hints = "hints { BM = 128, BN = 64, D = 64, warps = 4 }\n";
+    char *at = strstr(src, hints);
+    cr_assert(at && n + 64 < sizeof text);
+    snprintf(text, sizeof text, "%.*s%s    variants { {}, { BN = 128 } }\n%s", (int)(at - src), src, hints,
+             at + strlen(hints));
+    free(src);
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_string(ctx, "plain128.tile", text, strlen(text), &m), TILEC_OK);
+    for (int v = 0; v < 2; v++) {
+        tilec_kernel_code code;
+        lower_v(ctx, m, "fa_d64_plain", v, &code);
+        cr_assert_not_null(code.tma.name);
+        cr_expect(!strstr(code.remarks, "keys a step and no variant with"), "variant %d: %s", v, code.remarks);
+        tilec_kernel_code_free(&code);
+    }
     tilec_module_free(m);
     tilec_ctx_free(ctx);
 }

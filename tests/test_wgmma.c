@@ -1294,7 +1294,8 @@ Test(wgmma, a_mn_major)
  * (runtime/tma.c): `0 .. K step BK` is K's parameter (5) over 64; a loop
  * from a constant counts from it; `0 .. cdiv(K, BK)` (a step of 1, the K
  * index k * BK) over 64 too; gemm_dw's (examples/llm.tile) K is parameter
- * 5 of its 7; an end that is not a parameter is not known (kper 0). */
+ * 5 of its 7; an end that is not a parameter, or one that may be below it
+ * (a minimum), is not known (kper 0); a let of the cdiv is the cdiv. */
 Test(wgmma, twin_meta_counts_the_loop_s_trips)
 {
     static const struct {
@@ -1306,6 +1307,12 @@ Test(wgmma, twin_meta_counts_the_loop_s_trips)
         {{"for k in 0 .. K step BK", "let rk = k + range(BK);"},
          {"for k in 0 .. cdiv(K, BK)", "let rk = k * BK + range(BK);"}, 5, 0, 64},
         {{"for k in 0 .. K step BK", NULL}, {"for k in 0 .. K * 2 step BK", NULL}, TILEC_TMA_NONE, 0, 0},
+        /* a bound that may be below K's (lower_wg_trips' minimum): no twin's trips but attention's (a walk
+         * balanced by order.c), not known */
+        {{"for k in 0 .. K step BK", NULL}, {"for k in 0 .. minimum(K, 4096) step BK", NULL}, TILEC_TMA_NONE, 0, 0},
+        /* a name set once to cdiv(K, BK), stepping by one: as the cdiv itself */
+        {{"for k in 0 .. K step BK", "let rk = k + range(BK);"},
+         {"let nk = cdiv(K, BK);\n    for k in 0 .. nk", "let rk = k * BK + range(BK);"}, 5, 0, 64},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const char *edits[4];
