@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "emit_c/c_internal.h"
+#include "util/escape.h"
 
 /* ", const tilec_tensor *t_x, float p_eps" */
 void c_params(strbuf *b, const tilec_graph *g)
@@ -109,7 +110,11 @@ int c_line_make_list(void *u, const tilec_wir_line *l)
                          "    const tilec_rt_list *%s = &%s_v;\n",
               Ln, l->from, l->args[0].text, l->nargs > 1 ? l->args[1].text : "", Ln, Ln);
     static const char *const what[] = {"the start of a sub-list", "the stop of a sub-list"};
+    strbuf E[2]; /* the bounds as written, inside the message's format */
     for (uint32_t i = 0; i < 2; i++) {
+        sb_init(&E[i]);
+        if (i < l->nargs)
+            esc_c_format(&E[i], l->args[i].text);
         sb_init(&v[i]);
         if (i < l->nargs)
             csz_use(&s->sz, &v[i], l->args[i].text, l->args[i].expr, what[i]);
@@ -127,9 +132,11 @@ int c_line_make_list(void *u, const tilec_wir_line *l)
               "        %s_v.ptrs = %s->ptrs ? %s->ptrs + tl_a : NULL;\n"
               "        %s_v.numels = %s->numels ? %s->numels + tl_a : NULL;\n    }\n",
               l->name, l->from, l->args[0].text, l->nargs > 1 ? l->args[1].text : "", l->loc.line, sb_str(&v[0]),
-              sb_str(&v[1]), Fn, s->g->name, l->loc.line, l->from, l->args[0].text,
-              l->nargs > 1 ? l->args[1].text : "", l->from, Fn, Ln, Ln, Fn, Fn, Ln, Fn, Fn);
-    s->failed |= L.failed | F.failed | v[0].failed | v[1].failed;
+              sb_str(&v[1]), Fn, s->g->name, l->loc.line, l->from, sb_str(&E[0]), sb_str(&E[1]), l->from, Fn, Ln, Ln,
+              Fn, Fn, Ln, Fn, Fn);
+    s->failed |= L.failed | F.failed | v[0].failed | v[1].failed | E[0].failed | E[1].failed;
+    sb_free(&E[0]);
+    sb_free(&E[1]);
     sb_free(&L);
     sb_free(&F);
     sb_free(&v[0]);
@@ -207,6 +214,9 @@ int c_item_check(cstate *s, const tilec_wir_arg *a, uint32_t argno, unsigned lin
     csz_use(&s->sz, &v, sb_str(&it), a->expr, sb_str(&what));
     s->failed |= it.failed;
     sb_free(&it);
+    strbuf E; /* xs[i % n] as written, inside the message's format */
+    sb_init(&E);
+    esc_c_format(&E, a->text);
     sb_printf(&s->body,
               "        const int64_t tl_i%u = %s;\n"
               "        if (tl_i%u < 0 || tl_i%u >= (int64_t)%s->n) {\n"
@@ -214,9 +224,10 @@ int c_item_check(cstate *s, const tilec_wir_arg *a, uint32_t argno, unsigned lin
               "tensors\", (long long)tl_i%u, %s->n);\n"
               "            goto tl_out;\n        }\n"
               "        const uint64_t tl_item%u = %s->ptrs[tl_i%u];\n",
-              argno, sb_str(&v), argno, argno, sb_str(&L), s->g->name, line, a->text, (int)(br - a->text), a->text,
+              argno, sb_str(&v), argno, argno, sb_str(&L), s->g->name, line, sb_str(&E), (int)(br - a->text), a->text,
               argno, sb_str(&L), argno, sb_str(&L), argno);
-    s->failed |= L.failed | v.failed | what.failed;
+    s->failed |= L.failed | v.failed | what.failed | E.failed;
+    sb_free(&E);
     sb_free(&L);
     sb_free(&v);
     sb_free(&what);

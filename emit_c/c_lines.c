@@ -96,14 +96,21 @@ static void c_slice_check(cstate *s, const tilec_wir_line *l)
         csz_use(&s->sz, &v[i], l->args[i].text, l->args[i].expr, what[i]);
     }
     const char *a = sb_str(&v[0]), *b = sb_str(&v[1]), *n = sb_str(&v[2]);
+    strbuf t[2]; /* the bounds as written (T % 128 ...), inside the message's format */
+    for (int i = 0; i < 2; i++) {
+        sb_init(&t[i]);
+        esc_c_format(&t[i], l->args[i].text);
+    }
     sb_printf(&s->body, "    if (%s < 0 || %s < %s || %s < %s) {\n", a, b, a, n, b);
     sb_printf(&s->body,
               "        tl_fail(err, errlen, \"%s: line %u: slice %s = %s[%s:%s] is out of bounds: start %%lld, stop "
               "%%lld, and '%s' has %%lld rows\", (long long)%s, (long long)%s, (long long)%s);\n        goto tl_out;\n    }\n",
-              s->g->name, l->loc.line, l->name, l->from, l->args[0].text, l->args[1].text, l->from, a, b, n);
+              s->g->name, l->loc.line, l->name, l->from, sb_str(&t[0]), sb_str(&t[1]), l->from, a, b, n);
     for (int i = 0; i < 3; i++) {
-        s->failed |= v[i].failed;
+        s->failed |= v[i].failed | (i < 2 && t[i].failed);
         sb_free(&v[i]);
+        if (i < 2)
+            sb_free(&t[i]);
     }
 }
 
@@ -117,14 +124,18 @@ static int c_item_view(cstate *s, const tilec_wir_line *l)
     const char *br = a->text ? strchr(a->text, '[') : NULL;
     if (!br || !l->bytes_expr || !l->from)
         return 1;
-    strbuf L, n, ty;
+    strbuf L, n, ty, E;
     sb_init(&L);
     sb_init(&n);
     sb_init(&ty);
-    sb_printf(&ty, "%s[", tilec_dtype_name(l->dtype));
-    for (uint32_t d = 0; d < l->rank; d++)
-        sb_printf(&ty, "%s%s", d ? ", " : "", l->sizes[d]);
+    sb_printf(&ty, "%s[", tilec_dtype_name(l->dtype)); /* ty and E: inside the messages' formats */
+    for (uint32_t d = 0; d < l->rank; d++) {
+        sb_puts(&ty, d ? ", " : "");
+        esc_c_format(&ty, l->sizes[d]);
+    }
     sb_putc(&ty, ']');
+    sb_init(&E);
+    esc_c_format(&E, a->text);
     mg_c(&L, MG_C_LIST, a->text, (size_t)(br - a->text));
     sb_printf(&s->decls, "    tilec_tensor %s = {0};\n", B(l->name));
     sb_printf(&s->body, "    { /* view: %s of %s */\n", l->name, a->text);
@@ -132,6 +143,7 @@ static int c_item_view(cstate *s, const tilec_wir_line *l)
         sb_free(&L);
         sb_free(&n);
         sb_free(&ty);
+        sb_free(&E);
         return 1;
     }
     char what[300];
@@ -148,6 +160,7 @@ static int c_item_view(cstate *s, const tilec_wir_line *l)
         sb_free(&L);
         sb_free(&n);
         sb_free(&ty);
+        sb_free(&E);
         return 1;
     }
     sb_printf(&s->body,
@@ -156,7 +169,7 @@ static int c_item_view(cstate *s, const tilec_wir_line *l)
               "bytes) changes its size\", (long long)%s->numels[tl_i0], (long long)(%s->numels[tl_i0] * %u), "
               "(long long)%s);\n"
               "            goto tl_out;\n        }\n",
-              sb_str(&L), es, sb_str(&L), es, sb_str(&n), s->g->name, l->loc.line, l->name, a->text,
+              sb_str(&L), es, sb_str(&L), es, sb_str(&n), s->g->name, l->loc.line, l->name, sb_str(&E),
               sb_str(&ty), sb_str(&L), sb_str(&L), es, sb_str(&n));
     if (tilec_dtype_size(l->dtype) > es) /* a wider element than the list's */
         sb_printf(&s->body,
@@ -164,15 +177,16 @@ static int c_item_view(cstate *s, const tilec_wir_line *l)
                   "            tl_fail(err, errlen, \"%s: line %u: view %s of %s at address 0x%%llx is not aligned to %u bytes "
                   "(%s)\", (unsigned long long)tl_item0);\n"
                   "            goto tl_out;\n        }\n",
-                  tilec_dtype_size(l->dtype), s->g->name, l->loc.line, l->name, a->text, tilec_dtype_size(l->dtype),
+                  tilec_dtype_size(l->dtype), s->g->name, l->loc.line, l->name, sb_str(&E), tilec_dtype_size(l->dtype),
                   sb_str(&ty));
     sb_printf(&s->body, "        tl_shape(&%s, tl_item0, %s, %u, (const int64_t[])", B(l->name), dt_enum(l->dtype), l->rank);
     c_dims(s, &s->body, l);
     sb_puts(&s->body, ");\n    }\n");
-    s->failed |= L.failed | n.failed | ty.failed;
+    s->failed |= L.failed | n.failed | ty.failed | E.failed;
     sb_free(&L);
     sb_free(&n);
     sb_free(&ty);
+    sb_free(&E);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #define uthash_nonfatal_oom(e) ((void)0)
 #include "util/fill.h"
+#include "util/escape.h"
 #include "util/hashtable.h"
 #include "util/mangle.h"
 
@@ -97,16 +98,6 @@ const tilec_param *csz_scalar_param(const tilec_graph *g, const char *name, size
 void csz_symbol(strbuf *b, const tilec_graph *g, const char *name, size_t n)
 {
     mg_c(b, csz_scalar_param(g, name, n) ? MG_C_SCALAR : MG_C_SYMBOL, name, n);
-}
-
-/* Text inside a C string literal that is also a printf format. */
-static void fmt_text(strbuf *b, const char *t)
-{
-    for (; *t; t++)
-        if (*t == '%' || *t == '"' || *t == '\\')
-            sb_puts(b, *t == '%' ? "%%" : *t == '"' ? "\\\"" : "\\\\");
-        else
-            sb_putc(b, *t);
 }
 
 /* The checked C expression of size e. */
@@ -215,9 +206,9 @@ compound:;
         sb_printf(&z->checks, "    const int64_t tl_z%u = %s;\n", e->local, sb_str(&c));
         symbols(z, &fmt, &args, &seen, t);
         sb_puts(&head, "the size ");
-        fmt_text(&head, text);
+        esc_c_format(&head, text);
         sb_puts(&head, " (");
-        fmt_text(&head, what);
+        esc_c_format(&head, what);
         sb_puts(&head, ") %s");
         sb_puts(&z->checks, "    if (tl_o)\n");
         fail(z, sb_str(&head), &fmt, &args);
@@ -274,7 +265,7 @@ void csz_tensor(csz *z, strbuf *out, const char *name, const char *dt_enum, tile
     sb_printf(&head, "tensor %s (%s[", name, tilec_dtype_name(dt));
     for (uint32_t d = 0; d < rank; d++) {
         sb_puts(&head, d ? ", " : "");
-        fmt_text(&head, sizes[d]);
+        esc_c_format(&head, sizes[d]);
     }
     sb_puts(&head, "]) %s");
     sb_printf(&z->checks, "    if ((tl_o = tl_bytes(%s, %u, (const int64_t[])%s, NULL)) != 0)\n", dt_enum, rank, sb_str(dims));
@@ -340,7 +331,7 @@ void csz_fits(csz *z, const char *text, const tilec_ix *expr, tilec_dtype dt, co
     sb_init(&t);
     sb_printf(&what, "argument '%s' of %s", param, kernel);
     csz_use(z, &v, text, expr, sb_str(&what));
-    fmt_text(&t, text);
+    esc_c_format(&t, text);
     const char *lo = dt == TILEC_DT_I32 ? "INT32_MIN" : "0";
     const char *vs = sb_str(&v);
     block_start(z);
@@ -404,9 +395,9 @@ void csz_loop_use(csz *z, strbuf *out, const char *ind, const char *text, const 
     e->loop = z->nloops;
     sb_printf(out, "%sconst int64_t tl_z%u = %s;\n%sif (tl_o) {\n%s    tl_fail(err, errlen, \"%s: the size ", ind,
               e->local, sb_str(&c), ind, ind, z->g->name);
-    fmt_text(out, text);
+    esc_c_format(out, text);
     sb_puts(out, " (");
-    fmt_text(out, what);
+    esc_c_format(out, what);
     sb_printf(out, ") %%s%s\", tl_o == 1 ? \"overflows 64 bits\" : \"divides by zero\"%s);\n%s    goto tl_out;\n%s}\n",
               sb_str(&fmt), sb_str(&args), ind, ind);
     z->failed |= c.failed | fmt.failed | args.failed | seen.failed;
@@ -429,7 +420,7 @@ fits:;
     sb_init(&v);
     sb_init(&tx);
     csz_use(z, &v, text, t, what);
-    fmt_text(&tx, text);
+    esc_c_format(&tx, text);
     const char *vs = sb_str(&v);
     if (dt == TILEC_DT_U64)
         sb_printf(out, "%sif (%s < 0) {\n", ind, vs);

@@ -254,12 +254,20 @@ static int h_reinterpret(void *u, const tilec_wir_line *l)
             sb_init(&v[i]);
             py_size(&v[i], s->g, l->args[i].expr);
         }
-        strbuf c; /* in a loop's body: at every iteration, before the steps that follow it run */
+        strbuf c, t[2]; /* c: in a loop's body: at every iteration, before the steps that follow it run; t: the
+                         * bounds as written (T % 128 ...), inside the message's % format */
         sb_init(&c);
+        for (int i = 0; i < 2; i++) {
+            sb_init(&t[i]);
+            esc_py_format(&t[i], l->args[i].text);
+        }
         sb_printf(&c, "    if not (0 <= %s <= %s <= %s):\n        raise ValueError(\"%s: line %u: slice %s = %s[%s:%s] "
                   "is out of bounds: start %%d, stop %%d, and '%s' has %%d rows\" %% (%s, %s, %s))\n",
                   sb_str(&v[0]), sb_str(&v[1]), sb_str(&v[2]), s->g->name, l->loc.line, l->name, l->from,
-                  l->args[0].text, l->args[1].text, l->from, sb_str(&v[0]), sb_str(&v[1]), sb_str(&v[2]));
+                  sb_str(&t[0]), sb_str(&t[1]), l->from, sb_str(&v[0]), sb_str(&v[1]), sb_str(&v[2]));
+        c.failed |= t[0].failed | t[1].failed;
+        sb_free(&t[0]);
+        sb_free(&t[1]);
         if (s->depth)
             py_code(s, sb_str(&c));
         else

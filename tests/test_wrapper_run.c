@@ -1288,6 +1288,32 @@ Test(wrapper_run, a_for_loop_over_slices_runs_frees_each_iteration_and_checks_bo
     rm_dir(dir);
 }
 
+/* A slice bound written with % (T % 128 in the fused linear cross-entropy's
+ * chunks, examples/llm.tile flce_bf16_n) names itself in the message, which
+ * is a printf format in the C wrapper: the % doubled there (util/escape.c
+ * esc_c_format), or the wrapper does not compile (-Wformat) or prints
+ * garbage. Rows i * C % (R + 1): chunks 0..3 of 2 rows as before, the
+ * fifth starts at row 8 of 8. */
+Test(wrapper_run, a_slice_bound_with_a_percent_sign_compiles_and_names_itself, .timeout = 120)
+{
+    char tile[sizeof chunks_tile + 64];
+    const char *at = strstr(chunks_tile, "x[i * C : (i + 1) * C]");
+    cr_assert(at);
+    snprintf(tile, sizeof tile, "%.*sx[i * C %% (R + 1) : i * C %% (R + 1) + C]%s", (int)(at - chunks_tile), chunks_tile,
+             at + strlen("x[i * C : (i + 1) * C]"));
+    char dir[64];
+    new_runner(dir, sizeof dir, tile, "chunks", chunks_runner);
+    char *out = run(dir, 4);
+    cr_expect_str_eq(out, "rc=0 launches=8 live=2 err=\n"
+                          "4 8 12\n16 20 24\n28 32 36\n40 44 48\n52 56 60\n64 68 72\n76 80 84\n88 92 96\n");
+    free(out);
+    out = run(dir, 5);
+    cr_expect_str_eq(out, "rc=1 launches=8 live=0 err=chunks: line 8: slice xc = x[(C*i)%(R + 1):(C*i)%(R + 1) + C] is out "
+                          "of bounds: start 8, stop 10, and 'x' has 8 rows\n");
+    free(out);
+    rm_dir(dir);
+}
+
 /* ---- an ahead-of-time wrapper embeds the choices tilec tune made (issue 31 item 3) ---- */
 
 /* The kernel mk of the fake driver (three variants; mk_v<i> takes mk_ms[i]

@@ -35,6 +35,22 @@ void esc_c_string(strbuf *b, const char *s, size_t n)
     sb_puts(b, "\"");
 }
 
+void esc_c_format(strbuf *b, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            sb_printf(b, "\\%c", *p);
+        else if (*p == '%')
+            sb_puts(b, "%%");
+        else if (*p == '\n')
+            sb_puts(b, "\\n");
+        else if (*p < 0x20 || *p >= 0x7f || *p == '?')
+            sb_printf(b, "\\%03o", *p);
+        else
+            sb_putc(b, (char)*p);
+    }
+}
+
 /* The length of the valid UTF-8 sequence at p (a non-ASCII lead byte), or 0. */
 static int utf8_len(const unsigned char *p)
 {
@@ -76,10 +92,13 @@ void esc_py_text(strbuf *b, const char *text, int doc, const char *cont)
     }
 }
 
-void esc_py_str(strbuf *b, const char *s, int fstring)
+/* esc_py_str's loop; pct: '%' doubled (esc_py_format) */
+static void py_str(strbuf *b, const char *s, int fstring, int pct)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        if (*p == '"' || *p == '\\')
+        if (pct && *p == '%')
+            sb_puts(b, "%%"), p++;
+        else if (*p == '"' || *p == '\\')
             sb_printf(b, "\\%c", *p++);
         else if (*p == '\n')
             sb_puts(b, "\\n"), p++;
@@ -98,6 +117,10 @@ void esc_py_str(strbuf *b, const char *s, int fstring)
             sb_putc(b, (char)*p++);
     }
 }
+
+void esc_py_format(strbuf *b, const char *s) { py_str(b, s, 0, 1); }
+
+void esc_py_str(strbuf *b, const char *s, int fstring) { py_str(b, s, fstring, 0); }
 
 /* The bytes of the .tile source: one b"..." literal per source line. */
 void esc_py_bytes(strbuf *b, const char *s, size_t n, const char *indent)

@@ -67,6 +67,13 @@ graph gs(x: f32[N], a: i64, b: i64) -> (y: f32[N]) {
     scale2(xs, ys, b - a);
     return y;
 }
+graph gp(x: f32[N], a: i64, b: i64) -> (y: f32[N]) {
+    let y = zeros(f32, [N]);
+    let xs = x[a % 7 : b];
+    let ys = y[a % 7 : b];
+    scale2(xs, ys, b - a % 7);
+    return y;
+}
 graph gl(x: f32[N], n: i64, C: i64) -> (y: f32[N]) {
     let y = zeros(f32, [N]);
     for i in 0 .. n {
@@ -202,10 +209,11 @@ class FakeDriverTests(unittest.TestCase):
         import ge
         import gf
         import gl
+        import gp
         import gs
         import gu
         cls.g8, cls.ge, cls.gf, cls.gs, cls.gl = g8, ge, gf, gs, gl  # g2: the compiled recipes' test, in a child
-        cls.gu = gu
+        cls.gu, cls.gp = gu, gp
         cls.n = 300
         cls.x = tilec.Buffer.from_bytes(array.array("f", range(cls.n)), (cls.n,), "f32")
 
@@ -234,6 +242,18 @@ class FakeDriverTests(unittest.TestCase):
             self.assertIn(f"gs: line {line}: slice xs = x[a:b] is out of bounds: start {a}, stop {b}, and 'x' has 300 rows",
                           str(e.exception))
         self.assertEqual(fake_state().launches, launches)
+
+    def test_a_slice_bound_with_a_percent_sign_names_itself_in_the_error(self):
+        # the message is a %-format in the wrapper: a bound's own % doubled there (util/escape.c
+        # esc_py_format), or the error raised is a TypeError about the format, not the slice's
+        y = self.gp.call(self.x, 10, 20)
+        self.assertEqual(y.tolist(), [2.0 * i if 3 <= i < 20 else 0.0 for i in range(self.n)])
+        self.gp.release(y)
+        line = SOURCE.splitlines().index("    let xs = x[a % 7 : b];") + 1
+        with self.assertRaises(ValueError) as e:
+            self.gp.call(self.x, 10, 310)
+        self.assertIn(f"gp: line {line}: slice xs = x[(a)%(7):b] is out of bounds: start 3, stop 310, and 'x' has 300 rows",
+                      str(e.exception))
 
     def test_a_for_loop_runs_its_body_per_iteration_with_its_memory_freed_each_time(self):
         # issue 35 item 4: y[i*C:(i+1)*C] = 4 x[...] for i < n, through t, a buffer of the body;
