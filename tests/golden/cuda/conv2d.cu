@@ -10232,10 +10232,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma(__ha
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<0>();
-            if (tl_lane == 0)
-                tl_mbar_arrive(tl_empty + tl_s * 8);
+            tl_wg_wait<1>();
+            if (tl_it > tl_it0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
+        tl_wg_wait<0>();
+        if (tl_it > tl_it0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:124
     { /* the tile into its staging (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -14655,10 +14658,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma(__h
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<0>();
-            if (tl_lane == 0)
-                tl_mbar_arrive(tl_empty + tl_s * 8);
+            tl_wg_wait<1>();
+            if (tl_it > tl_it0 && tl_lane == 0)
+                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
         }
+        tl_wg_wait<0>();
+        if (tl_it > tl_it0 && tl_lane == 0)
+            tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
