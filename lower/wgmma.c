@@ -1445,8 +1445,9 @@ void lower_wg_res_test(lw *L, const wg_plan *w)
 /* The consumer warp groups: wait for a slot, K/16 k16 steps of wgmma on
  * it, then wait for the previous slot's and hand that one back (one
  * group of wgmma in flight while the next slot is awaited; in the twins
- * of lower_wg_gather_one, whose copies are the limit, each slot back as
- * soon as its own wgmma are done). A is K-major
+ * of lower_wg_gather_one and the one-tile twins whose A is TMA's im2col
+ * box, whose copies are the limit, each slot back as soon as its own
+ * wgmma are done). A is K-major
  * in rows of w->arow bytes swizzled as wide (the descriptor's stride
  * byte offset: 8 such rows; its leading one unused), a k16 step 32 bytes
  * along a row, into the next box past 128 bytes; B is N-major in boxes
@@ -1486,9 +1487,13 @@ static void consumer(lw *L, const wg_plan *w, const val *acc, tilec_dtype d)
     lower_line(L, "    tl_wgmma_%s_n%lld%s(%s%s, %s, %s);", d == TILEC_DT_BF16 ? "bf16" : "f16", (long long)lower_wg_n(w),
                wgmma_sfx(w->amn, w->bk, w->pair, 0), acc->c, w->pair ? ", tl_acc1" : "", da, db);
     lower_line(L, "tl_wg_commit();");
-    if (one) {
+    if (w->gather && w->atma && (one || !w->persist)) {
         /* the slot back as soon as its own wgmma are done, not when the next slot has landed: these twins'
-         * consumers wait for their copies (not the tensor cores), so the ring keeps one more copy in flight */
+         * consumers wait for their copies (not the tensor cores), so the ring keeps one more copy in flight.
+         * The twins of lower_wg_gather_one (session 50) and, since session 51, the one-tile twins whose A is
+         * the im2col box (3-7% on the layers of one or two tiles an SM, bench/results/conv_s51b.md); not the
+         * persistent 128 x 128 ones: there ptxas spilled in the fused twin's epilogue (conv2d_nhwc_rows v0, two
+         * LDL a tile) and 1x1 56x56 C64 K256 fused ran 17% slower */
         lower_line(L, "tl_wg_wait<0>();");
         lower_line(L, "if (tl_lane == 0)");
         lower_line(L, "    tl_mbar_arrive(tl_empty + tl_s * 8);");

@@ -10535,11 +10535,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v0_tma_1(__
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
     { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -11471,11 +11470,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v1_tma_1(__
             for (int tl_q = 0; tl_q < 2; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
     { /* the tile into the ring (128-byte swizzle, 2 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -12308,11 +12306,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_f16_rows_v2_tma_1(__
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
     { /* the tile into the ring (128-byte swizzle, 1 boxes of 128 rows), then 16-byte stores of whole rows */
@@ -13147,11 +13144,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v3_tma_1(__
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
     { /* the tile into the ring (128-byte swizzle, 2 boxes of 64 rows), then 16-byte stores of whole rows */
@@ -14081,11 +14077,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_f16_rows_v4_tma_1(__
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:124
     { /* the tile into the ring (128-byte swizzle, 1 boxes of 64 rows), then 16-byte stores of whole rows */
@@ -14988,11 +14983,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v0_tma_1(_
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
@@ -15990,11 +15984,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v1_tma_1(_
             for (int tl_q = 0; tl_q < 2; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 512, 2), tl_wg_desc(tl_b + tl_q * 2048, 4096, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 12) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
@@ -16893,11 +16886,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) conv2d_nhwc_rows_v2_tma_1(_
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:153
     __half tl_t0[16];
@@ -17798,11 +17790,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v3_tma_1(_
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n128(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:153
     __half tl_t0[32];
@@ -18798,11 +18789,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) conv2d_nhwc_rows_v4_tma_1(_
             for (int tl_q = 0; tl_q < 4; ++tl_q)
                 tl_wgmma_f16_n64(v_acc, tl_wg_desc(tl_a + tl_q * 32, 16, 1024, 1), tl_wg_desc(tl_b + tl_q * 2048, 8192, 1024, 1));
             tl_wg_commit();
-            tl_wg_wait<1>();
-            if (tl_it > 0 && tl_lane == 0)
-                tl_mbar_arrive(tl_empty + ((tl_it - 1) % 6) * 8);
+            tl_wg_wait<0>();
+            if (tl_lane == 0)
+                tl_mbar_arrive(tl_empty + tl_s * 8);
         }
-        tl_wg_wait<0>();
     }
     // examples/conv2d.tile:153
     __half tl_t0[16];
