@@ -280,18 +280,39 @@ Test(layouts, attention_twin_trans_k, .timeout = 300)
 
 /* The persistent twins walking units (issue 30): bh = 64 heads of S = 260
  * (ragged: 3 query tiles of 128, 5 of 64) make 192 or 320 units, more
- * than the H200's 132 multiprocessors, so blocks walk two or three units
- * each with the ring's phases carried from one to the next (the tests
- * above, bh = 3, give a block one unit); every variant, causal and not,
- * against one reference each. */
+ * than the H200's 132 multiprocessors, so the blocks of a persistent twin
+ * (tilec_tma_meta.persistent 1, as the lowering writes it: every
+ * attention_d128, attention_d64's { BM = 64 } and { BN = 128 }; the other
+ * twins take a block a unit) walk two or three units each with the ring's
+ * phases carried from one to the next (the tests above, bh = 3, give a
+ * block one unit); every variant, causal and not, against one reference
+ * each. On a 9.0 device
+ * each variant must have its twin and each launch's TILEC_LOGS=tma line
+ * must name it (a persistent one "walking its units"), so a launch that
+ * yields to the variant's own kernel fails. */
 static void check_attention_walk(const char *kernel, int D)
 {
     const int bh = 64, S = 260;
     tilec_ctx *ctx;
     tilec_module *m;
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    int hopper = props.sm_major == 9 && props.sm_minor == 0;
+    tma_log log;
+    tma_log_start(&log);
+    setenv("TILEC_LOGS", "tma", 1); /* read when the twins are resolved */
     tilec_program *p = att_program("examples/attention.tile", &ctx, &m);
+    unsetenv("TILEC_LOGS");
+    free(tma_log_take(&log)); /* the build's "resolved" lines */
     const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
     cr_assert_not_null(k);
+    uint32_t nv = tilec_kernel_variant_count(k);
+    gk_twin tw[8];
+    cr_assert_leq(nv, 8);
+    for (uint32_t vi = 0; vi < nv; vi++) {
+        gk_twin_of(ctx, m, k, vi, &tw[vi]);
+        cr_expect(!hopper || tilec_program_has_twin(p, kernel, (int)vi), "%s variant %u: an sm_90a twin", kernel, vi);
+    }
     size_t n = (size_t)bh * S * D;
     double scale = 1.0 / sqrt((double)D);
     uint16_t *qh, *kh, *vh, *oh = malloc(n * 2);
@@ -300,18 +321,27 @@ static void check_attention_walk(const char *kernel, int D)
     uint64_t dq = put(qh, n * 2), dk = put(kh, n * 2), dv = put(vh, n * 2), dout = put(NULL, n * 2);
     for (int causal = 0; causal < 2; causal++) {
         attention_ref(q, kk, v, want, bh, S, D, causal, scale);
-        for (uint32_t vi = 0; vi < tilec_kernel_variant_count(k); vi++) {
+        for (uint32_t vi = 0; vi < nv; vi++) {
             CHECK_RT(tilec_rt_memset_d32(rt, dout, 0x7e007e00u, (n + 1) / 2)); /* f16 NaN */
-            tilec_rt_arg args[8] = {{.ptr = dq}, {.ptr = dk}, {.ptr = dv}, {.ptr = dout}, {.i32 = S}, {.i32 = bh},
-                                    {.i32 = causal}, {.f32 = (float)scale}};
+            tilec_rt_arg args[8] = {{.ptr = dq}, {.ptr = dk}, {.ptr = dv},     {.ptr = dout},
+                                    {.i32 = S},  {.i32 = bh}, {.i32 = causal}, {.f32 = (float)scale}};
             CHECK_RT(tilec_program_launch(p, kernel, (int)vi, args, 8, NULL));
             CHECK_RT(tilec_rt_synchronize(rt));
+            char *text = tma_log_take(&log);
+            if (hopper) {
+                cr_expect(tma_log_launched(text, &tw[vi]) == 1, "%s variant %u causal %d: not its twin %s:\n%s", kernel,
+                          vi, causal, tw[vi].name, text);
+                cr_expect(tw[vi].persistent != 1 || strstr(text, "; walking its units: "),
+                          "%s variant %u causal %d: the persistent twin does not walk:\n%s", kernel, vi, causal, text);
+            }
+            free(text);
             CHECK_RT(tilec_rt_memcpy_dtoh(rt, oh, dout, n * 2));
             for (size_t i = 0; i < n; i++)
                 got[i] = f16_to_f32(oh[i]);
             double err = rel_l2(got, want, n);
-            cr_expect_leq(err, 5e-3, "%s variant %u, %d heads of S = %d, causal %d (units walked): relative L2 error %g",
-                          kernel, vi, bh, S, causal, err);
+            cr_expect_leq(err, 5e-3,
+                          "%s variant %u, %d heads of S = %d, causal %d (units walked): relative L2 error %g", kernel,
+                          vi, bh, S, causal, err);
         }
     }
     const uint64_t dev[] = {dq, dk, dv, dout};
@@ -320,6 +350,7 @@ static void check_attention_walk(const char *kernel, int D)
         tilec_rt_free(rt, dev[i]);
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         free(host[i]);
+    tma_log_stop(&log);
     tilec_program_free(p);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
