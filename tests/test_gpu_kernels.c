@@ -1,8 +1,12 @@
 /* test_gpu_kernels.c: every example kernel, every variant, on the GPU
  * against a CPU reference: fresh random inputs (never zeros), sizes that
  * are and are not multiples of the tile, outputs poisoned with NaN before
- * each launch so an unwritten element fails. Without a GPU the binary
- * prints one SKIP line and succeeds. */
+ * each launch so an unwritten element fails. Most tests load the
+ * variant's own kernel (gk_load), which is never an sm_90a twin; the
+ * twins of the convolutions, reshape_matmul_pipe and copy_bounds run
+ * through a program, each launch's TILEC_LOGS=tma line read back to name
+ * the twin (conv_twins, twin_prog). Without a GPU the binary prints one
+ * SKIP line and succeeds. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -371,16 +375,85 @@ Test(gpu, layernorm, .timeout = 120) { check_layernorm("examples/layernorm.tile"
 Test(gpu, layernorm_rows, .timeout = 120) { check_layernorm("examples/layernorm_rows.tile", "layernorm_rows"); }
 Test(gpu, layernorm_tuned, .timeout = 300) { check_layernorm("bench/harness/rows_tuned.tile", "layernorm"); }
 
+/* A kernel of file through a program (tilec_program_build): on a 9.0
+ * device each variant must have its sm_90a twin, and twin_prog_launch
+ * reads each launch's TILEC_LOGS=tma line back to require the twin's name
+ * (a twin fed by cp.async alone, no tensor map, runs for any arguments):
+ * a launch that yields to the variant's own kernel fails. Elsewhere the
+ * program runs the variants' own kernels. */
+typedef struct twin_prog {
+    tilec_ctx *ctx;
+    tilec_module *m;
+    tilec_program *p;
+    const char *kernel;
+    int hopper;
+    tma_log log;
+    uint32_t nv;
+    gk_twin tw[8];
+} twin_prog;
+
+static void twin_prog_open(twin_prog *t, const char *file, const char *kernel)
+{
+    memset(t, 0, sizeof *t);
+    t->kernel = kernel;
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    t->hopper = props.sm_major == 9 && props.sm_minor == 0;
+    t->ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_parse_file(t->ctx, file, &t->m), TILEC_OK, "%s does not parse", file);
+    const tilec_kernel *k = tilec_module_find_kernel(t->m, kernel);
+    cr_assert_not_null(k, "no kernel %s in %s", kernel, file);
+    t->nv = tilec_kernel_variant_count(k);
+    cr_assert_leq(t->nv, 8);
+    for (uint32_t v = 0; v < t->nv; v++)
+        gk_twin_of(t->ctx, t->m, k, v, &t->tw[v]);
+    tma_log_start(&t->log);
+    setenv("TILEC_LOGS", "tma", 1); /* read when a twin is resolved */
+    tilec_build_options o = {.threads = 8};
+    tilec_status st = tilec_program_build(t->ctx, rt, t->m, &o, &t->p);
+    unsetenv("TILEC_LOGS");
+    free(tma_log_take(&t->log)); /* the build's "resolved" lines */
+    const tilec_diag *d = tilec_ctx_diag(t->ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s: %s", file, d ? d->message : "build failed");
+    for (uint32_t v = 0; v < t->nv; v++)
+        cr_expect(!t->hopper || tilec_program_has_twin(t->p, kernel, (int)v), "%s variant %u: an sm_90a twin", kernel,
+                  v);
+}
+
+/* Variant v through the program, finished; what says which case */
+static void twin_prog_launch(twin_prog *t, uint32_t v, const tilec_rt_arg *args, uint32_t nargs, const char *what)
+{
+    CHECK_RT(tilec_program_launch(t->p, t->kernel, (int)v, args, nargs, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    char *text = tma_log_take(&t->log);
+    if (t->hopper && !t->tw[v].nmaps)
+        cr_expect(tma_log_launched(text, &t->tw[v]) && !strstr(text, "not its twin"), "%s: not its twin %s:\n%s", what,
+                  t->tw[v].name, text);
+    else if (t->hopper)
+        cr_log_info("%s: %s", what, tma_log_launched(text, &t->tw[v]) ? "its twin" : "its own kernel");
+    free(text);
+}
+
+static void twin_prog_close(twin_prog *t)
+{
+    tma_log_stop(&t->log);
+    tilec_program_free(t->p);
+    tilec_module_free(t->m);
+    tilec_ctx_free(t->ctx);
+}
+
 static const int mm_shapes[][3] = {{1, 1, 1}, {64, 64, 64}, {127, 129, 33}, {256, 96, 1000}, {300, 257, 80}};
 
 /* C = A @ B with A stored [M, K], or (at) [K, M], and B stored [K, N], or
- * (bt) [N, K] (nn.Linear's weight). */
-static void check_matmul_t(const char *file, const char *kernel, int half, int at, int bt, double tol)
+ * (bt) [N, K] (nn.Linear's weight); each variant's own kernel, or (tp)
+ * through a program, its twin checked. */
+static void check_matmul_via(const char *file, const char *kernel, int half, int at, int bt, double tol, twin_prog *tp)
 {
-    uint32_t nv = variants_of(file, kernel);
+    uint32_t nv = tp ? tp->nv : variants_of(file, kernel);
     for (uint32_t v = 0; v < nv; v++) {
-        gk g;
-        load_or_fail(file, kernel, (int)v, &g);
+        gk g = {0};
+        if (!tp)
+            load_or_fail(file, kernel, (int)v, &g);
         for (size_t s = 0; s < sizeof mm_shapes / sizeof mm_shapes[0]; s++) {
             int M = mm_shapes[s][0], N = mm_shapes[s][1], K = mm_shapes[s][2];
             size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
@@ -403,9 +476,12 @@ static void check_matmul_t(const char *file, const char *kernel, int half, int a
             uint64_t db = half ? upload(bh, nb * 2) : upload(b, nb * 4);
             uint64_t dc = poisoned(nc);
             tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
-            CHECK_RT(gk_launch(&g, args, NULL));
-            char what[96];
-            snprintf(what, sizeof what, "%s variant %u, M=%d N=%d K=%d", kernel, v, M, N, K);
+            char what[112];
+            snprintf(what, sizeof what, "%s variant %u%s, M=%d N=%d K=%d", kernel, v, tp ? " (program)" : "", M, N, K);
+            if (tp)
+                twin_prog_launch(tp, v, args, 6, what);
+            else
+                CHECK_RT(gk_launch(&g, args, NULL));
             download_check(dc, want, nc, tol, what);
             tilec_rt_free(rt, da);
             tilec_rt_free(rt, db);
@@ -416,8 +492,14 @@ static void check_matmul_t(const char *file, const char *kernel, int half, int a
             free(bh);
             free(want);
         }
-        gk_free(&g);
+        if (!tp)
+            gk_free(&g);
     }
+}
+
+static void check_matmul_t(const char *file, const char *kernel, int half, int at, int bt, double tol)
+{
+    check_matmul_via(file, kernel, half, at, bt, tol, NULL);
 }
 
 static void check_matmul(const char *file, const char *kernel, int half, double tol)
@@ -449,6 +531,15 @@ Test(gpu, reshape_matmul_pipe, .timeout = 300)
 {
     check_matmul("tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe", 1, 1e-2);
 }
+/* and its sm_90a twin (lower/wggather.c: A gathered through the reshape by
+ * a cp.async producer warp group), through a program */
+Test(gpu, reshape_matmul_pipe_twin, .timeout = 300)
+{
+    twin_prog tp;
+    twin_prog_open(&tp, "tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe");
+    check_matmul_via("tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe", 1, 0, 0, 1e-2, &tp);
+    twin_prog_close(&tp);
+}
 
 /* The mask rule's saturating edge in a pipelined copy (lower/mask.c):
  * tests/gpu/run_bounds.tile's copy_bounds stops A's K at `lim` too, each
@@ -460,6 +551,8 @@ Test(gpu, copy_bounds_saturate, .timeout = 300)
     const int lims[] = {-2147483647 - 1, -2147483647 + 2, -7, 0, 1, 5, 7, 8, 9, 33, 44, 45, 2147483647};
     gk g;
     load_or_fail("tests/gpu/run_bounds.tile", "copy_bounds", 0, &g);
+    twin_prog tp; /* and its sm_90a twin (lower/wggather.c), through a program */
+    twin_prog_open(&tp, "tests/gpu/run_bounds.tile", "copy_bounds");
     size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
     float *a = random_floats(na), *b = random_floats(nb);
     uint16_t *ah = malloc(na * 2), *bh = malloc(nb * 2);
@@ -477,14 +570,21 @@ Test(gpu, copy_bounds_saturate, .timeout = 300)
                     sum += (double)a[(size_t)i * K + k] * b[(size_t)k * N + j];
                 want[(size_t)i * N + j] = sum;
             }
-        uint64_t dc = poisoned(nc);
-        tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}, {.i32 = lims[l]}};
-        CHECK_RT(gk_launch(&g, args, NULL));
-        char what[64];
-        snprintf(what, sizeof what, "copy_bounds lim=%d", lims[l]);
-        download_check(dc, want, nc, 1e-2, what);
-        tilec_rt_free(rt, dc);
+        for (int twin = 0; twin < 2; twin++) {
+            uint64_t dc = poisoned(nc);
+            tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc},     {.i32 = M},
+                                    {.i32 = N},  {.i32 = K},  {.i32 = lims[l]}};
+            char what[64];
+            snprintf(what, sizeof what, "copy_bounds%s lim=%d", twin ? " (program)" : "", lims[l]);
+            if (twin)
+                twin_prog_launch(&tp, 0, args, 7, what);
+            else
+                CHECK_RT(gk_launch(&g, args, NULL));
+            download_check(dc, want, nc, 1e-2, what);
+            tilec_rt_free(rt, dc);
+        }
     }
+    twin_prog_close(&tp);
     tilec_rt_free(rt, da);
     tilec_rt_free(rt, db);
     free(a);
