@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tilec/lower.h"
 #include "tilec/program.h"
@@ -254,6 +255,85 @@ static inline void gpu_expect_close(tilec_rt *rt, uint64_t dev, const double *wa
     double err = rel_l2(got, want, n);
     cr_expect_leq(err, tol, "%s: relative L2 error %g > %g", what, err, tol);
     free(got);
+}
+
+/* A variant's sm_90a twin as the lowering describes it
+ * (tilec_kernel_code.tma): its __global__ name, persistent kind (tilec/tma.h)
+ * and tensor maps. */
+typedef struct gk_twin {
+    char name[96];
+    uint32_t persistent, nmaps;
+} gk_twin;
+
+/* Variant v of k's twin into *tw; the lowering must write one. */
+static inline void gk_twin_of(tilec_ctx *ctx, const tilec_module *m, const tilec_kernel *k, uint32_t v, gk_twin *tw)
+{
+    tilec_kernel_code code;
+    cr_assert_eq(tilec_lower_kernel(ctx, m, k, (int)v, &code), TILEC_OK, "%s variant %u", tilec_kernel_name(k), v);
+    cr_assert_not_null(code.tma.name, "%s variant %u: the lowering wrote no sm_90a twin", tilec_kernel_name(k), v);
+    snprintf(tw->name, sizeof tw->name, "%s", code.tma.name);
+    tw->persistent = code.tma.persistent;
+    tw->nmaps = code.tma.nmaps;
+    tilec_kernel_code_free(&code);
+}
+
+/* What the runtime writes on stderr while it is captured (TILEC_LOGS=tma's
+ * lines: docs/runtime.md): fd 2 into a temporary file, read back after
+ * each launch, so that a test can name the kernel a launch ran. */
+typedef struct tma_log {
+    int saved;
+    FILE *rd;
+    char path[64];
+} tma_log;
+
+static inline void tma_log_start(tma_log *l)
+{
+    snprintf(l->path, sizeof l->path, "/tmp/tilec_tma_log_XXXXXX");
+    int fd = mkstemp(l->path);
+    cr_assert_geq(fd, 0, "mkstemp");
+    fflush(stderr);
+    l->saved = dup(2);
+    cr_assert(l->saved >= 0 && dup2(fd, 2) >= 0, "cannot capture stderr");
+    close(fd);
+    l->rd = fopen(l->path, "r");
+    cr_assert_not_null(l->rd);
+}
+
+/* Everything written since the last call (free() it). */
+static inline char *tma_log_take(tma_log *l)
+{
+    fflush(stderr);
+    clearerr(l->rd);
+    size_t cap = 4096, n = 0, got;
+    char *s = malloc(cap);
+    while (s && (got = fread(s + n, 1, cap - 1 - n, l->rd)) > 0)
+        if ((n += got) + 1 == cap)
+            s = realloc(s, cap *= 2);
+    cr_assert_not_null(s);
+    s[n] = 0;
+    return s;
+}
+
+static inline void tma_log_stop(tma_log *l)
+{
+    fflush(stderr);
+    dup2(l->saved, 2);
+    close(l->saved);
+    fclose(l->rd);
+    unlink(l->path);
+}
+
+/* In one launch's TILEC_LOGS=tma text: 1 where it launched twin tw itself
+ * ("launched sm_90a twin NAME, grid ..."), 2 its one-tile twin ("NAME_1
+ * (one tile a unit: WHY)"), 0 neither (the variant's own kernel: "launched
+ * NAME_vV, not its twin: WHY", or no line). */
+static inline int tma_log_launched(const char *text, const gk_twin *tw)
+{
+    char whole[sizeof tw->name + 64], one[sizeof tw->name + 64];
+    int nl = (int)sizeof tw->name - 1; /* a name fills its array at most */
+    snprintf(whole, sizeof whole, "launched sm_90a twin %.*s,", nl, tw->name);
+    snprintf(one, sizeof one, "launched sm_90a twin %.*s_1 (one tile a unit: ", nl, tw->name);
+    return strstr(text, whole) ? 1 : strstr(text, one) ? 2 : 0;
 }
 
 static inline void gpu_close(tilec_rt **rt)

@@ -1,8 +1,12 @@
 /* test_gpu_kernels.c: every example kernel, every variant, on the GPU
  * against a CPU reference: fresh random inputs (never zeros), sizes that
  * are and are not multiples of the tile, outputs poisoned with NaN before
- * each launch so an unwritten element fails. Without a GPU the binary
- * prints one SKIP line and succeeds. */
+ * each launch so an unwritten element fails. Most tests load the
+ * variant's own kernel (gk_load), which is never an sm_90a twin; the
+ * twins of the convolutions, reshape_matmul_pipe and copy_bounds run
+ * through a program, each launch's TILEC_LOGS=tma line read back to name
+ * the twin (conv_twins, twin_prog). Without a GPU the binary prints one
+ * SKIP line and succeeds. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -371,16 +375,85 @@ Test(gpu, layernorm, .timeout = 120) { check_layernorm("examples/layernorm.tile"
 Test(gpu, layernorm_rows, .timeout = 120) { check_layernorm("examples/layernorm_rows.tile", "layernorm_rows"); }
 Test(gpu, layernorm_tuned, .timeout = 300) { check_layernorm("bench/harness/rows_tuned.tile", "layernorm"); }
 
+/* A kernel of file through a program (tilec_program_build): on a 9.0
+ * device each variant must have its sm_90a twin, and twin_prog_launch
+ * reads each launch's TILEC_LOGS=tma line back to require the twin's name
+ * (a twin fed by cp.async alone, no tensor map, runs for any arguments):
+ * a launch that yields to the variant's own kernel fails. Elsewhere the
+ * program runs the variants' own kernels. */
+typedef struct twin_prog {
+    tilec_ctx *ctx;
+    tilec_module *m;
+    tilec_program *p;
+    const char *kernel;
+    int hopper;
+    tma_log log;
+    uint32_t nv;
+    gk_twin tw[8];
+} twin_prog;
+
+static void twin_prog_open(twin_prog *t, const char *file, const char *kernel)
+{
+    memset(t, 0, sizeof *t);
+    t->kernel = kernel;
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    t->hopper = props.sm_major == 9 && props.sm_minor == 0;
+    t->ctx = tilec_ctx_new();
+    cr_assert_eq(tilec_parse_file(t->ctx, file, &t->m), TILEC_OK, "%s does not parse", file);
+    const tilec_kernel *k = tilec_module_find_kernel(t->m, kernel);
+    cr_assert_not_null(k, "no kernel %s in %s", kernel, file);
+    t->nv = tilec_kernel_variant_count(k);
+    cr_assert_leq(t->nv, 8);
+    for (uint32_t v = 0; v < t->nv; v++)
+        gk_twin_of(t->ctx, t->m, k, v, &t->tw[v]);
+    tma_log_start(&t->log);
+    setenv("TILEC_LOGS", "tma", 1); /* read when a twin is resolved */
+    tilec_build_options o = {.threads = 8};
+    tilec_status st = tilec_program_build(t->ctx, rt, t->m, &o, &t->p);
+    unsetenv("TILEC_LOGS");
+    free(tma_log_take(&t->log)); /* the build's "resolved" lines */
+    const tilec_diag *d = tilec_ctx_diag(t->ctx, 0);
+    cr_assert_eq(st, TILEC_OK, "%s: %s", file, d ? d->message : "build failed");
+    for (uint32_t v = 0; v < t->nv; v++)
+        cr_expect(!t->hopper || tilec_program_has_twin(t->p, kernel, (int)v), "%s variant %u: an sm_90a twin", kernel,
+                  v);
+}
+
+/* Variant v through the program, finished; what says which case */
+static void twin_prog_launch(twin_prog *t, uint32_t v, const tilec_rt_arg *args, uint32_t nargs, const char *what)
+{
+    CHECK_RT(tilec_program_launch(t->p, t->kernel, (int)v, args, nargs, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    char *text = tma_log_take(&t->log);
+    if (t->hopper && !t->tw[v].nmaps)
+        cr_expect(tma_log_launched(text, &t->tw[v]) && !strstr(text, "not its twin"), "%s: not its twin %s:\n%s", what,
+                  t->tw[v].name, text);
+    else if (t->hopper)
+        cr_log_info("%s: %s", what, tma_log_launched(text, &t->tw[v]) ? "its twin" : "its own kernel");
+    free(text);
+}
+
+static void twin_prog_close(twin_prog *t)
+{
+    tma_log_stop(&t->log);
+    tilec_program_free(t->p);
+    tilec_module_free(t->m);
+    tilec_ctx_free(t->ctx);
+}
+
 static const int mm_shapes[][3] = {{1, 1, 1}, {64, 64, 64}, {127, 129, 33}, {256, 96, 1000}, {300, 257, 80}};
 
 /* C = A @ B with A stored [M, K], or (at) [K, M], and B stored [K, N], or
- * (bt) [N, K] (nn.Linear's weight). */
-static void check_matmul_t(const char *file, const char *kernel, int half, int at, int bt, double tol)
+ * (bt) [N, K] (nn.Linear's weight); each variant's own kernel, or (tp)
+ * through a program, its twin checked. */
+static void check_matmul_via(const char *file, const char *kernel, int half, int at, int bt, double tol, twin_prog *tp)
 {
-    uint32_t nv = variants_of(file, kernel);
+    uint32_t nv = tp ? tp->nv : variants_of(file, kernel);
     for (uint32_t v = 0; v < nv; v++) {
-        gk g;
-        load_or_fail(file, kernel, (int)v, &g);
+        gk g = {0};
+        if (!tp)
+            load_or_fail(file, kernel, (int)v, &g);
         for (size_t s = 0; s < sizeof mm_shapes / sizeof mm_shapes[0]; s++) {
             int M = mm_shapes[s][0], N = mm_shapes[s][1], K = mm_shapes[s][2];
             size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
@@ -403,9 +476,12 @@ static void check_matmul_t(const char *file, const char *kernel, int half, int a
             uint64_t db = half ? upload(bh, nb * 2) : upload(b, nb * 4);
             uint64_t dc = poisoned(nc);
             tilec_rt_arg args[6] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}};
-            CHECK_RT(gk_launch(&g, args, NULL));
-            char what[96];
-            snprintf(what, sizeof what, "%s variant %u, M=%d N=%d K=%d", kernel, v, M, N, K);
+            char what[112];
+            snprintf(what, sizeof what, "%s variant %u%s, M=%d N=%d K=%d", kernel, v, tp ? " (program)" : "", M, N, K);
+            if (tp)
+                twin_prog_launch(tp, v, args, 6, what);
+            else
+                CHECK_RT(gk_launch(&g, args, NULL));
             download_check(dc, want, nc, tol, what);
             tilec_rt_free(rt, da);
             tilec_rt_free(rt, db);
@@ -416,8 +492,14 @@ static void check_matmul_t(const char *file, const char *kernel, int half, int a
             free(bh);
             free(want);
         }
-        gk_free(&g);
+        if (!tp)
+            gk_free(&g);
     }
+}
+
+static void check_matmul_t(const char *file, const char *kernel, int half, int at, int bt, double tol)
+{
+    check_matmul_via(file, kernel, half, at, bt, tol, NULL);
 }
 
 static void check_matmul(const char *file, const char *kernel, int half, double tol)
@@ -449,6 +531,15 @@ Test(gpu, reshape_matmul_pipe, .timeout = 300)
 {
     check_matmul("tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe", 1, 1e-2);
 }
+/* and its sm_90a twin (lower/wggather.c: A gathered through the reshape by
+ * a cp.async producer warp group), through a program */
+Test(gpu, reshape_matmul_pipe_twin, .timeout = 300)
+{
+    twin_prog tp;
+    twin_prog_open(&tp, "tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe");
+    check_matmul_via("tests/gpu/reshape_matmul.tile", "reshape_matmul_pipe", 1, 0, 0, 1e-2, &tp);
+    twin_prog_close(&tp);
+}
 
 /* The mask rule's saturating edge in a pipelined copy (lower/mask.c):
  * tests/gpu/run_bounds.tile's copy_bounds stops A's K at `lim` too, each
@@ -460,6 +551,8 @@ Test(gpu, copy_bounds_saturate, .timeout = 300)
     const int lims[] = {-2147483647 - 1, -2147483647 + 2, -7, 0, 1, 5, 7, 8, 9, 33, 44, 45, 2147483647};
     gk g;
     load_or_fail("tests/gpu/run_bounds.tile", "copy_bounds", 0, &g);
+    twin_prog tp; /* and its sm_90a twin (lower/wggather.c), through a program */
+    twin_prog_open(&tp, "tests/gpu/run_bounds.tile", "copy_bounds");
     size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
     float *a = random_floats(na), *b = random_floats(nb);
     uint16_t *ah = malloc(na * 2), *bh = malloc(nb * 2);
@@ -477,14 +570,21 @@ Test(gpu, copy_bounds_saturate, .timeout = 300)
                     sum += (double)a[(size_t)i * K + k] * b[(size_t)k * N + j];
                 want[(size_t)i * N + j] = sum;
             }
-        uint64_t dc = poisoned(nc);
-        tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc}, {.i32 = M}, {.i32 = N}, {.i32 = K}, {.i32 = lims[l]}};
-        CHECK_RT(gk_launch(&g, args, NULL));
-        char what[64];
-        snprintf(what, sizeof what, "copy_bounds lim=%d", lims[l]);
-        download_check(dc, want, nc, 1e-2, what);
-        tilec_rt_free(rt, dc);
+        for (int twin = 0; twin < 2; twin++) {
+            uint64_t dc = poisoned(nc);
+            tilec_rt_arg args[7] = {{.ptr = da}, {.ptr = db}, {.ptr = dc},     {.i32 = M},
+                                    {.i32 = N},  {.i32 = K},  {.i32 = lims[l]}};
+            char what[64];
+            snprintf(what, sizeof what, "copy_bounds%s lim=%d", twin ? " (program)" : "", lims[l]);
+            if (twin)
+                twin_prog_launch(&tp, 0, args, 7, what);
+            else
+                CHECK_RT(gk_launch(&g, args, NULL));
+            download_check(dc, want, nc, 1e-2, what);
+            tilec_rt_free(rt, dc);
+        }
     }
+    twin_prog_close(&tp);
     tilec_rt_free(rt, da);
     tilec_rt_free(rt, db);
     free(a);
@@ -983,106 +1083,307 @@ Test(gpu, total_example, .timeout = 120)
 }
 
 /* examples/conv2d.tile: relu(conv2d + bias) (conv2d_nhwc), the plain
- * conv2d_f16, conv2d_f16_rows and its fused conv2d_nhwc_rows (A by TMA's
- * im2col mode on sm_90a where C and K are multiples of 8 halves, on a
- * persistent grid), f16 NHWC input, RSCK filter, f16
- * output, every variant, 3x3, 5x5 and 1x1, stride 1 and 2, with and
- * without padding, channels below, equal to and above BK, against a
- * double reference on the f16-rounded operands; the output is poisoned
- * (f16 NaN) before each launch. */
+ * conv2d_f16, conv2d_f16_rows and its fused conv2d_nhwc_rows, f16 NHWC
+ * input, RSCK filter, f16 output, every variant, 3x3, 5x5 and 1x1, stride
+ * 1 and 2, with and without padding, channels below, equal to and above
+ * BK, against a double reference on the f16-rounded operands; the output
+ * is poisoned (f16 NaN) before each launch. check_conv's launches go
+ * either to each variant's own kernel (gk_load: never an sm_90a twin) or
+ * through a program, which on a 9.0 device launches the variant's twin
+ * (conv_twins below, with TILEC_LOGS=tma read back to prove which kernel
+ * ran). */
 /* N, H, W, C, K, R(=S), stride, pad */
-static const int conv_shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1}, {1, 11, 7, 8, 70, 3, 2, 1}, {3, 5, 6, 32, 64, 1, 1, 0},
-                                     {1, 8, 8, 3, 5, 1, 2, 0},   {2, 7, 7, 80, 136, 3, 1, 1}, {2, 13, 11, 24, 32, 3, 2, 1},
-                                     {3, 8, 9, 16, 48, 1, 2, 0}, {2, 10, 10, 72, 64, 5, 2, 2},
-                                     /* the rows kernels only: more tiles than the H200's 132 SMs (at BM 128, BN 128:
-                                      * 144 and 150), so that a block of the persistent twin walks two */
-                                     {4, 48, 48, 64, 200, 1, 1, 0}, {6, 40, 40, 16, 136, 3, 1, 1},
+static const int conv_shapes[][8] = {{2, 9, 9, 16, 24, 3, 1, 1},
+                                     {1, 11, 7, 8, 70, 3, 2, 1},
+                                     {3, 5, 6, 32, 64, 1, 1, 0},
+                                     {1, 8, 8, 3, 5, 1, 2, 0},
+                                     {2, 7, 7, 80, 136, 3, 1, 1},
+                                     {2, 13, 11, 24, 32, 3, 2, 1},
+                                     {3, 8, 9, 16, 48, 1, 2, 0},
+                                     {2, 10, 10, 72, 64, 5, 2, 2},
+                                     /* from here (CONV_FEW) not the pixel-block kernels' own kernels: more tiles
+                                      * than the H200's 132 SMs (at BM 128, BN 128: 144 and 150), so that a block of
+                                      * the persistent twin walks two where the program forces it
+                                      * (TILEC_TMA_PERSIST=1, conv_twins) */
+                                     {4, 48, 48, 64, 200, 1, 1, 0},
+                                     {6, 40, 40, 16, 136, 3, 1, 1},
                                      /* one N tile (K <= BN) and 137 tiles at BM 128: B resident on the persistent
                                       * twin (lower/wgmma.c, persist_plan) where it walks (TILEC_TMA_PERSIST=1); C 16
                                       * below BK, B's boxes partly masked, its chunks by cp.async */
-                                     {4, 66, 66, 16, 64, 3, 1, 1}, {1, 132, 132, 64, 32, 3, 1, 1}};
+                                     {4, 66, 66, 16, 64, 3, 1, 1},
+                                     {1, 132, 132, 64, 32, 3, 1, 1},
+                                     /* 288 tiles at BM 128, BN 128 (more at smaller tiles): more than 2 a
+                                      * multiprocessor, so the launch's own rule walks them on the persistent twin
+                                      * (runtime/tma.c, TMA_GATHER_WALK) */
+                                     {2, 96, 96, 32, 136, 1, 1, 0}};
+#define CONV_FEW 8   /* conv_shapes below this: a few tiles, the gather twins' one-tile twin by the launch's rule */
+#define CONV_MANY 12 /* this one: the persistent twin walking by the launch's rule */
+#define CONV_VMAX 8  /* variants a kernel */
 
-/* Every variant of kernel (fused: relu(conv + bias), the bias after w)
- * at conv_shapes (the last four, the walking ones, where walk is set). */
-static void check_conv(const char *file, const char *kernel, int fused, int walk)
+/* A kernel check_conv runs: fused is relu(conv + bias), the bias after w */
+typedef struct conv_kernel {
+    const char *name;
+    int fused;
+    uint32_t nv;               /* its variants */
+    gk_twin twin[CONV_VMAX]; /* through a program: each variant's twin */
+} conv_kernel;
+
+/* How check_conv launches: g[k * CONV_VMAX + v], kernel k's variant v's
+ * own kernel, or program p, with log its TILEC_LOGS=tma lines where the
+ * device is a 9.0 one (NULL: not checked); persist the TILEC_TMA_PERSIST
+ * it was built under (NULL: the launch's rule). */
+typedef struct conv_via {
+    gk *g;
+    tilec_program *p;
+    const char *persist;
+    tma_log *log;
+} conv_via;
+
+/* The TILEC_LOGS=tma lines of one launch of variant v of ck at shape t
+ * must name its twin, and for a gather twin (persistent 5: A by TMA's
+ * im2col mode) the twin the mode and the tiles pick. A twin whose
+ * operands all come by cp.async (no tensor map) runs for any arguments;
+ * one with maps where every map's row is a multiple of 16 bytes: C halves
+ * a pixel, K a filter row (fits). Elsewhere the variant's own kernel may
+ * run: the line must say which. */
+static void expect_conv_twin(const conv_via *via, const conv_kernel *ck, uint32_t v, size_t t, int fits)
 {
-    uint32_t nv = variants_of(file, kernel);
-    for (uint32_t var = 0; var < nv; var++) {
-        gk g;
-        load_or_fail(file, kernel, (int)var, &g);
-        for (size_t t = 0; t < sizeof conv_shapes / sizeof conv_shapes[0]; t++) {
-            if (t >= 8 && !walk)
-                continue; /* the pixel-block kernels run one tile a block */
-            const int *sh = conv_shapes[t];
-            int N = sh[0], H = sh[1], W = sh[2], C = sh[3], K = sh[4], R = sh[5], S = R, st = sh[6], pad = sh[7];
-            int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
-            size_t nx = (size_t)N * H * W * C, nw = (size_t)K * R * S * C, ny = (size_t)N * OH * OW * K;
-            float *x = random_floats(nx), *w = random_floats(nw), *b = random_floats((size_t)K);
-            uint16_t *xh = malloc(nx * 2), *wh = malloc(nw * 2), *bh = malloc((size_t)K * 2), *yh = malloc(ny * 2);
-            for (size_t i = 0; i < nx; i++)
-                x[i] = f16_to_f32(xh[i] = f32_to_f16(x[i]));
-            for (size_t i = 0; i < nw; i++) /* w[r][s][c][k] */
-                w[i] = f16_to_f32(wh[i] = f32_to_f16(w[i]));
-            for (int i = 0; i < K; i++)
-                b[i] = f16_to_f32(bh[i] = f32_to_f16(b[i]));
-            double *want = malloc(ny * sizeof *want);
-            for (int n = 0; n < N; n++)
-                for (int oh = 0; oh < OH; oh++)
-                    for (int ow = 0; ow < OW; ow++)
-                        for (int k = 0; k < K; k++) {
-                            double acc = fused ? b[k] : 0.0;
-                            for (int r = 0; r < R; r++)
-                                for (int s = 0; s < S; s++) {
-                                    int h = oh * st + r - pad, v = ow * st + s - pad;
-                                    if (h < 0 || h >= H || v < 0 || v >= W)
-                                        continue;
-                                    for (int c = 0; c < C; c++)
-                                        acc += (double)x[(((size_t)n * H + h) * W + v) * C + c] *
-                                               w[(((size_t)r * S + s) * C + c) * K + k];
-                                }
-                            want[(((size_t)n * OH + oh) * OW + ow) * K + k] = fused && acc < 0 ? 0 : acc;
-                        }
-            uint64_t dx = upload(xh, nx * 2), dw = upload(wh, nw * 2), db = upload(bh, (size_t)K * 2);
-            uint64_t dy = dev_alloc(ny * 2);
-            CHECK_RT(tilec_rt_fill_async(rt, dy, 0x7e00, 2, ny, NULL)); /* f16 NaN */
-            tilec_rt_arg args[15] = {{.ptr = dx}, {.ptr = dw}, {.ptr = db}, {.ptr = dy}, {.i32 = N}, {.i32 = H},
-                                     {.i32 = W}, {.i32 = C}, {.i32 = K}, {.i32 = R}, {.i32 = S}, {.i32 = OH},
-                                     {.i32 = OW}, {.i32 = st}, {.i32 = pad}};
-            if (!fused) /* no bias */
-                memmove(&args[2], &args[3], 12 * sizeof args[0]);
-            CHECK_RT(gk_launch(&g, args, NULL));
-            CHECK_RT(tilec_rt_synchronize(rt));
-            CHECK_RT(tilec_rt_memcpy_dtoh(rt, yh, dy, ny * 2));
-            float *got = malloc(ny * sizeof *got);
-            for (size_t i = 0; i < ny; i++)
-                got[i] = f16_to_f32(yh[i]);
-            double err = rel_l2(got, want, ny);
-            cr_expect_leq(err, 2e-3, "%s %s variant %u N%d H%d W%d C%d K%d %dx%d stride %d pad %d: relative L2 error %g",
-                          file, kernel, var, N, H, W, C, K, R, S, st, pad, err);
-            tilec_rt_free(rt, dx);
-            tilec_rt_free(rt, dw);
-            tilec_rt_free(rt, db);
-            tilec_rt_free(rt, dy);
-            free(x), free(w), free(b), free(xh), free(wh), free(bh), free(yh), free(got), free(want);
-        }
-        gk_free(&g);
+    char *text = tma_log_take(via->log), line[160];
+    const gk_twin *tw = &ck->twin[v];
+    snprintf(line, sizeof line, "tilec tma: %s variant %u: launched ", ck->name, v);
+    int took = tma_log_launched(text, tw), took_whole = took == 1, took_one = took == 2;
+    const char *mode = via->persist ? via->persist : "unset";
+    cr_expect(strstr(text, line), "%s variant %u shape %zu (TILEC_TMA_PERSIST %s): no launch line:\n%s", ck->name, v, t,
+              mode, text);
+    if (fits || !tw->nmaps) {
+        cr_expect(took_whole || took_one, "%s variant %u shape %zu (TILEC_TMA_PERSIST %s): not its twin %s:\n%s",
+                  ck->name, v, t, mode, tw->name, text);
+        cr_expect_null(strstr(text, "not its twin"), "%s variant %u shape %zu: %s", ck->name, v, t, text);
+        if (tw->persistent != 5)
+            cr_expect(took_whole, "%s variant %u shape %zu: %s", ck->name, v, t, text);
+        else if (via->persist && !strcmp(via->persist, "1"))
+            cr_expect(took_whole && strstr(text, "walking its units: TILEC_TMA_PERSIST=1"),
+                      "%s variant %u shape %zu: the persistent twin, forced: %s", ck->name, v, t, text);
+        else if (!via->persist && t < CONV_FEW)
+            cr_expect(took_one && strstr(text, "few tiles a multiprocessor"),
+                      "%s variant %u shape %zu: the one-tile twin for a few tiles: %s", ck->name, v, t, text);
+        else if (!via->persist && t == CONV_MANY)
+            cr_expect(took_whole && strstr(text, "walking its units"),
+                      "%s variant %u shape %zu: the persistent twin walking its tiles: %s", ck->name, v, t, text);
+    } else {
+        cr_log_info("%s variant %u shape %zu: C or K not a multiple of 8 halves: %s", ck->name, v, t,
+                    took_whole || took_one ? "its twin" : "its own kernel");
     }
+    free(text);
+}
+
+/* Every variant of each kernel of file at conv_shapes (the last five, the
+ * walking ones, where walk is set), launched by each of the nvia ways; one
+ * reference a shape. */
+static void check_conv(const char *file, const conv_kernel *ks, size_t nk, int walk, const conv_via *via, size_t nvia)
+{
+    for (size_t t = 0; t < sizeof conv_shapes / sizeof conv_shapes[0]; t++) {
+        if (t >= CONV_FEW && !walk)
+            continue; /* the pixel-block kernels' own kernels run one tile a block */
+        const int *sh = conv_shapes[t];
+        int N = sh[0], H = sh[1], W = sh[2], C = sh[3], K = sh[4], R = sh[5], S = R, st = sh[6], pad = sh[7];
+        int OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
+        size_t nx = (size_t)N * H * W * C, nw = (size_t)K * R * S * C, ny = (size_t)N * OH * OW * K;
+        float *x = random_floats(nx), *w = random_floats(nw), *b = random_floats((size_t)K), *got = malloc(ny * 4);
+        uint16_t *xh = malloc(nx * 2), *wh = malloc(nw * 2), *bh = malloc((size_t)K * 2), *yh = malloc(ny * 2);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = f16_to_f32(xh[i] = f32_to_f16(x[i]));
+        for (size_t i = 0; i < nw; i++) /* w[r][s][c][k] */
+            w[i] = f16_to_f32(wh[i] = f32_to_f16(w[i]));
+        for (int i = 0; i < K; i++)
+            b[i] = f16_to_f32(bh[i] = f32_to_f16(b[i]));
+        double *plain = malloc(ny * sizeof *plain), *fused = malloc(ny * sizeof *fused);
+        for (int n = 0; n < N; n++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++)
+                    for (int k = 0; k < K; k++) {
+                        double acc = 0.0;
+                        for (int r = 0; r < R; r++)
+                            for (int s = 0; s < S; s++) {
+                                int h = oh * st + r - pad, v = ow * st + s - pad;
+                                if (h < 0 || h >= H || v < 0 || v >= W)
+                                    continue;
+                                for (int c = 0; c < C; c++)
+                                    acc += (double)x[(((size_t)n * H + h) * W + v) * C + c] *
+                                           w[(((size_t)r * S + s) * C + c) * K + k];
+                            }
+                        size_t o = (((size_t)n * OH + oh) * OW + ow) * K + k;
+                        plain[o] = acc;
+                        fused[o] = acc + b[k] < 0 ? 0 : acc + b[k];
+                    }
+        uint64_t dx = upload(xh, nx * 2), dw = upload(wh, nw * 2), db = upload(bh, (size_t)K * 2);
+        uint64_t dy = dev_alloc(ny * 2);
+        for (size_t a = 0; a < nvia; a++)
+            for (size_t kf = 0; kf < nk; kf++)
+                for (uint32_t var = 0; var < ks[kf].nv; var++) {
+                    CHECK_RT(tilec_rt_fill_async(rt, dy, 0x7e00, 2, ny, NULL)); /* f16 NaN */
+                    tilec_rt_arg args[15] = {{.ptr = dx}, {.ptr = dw}, {.ptr = db}, {.ptr = dy}, {.i32 = N},
+                                             {.i32 = H},  {.i32 = W},  {.i32 = C},  {.i32 = K},  {.i32 = R},
+                                             {.i32 = S},  {.i32 = OH}, {.i32 = OW}, {.i32 = st}, {.i32 = pad}};
+                    uint32_t nargs = 15;
+                    if (!ks[kf].fused) { /* no bias */
+                        memmove(&args[2], &args[3], 12 * sizeof args[0]);
+                        nargs = 14;
+                    }
+                    if (via[a].p)
+                        CHECK_RT(tilec_program_launch(via[a].p, ks[kf].name, (int)var, args, nargs, NULL));
+                    else
+                        CHECK_RT(gk_launch(&via[a].g[kf * CONV_VMAX + var], args, NULL));
+                    CHECK_RT(tilec_rt_synchronize(rt));
+                    CHECK_RT(tilec_rt_memcpy_dtoh(rt, yh, dy, ny * 2));
+                    if (via[a].log)
+                        expect_conv_twin(&via[a], &ks[kf], var, t, C % 8 == 0 && K % 8 == 0);
+                    for (size_t i = 0; i < ny; i++)
+                        got[i] = f16_to_f32(yh[i]);
+                    double err = rel_l2(got, ks[kf].fused ? fused : plain, ny);
+                    char how[48] = "";
+                    if (via[a].p)
+                        snprintf(how, sizeof how, " (program, TILEC_TMA_PERSIST %s)",
+                                 via[a].persist ? via[a].persist : "unset");
+                    cr_expect_leq(err, 2e-3,
+                                  "%s %s variant %u%s N%d H%d W%d C%d K%d %dx%d stride %d pad %d: relative L2 error %g",
+                                  file, ks[kf].name, var, how, N, H, W, C, K, R, S, st, pad, err);
+                }
+        tilec_rt_free(rt, dx);
+        tilec_rt_free(rt, dw);
+        tilec_rt_free(rt, db);
+        tilec_rt_free(rt, dy);
+        free(x), free(w), free(b), free(xh), free(wh), free(bh), free(yh), free(got), free(plain), free(fused);
+    }
+}
+
+/* Every variant of kernel through its own kernel (gk_load). */
+static void check_conv_own(const char *file, const char *kernel, int fused, int walk)
+{
+    conv_kernel ck = {kernel, fused, variants_of(file, kernel), {{"", 0, 0}}};
+    cr_assert_leq(ck.nv, CONV_VMAX);
+    gk g[CONV_VMAX];
+    for (uint32_t v = 0; v < ck.nv; v++)
+        load_or_fail(file, kernel, (int)v, &g[v]);
+    conv_via via = {g, NULL, NULL, NULL};
+    check_conv(file, &ck, 1, walk, &via, 1);
+    for (uint32_t v = 0; v < ck.nv; v++)
+        gk_free(&g[v]);
 }
 
 Test(gpu, conv2d_example, .timeout = 600)
 {
     static const char *const kernels[] = {"conv2d_nhwc", "conv2d_f16", "conv2d_f16_rows", "conv2d_nhwc_rows"};
     for (int kf = 0; kf < 4; kf++)
-        check_conv("examples/conv2d.tile", kernels[kf], kf == 0 || kf == 3, kf >= 2);
+        check_conv_own("examples/conv2d.tile", kernels[kf], kf == 0 || kf == 3, kf >= 2);
 }
 
 /* tests/conv_forms: convolutions written from the docs alone (the flat
- * rows with `(pixel)[:, None] * C` and `p < N * OH * OW`, A by TMA's
- * im2col mode on sm_90a; the tap by tap loops), every variant. */
+ * rows with `(pixel)[:, None] * C` and `p < N * OH * OW`; the tap by tap
+ * loops), every variant's own kernel. */
 Test(gpu, conv2d_from_the_docs, .timeout = 600)
 {
-    check_conv("tests/conv_forms/conv_gemm.tile", "conv_gemm", 0, 1);
-    check_conv("tests/conv_forms/conv_taps.tile", "conv_taps", 0, 0);
+    check_conv_own("tests/conv_forms/conv_gemm.tile", "conv_gemm", 0, 1);
+    check_conv_own("tests/conv_forms/conv_taps.tile", "conv_taps", 0, 0);
+}
+
+/* The sm_90a twins users run (issue 30): the kernels of file through a
+ * program, built twice from one kernel cache (the second build loads the
+ * first's images): under the launch's own rule and with
+ * TILEC_TMA_PERSIST=1 (every gather twin's persistent kernel, its blocks
+ * walking the tiles past the multiprocessors), where the persist mode
+ * matters (persist set). On a 9.0 device every variant must have its twin
+ * (tilec_program_has_twin) and each launch's TILEC_LOGS=tma line must name
+ * it (expect_conv_twin), so a twin that yields to the variant's own kernel
+ * fails; elsewhere the program runs the variants' own kernels. Every
+ * shape of conv_shapes, the output poisoned, one reference for all. */
+static void conv_twins(const char *file, conv_kernel *ks, size_t nk, int persist)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/tilec_gpu_conv_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    int hopper = props.sm_major == 9 && props.sm_minor == 0;
+    tilec_ctx *ctx = tilec_ctx_new();
+    tilec_module *m = NULL;
+    cr_assert_eq(tilec_parse_file(ctx, file, &m), TILEC_OK, "%s does not parse", file);
+    for (size_t kf = 0; kf < nk; kf++) { /* each variant's twin, as the lowering names it */
+        const tilec_kernel *k = tilec_module_find_kernel(m, ks[kf].name);
+        cr_assert_not_null(k, "no kernel %s in %s", ks[kf].name, file);
+        ks[kf].nv = tilec_kernel_variant_count(k);
+        cr_assert_leq(ks[kf].nv, CONV_VMAX);
+        for (uint32_t v = 0; v < ks[kf].nv; v++)
+            gk_twin_of(ctx, m, k, v, &ks[kf].twin[v]);
+    }
+    tilec_cache *cache = NULL;
+    cr_assert_eq(tilec_cache_open(dir, &cache), TILEC_RT_OK);
+    tma_log log;
+    tma_log_start(&log);
+    setenv("TILEC_LOGS", "tma", 1); /* read when a twin is resolved, as TILEC_TMA_PERSIST */
+    static const char *const modes[] = {NULL, "1"};
+    tilec_program *p[2] = {NULL, NULL};
+    conv_via via[2];
+    size_t nvia = persist ? 2 : 1;
+    for (size_t i = 0; i < nvia; i++) {
+        if (modes[i])
+            setenv("TILEC_TMA_PERSIST", modes[i], 1);
+        else
+            unsetenv("TILEC_TMA_PERSIST");
+        tilec_build_options o = {.threads = 8, .cache = cache};
+        tilec_status st = tilec_program_build(ctx, rt, m, &o, &p[i]);
+        const tilec_diag *d = tilec_ctx_diag(ctx, 0);
+        cr_assert_eq(st, TILEC_OK, "%s: %s", file, d ? d->message : "build failed");
+        for (size_t kf = 0; kf < nk; kf++)
+            for (uint32_t v = 0; v < ks[kf].nv; v++) {
+                if (hopper)
+                    cr_expect(tilec_program_has_twin(p[i], ks[kf].name, (int)v), "%s variant %u: an sm_90a twin",
+                              ks[kf].name, v);
+                else
+                    cr_log_info("not a 9.0 device: %s variant %u through its own kernel", ks[kf].name, v);
+            }
+        via[i] = (conv_via){NULL, p[i], modes[i], hopper ? &log : NULL};
+    }
+    unsetenv("TILEC_TMA_PERSIST");
+    unsetenv("TILEC_LOGS");
+    free(tma_log_take(&log)); /* the builds' "resolved" lines */
+    check_conv(file, ks, nk, 1, via, nvia);
+    tma_log_stop(&log);
+    for (size_t i = 0; i < nvia; i++)
+        tilec_program_free(p[i]);
+    tilec_cache_close(cache);
+    tilec_module_free(m);
+    tilec_ctx_free(ctx);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0, "cannot remove %s", dir);
+}
+
+/* The rows kernels' twins (lower/wgim2col.c: A by TMA's im2col mode, B by
+ * TMA, wgmma; a persistent twin and its one-tile twin NAME_1), plain and
+ * fused with bias and relu: what bench/harness's conv rows time against
+ * cuDNN. */
+Test(gpu, conv2d_rows_twins, .timeout = 300)
+{
+    conv_kernel ks[] = {{"conv2d_f16_rows", 0, 0, {{"", 0, 0}}}, {"conv2d_nhwc_rows", 1, 0, {{"", 0, 0}}}};
+    conv_twins("examples/conv2d.tile", ks, 2, 1);
+}
+
+/* The pixel-block kernels' twins (lower/wggather.c: A gathered by a
+ * cp.async producer warp group, B by cp.async or TMA, wgmma; one tile a
+ * block) */
+Test(gpu, conv2d_pixel_block_twins, .timeout = 300)
+{
+    conv_kernel ks[] = {{"conv2d_f16", 0, 0, {{"", 0, 0}}}, {"conv2d_nhwc", 1, 0, {{"", 0, 0}}}};
+    conv_twins("examples/conv2d.tile", ks, 2, 0);
+}
+
+/* tests/conv_forms/conv_gemm.tile, written from the docs alone: its
+ * twins are the rows kernels' (A by TMA's im2col mode) */
+Test(gpu, conv2d_from_the_docs_twins, .timeout = 300)
+{
+    conv_kernel ks[] = {{"conv_gemm", 0, 0, {{"", 0, 0}}}};
+    conv_twins("tests/conv_forms/conv_gemm.tile", ks, 1, 1);
 }
 
 /* examples/conv2d_f32.tile: f32 NCHW input, KCRS filter (torch's

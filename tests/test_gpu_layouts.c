@@ -154,17 +154,24 @@ typedef struct att_run {
     int v;
     int kds;      /* K given as [D, S] per (batch, head) */
     double scale; /* 0: 1 / sqrt(D) */
+    tma_log *log; /* a program's TILEC_LOGS=tma lines on a 9.0 device, each launch's checked (NULL: not) */
+    const gk_twin *tw; /* with log: the variant's twin */
 } att_run;
 
-/* One kernel of file as a program (its sm_90a twins included on a 9.0
- * device), or NULL with the reason logged. */
-static tilec_program *att_program(const char *file, tilec_ctx **ctx, tilec_module **m)
+/* File as a program (its sm_90a twins included on a 9.0 device; the
+ * build failing fails the test), stderr captured into log from here on
+ * with TILEC_LOGS=tma read by the build (tma_log_stop it). */
+static tilec_program *att_program(const char *file, tilec_ctx **ctx, tilec_module **m, tma_log *log)
 {
     *ctx = tilec_ctx_new();
     cr_assert_eq(tilec_parse_file(*ctx, file, m), TILEC_OK, "%s does not parse", file);
+    tma_log_start(log);
+    setenv("TILEC_LOGS", "tma", 1); /* read when the twins are resolved */
     tilec_build_options o = {.threads = 8};
     tilec_program *p = NULL;
     tilec_status st = tilec_program_build(*ctx, rt, *m, &o, &p);
+    unsetenv("TILEC_LOGS");
+    free(tma_log_take(log)); /* the build's "resolved" lines */
     const tilec_diag *d = tilec_ctx_diag(*ctx, 0);
     cr_assert_eq(st, TILEC_OK, "%s: %s", file, d ? d->message : "build failed");
     return p;
@@ -205,6 +212,14 @@ static void check_attention_run(const att_run *r, int D)
             uint16_t *oh = malloc(n * 2 + 2);
             float *got = malloc(n * sizeof *got);
             CHECK_RT(tilec_rt_synchronize(rt));
+            if (r->log) { /* the twin, except where K^T's rows (S halves) are no multiple of 16 bytes */
+                char *text = tma_log_take(r->log);
+                if (!(r->kds && S % 8))
+                    cr_expect(tma_log_launched(text, r->tw) && !strstr(text, "not its twin"),
+                              "%s variant %d S=%d causal=%d: not its twin %s:\n%s", r->kernel, r->v, S, causal,
+                              r->tw->name, text);
+                free(text);
+            }
             CHECK_RT(tilec_rt_memcpy_dtoh(rt, oh, dout, n * 2));
             for (size_t i = 0; i < n; i++)
                 got[i] = f16_to_f32(oh[i]);
@@ -241,25 +256,32 @@ static void check_attention_in(const char *file, const char *kernel, int D, uint
  * its sm_90a twin (lower/wgattn.c: wgmma, its rings filled by TMA, or by a
  * cp.async producer warp group where no map describes a load) and the
  * program launches it (or the variant's own kernel where an argument is
- * no tensor map's: K given as [D, S] with S not a multiple of 8). */
+ * no tensor map's: K given as [D, S] with S not a multiple of 8); each
+ * launch's TILEC_LOGS=tma line must name the twin, so a launch that
+ * yields to the variant's own kernel elsewhere fails. */
 static void check_attention_twins(const char *file, const char *kernel, int D, int kds, double scale)
 {
     tilec_ctx *ctx;
     tilec_module *m;
-    tilec_program *p = att_program(file, &ctx, &m);
+    tma_log log;
+    tilec_program *p = att_program(file, &ctx, &m, &log);
     tilec_rt_device_props props;
     CHECK_RT(tilec_rt_device_info(rt, &props));
     int hopper = props.sm_major == 9 && props.sm_minor == 0;
     const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
     cr_assert_not_null(k, "no kernel %s in %s", kernel, file);
     for (uint32_t v = 0; v < tilec_kernel_variant_count(k); v++) {
+        gk_twin tw;
+        gk_twin_of(ctx, m, k, v, &tw);
         if (hopper)
             cr_expect(tilec_program_has_twin(p, kernel, (int)v), "%s variant %u: an sm_90a twin", kernel, v);
         else
             cr_log_info("not a 9.0 device: %s variant %u through its own kernel", kernel, v);
-        att_run r = {.p = p, .kernel = kernel, .v = (int)v, .kds = kds, .scale = scale};
+        att_run r = {
+            .p = p, .kernel = kernel, .v = (int)v, .kds = kds, .scale = scale, .log = hopper ? &log : NULL, .tw = &tw};
         check_attention_run(&r, D);
     }
+    tma_log_stop(&log);
     tilec_program_free(p);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
@@ -280,18 +302,35 @@ Test(layouts, attention_twin_trans_k, .timeout = 300)
 
 /* The persistent twins walking units (issue 30): bh = 64 heads of S = 260
  * (ragged: 3 query tiles of 128, 5 of 64) make 192 or 320 units, more
- * than the H200's 132 multiprocessors, so blocks walk two or three units
- * each with the ring's phases carried from one to the next (the tests
- * above, bh = 3, give a block one unit); every variant, causal and not,
- * against one reference each. */
+ * than the H200's 132 multiprocessors, so the blocks of a persistent twin
+ * (tilec_tma_meta.persistent 1, as the lowering writes it: every
+ * attention_d128, attention_d64's { BM = 64 } and { BN = 128 }; the other
+ * twins take a block a unit) walk two or three units each with the ring's
+ * phases carried from one to the next (the tests above, bh = 3, give a
+ * block one unit); every variant, causal and not, against one reference
+ * each. On a 9.0 device
+ * each variant must have its twin and each launch's TILEC_LOGS=tma line
+ * must name it (a persistent one "walking its units"), so a launch that
+ * yields to the variant's own kernel fails. */
 static void check_attention_walk(const char *kernel, int D)
 {
     const int bh = 64, S = 260;
     tilec_ctx *ctx;
     tilec_module *m;
-    tilec_program *p = att_program("examples/attention.tile", &ctx, &m);
+    tilec_rt_device_props props;
+    CHECK_RT(tilec_rt_device_info(rt, &props));
+    int hopper = props.sm_major == 9 && props.sm_minor == 0;
+    tma_log log;
+    tilec_program *p = att_program("examples/attention.tile", &ctx, &m, &log);
     const tilec_kernel *k = tilec_module_find_kernel(m, kernel);
     cr_assert_not_null(k);
+    uint32_t nv = tilec_kernel_variant_count(k);
+    gk_twin tw[8];
+    cr_assert_leq(nv, 8);
+    for (uint32_t vi = 0; vi < nv; vi++) {
+        gk_twin_of(ctx, m, k, vi, &tw[vi]);
+        cr_expect(!hopper || tilec_program_has_twin(p, kernel, (int)vi), "%s variant %u: an sm_90a twin", kernel, vi);
+    }
     size_t n = (size_t)bh * S * D;
     double scale = 1.0 / sqrt((double)D);
     uint16_t *qh, *kh, *vh, *oh = malloc(n * 2);
@@ -300,18 +339,27 @@ static void check_attention_walk(const char *kernel, int D)
     uint64_t dq = put(qh, n * 2), dk = put(kh, n * 2), dv = put(vh, n * 2), dout = put(NULL, n * 2);
     for (int causal = 0; causal < 2; causal++) {
         attention_ref(q, kk, v, want, bh, S, D, causal, scale);
-        for (uint32_t vi = 0; vi < tilec_kernel_variant_count(k); vi++) {
+        for (uint32_t vi = 0; vi < nv; vi++) {
             CHECK_RT(tilec_rt_memset_d32(rt, dout, 0x7e007e00u, (n + 1) / 2)); /* f16 NaN */
-            tilec_rt_arg args[8] = {{.ptr = dq}, {.ptr = dk}, {.ptr = dv}, {.ptr = dout}, {.i32 = S}, {.i32 = bh},
-                                    {.i32 = causal}, {.f32 = (float)scale}};
+            tilec_rt_arg args[8] = {{.ptr = dq}, {.ptr = dk}, {.ptr = dv},     {.ptr = dout},
+                                    {.i32 = S},  {.i32 = bh}, {.i32 = causal}, {.f32 = (float)scale}};
             CHECK_RT(tilec_program_launch(p, kernel, (int)vi, args, 8, NULL));
             CHECK_RT(tilec_rt_synchronize(rt));
+            char *text = tma_log_take(&log);
+            if (hopper) {
+                cr_expect(tma_log_launched(text, &tw[vi]) == 1, "%s variant %u causal %d: not its twin %s:\n%s", kernel,
+                          vi, causal, tw[vi].name, text);
+                cr_expect(tw[vi].persistent != 1 || strstr(text, "; walking its units: "),
+                          "%s variant %u causal %d: the persistent twin does not walk:\n%s", kernel, vi, causal, text);
+            }
+            free(text);
             CHECK_RT(tilec_rt_memcpy_dtoh(rt, oh, dout, n * 2));
             for (size_t i = 0; i < n; i++)
                 got[i] = f16_to_f32(oh[i]);
             double err = rel_l2(got, want, n);
-            cr_expect_leq(err, 5e-3, "%s variant %u, %d heads of S = %d, causal %d (units walked): relative L2 error %g",
-                          kernel, vi, bh, S, causal, err);
+            cr_expect_leq(err, 5e-3,
+                          "%s variant %u, %d heads of S = %d, causal %d (units walked): relative L2 error %g", kernel,
+                          vi, bh, S, causal, err);
         }
     }
     const uint64_t dev[] = {dq, dk, dv, dout};
@@ -320,6 +368,7 @@ static void check_attention_walk(const char *kernel, int D)
         tilec_rt_free(rt, dev[i]);
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
         free(host[i]);
+    tma_log_stop(&log);
     tilec_program_free(p);
     tilec_module_free(m);
     tilec_ctx_free(ctx);
