@@ -694,9 +694,9 @@ const tilec_expr *lower_index_canon(lw *L, const tilec_expr *e);
  * indices of pa (either order, `B > I` too): the bounds' integer
  * parameters into bound[axis]; 0 when it is anything else. */
 int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bound[2]);
-/* The index of parameter e (a pointer when ptr, else an i32 or i64) that
- * no let shadows and nothing assigns, followed through scalar lets and
- * casts when follow; -1 otherwise. */
+/* The index of parameter e (a pointer when ptr is 1, an i32 or i64 when
+ * 0, any integer when 2) that no let shadows and nothing assigns, followed
+ * through scalar lets and casts when follow; -1 otherwise. */
 int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow);
 /* How many times `name` is let in b and the blocks inside it. */
 int lower_lets_of(const tilec_block *b, const char *name);
@@ -1196,6 +1196,10 @@ int lower_ix_wide_name(const lw *L, const char *name); /* assigned a 64-bit valu
 /* The loop's variable, of 64 bits when wide, is proven not to wrap past
  * its last trip (hi - 1 + step fits, step > 0). */
 int lower_ix_loop_safe(const lw *L, const tilec_stmt *s, int wide);
+/* The loop's variable may count unsigned (lo >= 0 and st > 0 proven, and
+ * u + st cannot wrap the unsigned type of that width); *hi0: hi >= 0 is
+ * proven too, so (unsigned)hi is hi. */
+int lower_ix_loop_from0(const lw *L, const tilec_stmt *s, int wide, int *hi0);
 /* The advance of loop s's variable v in its header (stmt.c), toward hi by
  * st (mult loop steps at once): `v += st` where index64.c proves it cannot
  * wrap, else a step taken only while v + st stays below hi (docs/lowering.md,

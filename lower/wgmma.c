@@ -801,7 +801,7 @@ static void wg_trips(lw *L, const tilec_stmt *loop, wg_plan *w)
         hi = lower_look(L, hi->args[0]); /* ceil(ceil(P / c) / S) = ceil(P / (c * S)) */
     else
         c = 1;
-    int p = lower_param_of(L, hi, 0, 1);
+    int p = lower_param_of(L, hi, 2, 1); /* a u32 or u64 too: the launch reads it whole (runtime/tma.c) */
     if (p < 0 || c > UINT32_MAX / st)
         return;
     w->kbound = (uint32_t)p;

@@ -301,7 +301,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -388,7 +389,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -704,7 +706,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -791,7 +794,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1107,7 +1111,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -1194,7 +1199,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1510,7 +1516,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -1597,7 +1604,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1913,7 +1921,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2000,7 +2009,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -2316,7 +2326,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2403,7 +2414,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -2719,7 +2731,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2806,7 +2819,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3122,7 +3136,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -3209,7 +3224,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3525,7 +3541,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -3612,7 +3629,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3928,7 +3946,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4015,7 +4034,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -4331,7 +4351,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4418,7 +4439,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -4734,7 +4756,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4821,7 +4844,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5105,7 +5129,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5184,7 +5209,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5436,7 +5462,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5515,7 +5542,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5767,7 +5795,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5846,7 +5875,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6098,7 +6128,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6177,7 +6208,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6429,7 +6461,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6508,7 +6541,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6760,7 +6794,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6839,7 +6874,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -7286,7 +7322,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -7334,7 +7371,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -7472,7 +7510,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -8038,7 +8077,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -8086,7 +8126,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -8224,7 +8265,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -8790,7 +8832,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -8838,7 +8881,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -8976,7 +9020,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -9542,7 +9587,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -9590,7 +9636,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -9728,7 +9775,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -10294,7 +10342,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -10342,7 +10391,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -10480,7 +10530,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -11046,7 +11097,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -11094,7 +11146,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -11232,7 +11285,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -11798,7 +11852,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -11846,7 +11901,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -11984,7 +12040,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -12550,7 +12607,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -12598,7 +12656,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -12736,7 +12795,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -13302,7 +13362,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -13350,7 +13411,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -13488,7 +13550,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -14054,7 +14117,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -14102,7 +14166,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -14240,7 +14305,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -14806,7 +14872,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -14854,7 +14921,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -14992,7 +15060,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -15558,7 +15627,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -15606,7 +15676,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -15744,7 +15815,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -16254,7 +16326,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -16302,7 +16375,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -16416,7 +16490,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -16886,7 +16961,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -16934,7 +17010,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -17048,7 +17125,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -17518,7 +17596,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -17566,7 +17645,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -17680,7 +17760,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -18150,7 +18231,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -18198,7 +18280,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -18312,7 +18395,8 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -18782,7 +18866,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -18830,7 +18915,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -18944,7 +19030,8 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -19414,7 +19501,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -19462,7 +19550,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -19576,7 +19665,8 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -20011,7 +20101,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -20091,7 +20182,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -20185,7 +20277,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -20601,7 +20694,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -20681,7 +20775,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -20775,7 +20870,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -21191,7 +21287,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -21271,7 +21368,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -21365,7 +21463,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -21781,7 +21880,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -21861,7 +21961,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -21955,7 +22056,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -22331,7 +22433,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -22403,7 +22506,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -22489,7 +22593,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -22825,7 +22930,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -22897,7 +23003,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -22983,7 +23090,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -23443,7 +23551,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -23530,7 +23639,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -23707,7 +23817,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -24315,7 +24426,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -24402,7 +24514,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -24579,7 +24692,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -25187,7 +25301,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -25274,7 +25389,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -25451,7 +25567,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -26059,7 +26176,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -26146,7 +26264,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -26323,7 +26442,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -26891,7 +27011,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -26978,7 +27099,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -27131,7 +27253,8 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -27659,7 +27782,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
         }
     } else {
         // examples/llm.tile:210
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -27746,7 +27870,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -27899,7 +28024,8 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+                int v_c0 = (int)tl_u_v_c0;
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -28134,7 +28260,8 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28257,7 +28384,8 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28380,7 +28508,8 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28503,7 +28632,8 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28626,7 +28756,8 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28749,7 +28880,8 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28872,7 +29004,8 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28995,7 +29128,8 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29118,7 +29252,8 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29241,7 +29376,8 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29364,7 +29500,8 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29487,7 +29624,8 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
+    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
+        int v_r0 = (int)tl_u_v_r0;
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -35040,7 +35178,8 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35180,7 +35319,8 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35302,7 +35442,8 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35442,7 +35583,8 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35564,7 +35706,8 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35704,7 +35847,8 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35826,7 +35970,8 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35966,7 +36111,8 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -36088,7 +36234,8 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -36220,7 +36367,8 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -36318,7 +36466,8 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -36450,7 +36599,8 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
+    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+        int v_c0 = (int)tl_u_v_c0;
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348

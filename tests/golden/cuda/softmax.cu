@@ -238,7 +238,8 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:19
             // v_c: index tile computed where it is used
             // examples/softmax.tile:20
@@ -309,7 +310,8 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax.tile:26
@@ -372,7 +374,8 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
             v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:30
             // v_c: index tile computed where it is used
             // examples/softmax.tile:31
@@ -565,7 +568,8 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:19
             // v_c: index tile computed where it is used
             // examples/softmax.tile:20
@@ -636,7 +640,8 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax.tile:26
@@ -699,7 +704,8 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
             v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:30
             // v_c: index tile computed where it is used
             // examples/softmax.tile:31
@@ -892,7 +898,8 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:19
             // v_c: index tile computed where it is used
             // examples/softmax.tile:20
@@ -963,7 +970,8 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax.tile:26
@@ -1026,7 +1034,8 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
             v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
+        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
+            int v_c0 = (int)tl_u_v_c0;
             // examples/softmax.tile:30
             // v_c: index tile computed where it is used
             // examples/softmax.tile:31
