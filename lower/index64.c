@@ -54,9 +54,6 @@ struct lower_ix {
     int nlines;
     ar_vec safe;   /* loops (const tilec_stmt *) whose variable is proven not to wrap in 64 bits */
     ar_vec safe32; /* ... and of those, the ones proven in 32 bits too */
-    ar_vec from0;    /* loops whose variable may count unsigned in 64 bits (lo >= 0, st > 0) */
-    ar_vec from0_32; /* ... and of those, in 32 bits */
-    ar_vec hi0;      /* ... and of those, the ones whose bound is >= 0 too */
 };
 
 static const rng FULL64 = {INT64_MIN, INT64_MAX, 0};
@@ -613,33 +610,17 @@ static rng loop_range(rng lo, rng hi, rng step, int64_t g)
  * trip, from at most hi - 1: v + st must still be a value of v's type, or
  * v wraps, still passes v < hi, and the body runs at a negative index.
  * Proven safe when hi.hi - 1 + st.hi fits and st > 0; the lowering emits
- * a header that cannot wrap for every other loop (lower_loop_next).
- * Where lo >= 0 and st > 0 are proven, the variable may count unsigned
- * instead (stmt.c): in the loop u < hi, so u + st < hi.hi - 1 + st.hi,
- * which must fit the unsigned type of v's width; for an int v hi.hi must
- * be at most 2^31 - 1 too (not a u32 or u64 bound: v = u must be exact),
- * a 64-bit hi is at most 2^63 - 1 whatever its interval. lo and st must not depend on memory (such a value is
- * not widened, so its arithmetic may have wrapped) and must fit the type
- * they are computed in (wlo, wst: 64 bits), so that lo >= 0 and 0 < st <=
- * st.hi hold at run time too. */
-static int64_t type_max(int wide) { return wide ? INT64_MAX - 1 : INT32_MAX; } /* INT64_MAX: saturated */
-
-static void note_safe_loop(lw *L, const tilec_stmt *s, rng lo, rng hi, rng st, int wlo, int wst)
+ * a header that cannot wrap for every other loop (lower_loop_next). */
+static void note_safe_loop(lw *L, const tilec_stmt *s, rng hi, rng st)
 {
     struct lower_ix *X = L->ix;
     if (X->nomark || st.lo <= 0)
         return;
     __int128 last = (__int128)hi.hi - 1 + st.hi;
+    if (last > INT64_MAX)
+        return;
     void *loop = (void *)s; /* ar_vec holds void *: compared, never written through */
-    int bad = 0;
-    if (last <= INT64_MAX)
-        bad = ar_vec_push(&L->ar, &X->safe, loop) || (last <= INT32_MAX && ar_vec_push(&L->ar, &X->safe32, loop));
-    if (lo.lo >= 0 && !lo.data && !st.data && lo.hi <= type_max(wlo) && st.hi <= type_max(wst) && !bad) {
-        int u32 = !wlo && hi.hi <= INT32_MAX && (__int128)hi.hi - 1 + st.hi <= UINT32_MAX; /* an int v */
-        bad = ar_vec_push(&L->ar, &X->from0, loop) || (u32 && ar_vec_push(&L->ar, &X->from0_32, loop)) ||
-              (hi.lo >= 0 && ar_vec_push(&L->ar, &X->hi0, loop));
-    }
-    if (bad)
+    if (ar_vec_push(&L->ar, &X->safe, loop) || (last <= INT32_MAX && ar_vec_push(&L->ar, &X->safe32, loop)))
         L->failed = 1;
 }
 
@@ -655,13 +636,6 @@ int lower_ix_loop_safe(const lw *L, const tilec_stmt *s, int wide)
 {
     const struct lower_ix *X = L->ix;
     return X && has_loop(wide ? &X->safe : &X->safe32, s);
-}
-
-int lower_ix_loop_from0(const lw *L, const tilec_stmt *s, int wide, int *hi0)
-{
-    const struct lower_ix *X = L->ix;
-    *hi0 = X && has_loop(&X->hi0, s);
-    return X && has_loop(wide ? &X->from0 : &X->from0_32, s);
 }
 
 static void visit_stmt(lw *L, const tilec_stmt *s)
@@ -691,8 +665,7 @@ static void visit_stmt(lw *L, const tilec_stmt *s)
         int nsc = X->nsc;
         int64_t g = gcd64(multiple_of(L, s->lo), s->step ? multiple_of(L, s->step) : 1);
         push(L, s->names[0], loop_range(lo, hi, st, g), wide);
-        note_safe_loop(L, s, lo, hi, st, w[0] || raw_ty(L, s->lo)->dtype == TILEC_DT_I64,
-                       s->step && (w[2] || raw_ty(L, s->step)->dtype == TILEC_DT_I64));
+        note_safe_loop(L, s, hi, st);
         visit_block(L, &s->body);
         X->nsc = nsc;
         return;
@@ -764,7 +737,7 @@ void lower_index_widths(lw *L)
         X->nsc = 0;
         X->shown.n = 0;
         X->nlines = 0;
-        X->safe.n = X->safe32.n = X->from0.n = X->from0_32.n = X->hi0.n = 0;
+        X->safe.n = X->safe32.n = 0;
         if (X->cap)
             memset(X->keys, 0, X->cap * sizeof *X->keys);
         X->n = 0;

@@ -1196,10 +1196,6 @@ int lower_ix_wide_name(const lw *L, const char *name); /* assigned a 64-bit valu
 /* The loop's variable, of 64 bits when wide, is proven not to wrap past
  * its last trip (hi - 1 + step fits, step > 0). */
 int lower_ix_loop_safe(const lw *L, const tilec_stmt *s, int wide);
-/* The loop's variable may count unsigned (lo >= 0 and st > 0 proven, and
- * u + st cannot wrap the unsigned type of that width); *hi0: hi >= 0 is
- * proven too, so (unsigned)hi is hi. */
-int lower_ix_loop_from0(const lw *L, const tilec_stmt *s, int wide, int *hi0);
 /* The advance of loop s's variable v in its header (stmt.c), toward hi by
  * st (mult loop steps at once): `v += st` where index64.c proves it cannot
  * wrap, else a step taken only while v + st stays below hi (docs/lowering.md,

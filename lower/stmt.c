@@ -330,20 +330,8 @@ static void stmt_for(lw *L, const tilec_stmt *s)
         lower_walk(L, s->step, NULL, 0, NULL, PREP);
     const char *lo = lower_walk(L, s->lo, NULL, 0, NULL, EMIT), *hi = lower_walk(L, s->hi, NULL, 0, NULL, EMIT);
     const char *st = s->step ? lower_walk(L, s->step, NULL, 0, NULL, EMIT) : "1";
-    int wide = lower_ty(L, s->lo)->dtype == TILEC_DT_I64 || lower_ty(L, s->hi)->dtype == TILEC_DT_I64, hi0 = 0;
-    const char *ty = wide ? "long long" : "int";
-    if (!lower_ix_loop_safe(L, s, wide) && lower_ix_loop_from0(L, s, wide, &hi0)) {
-        /* from lo >= 0 by st > 0 the variable counts unsigned: u < hi, so
-         * u + st cannot wrap (index64.c), and the header is as cheap as
-         * `v += st`; the body reads v = u, exact since u < hi. A bound
-         * that may be negative is taken as 0: no trip, as v < hi gives. */
-        const char *u = lower_fmt(L, "tl_u_%s", v), *ut = wide ? "unsigned long long" : "unsigned";
-        const char *uhi = hi0 ? lower_fmt(L, "(%s)(%s)", ut, hi) : lower_fmt(L, "((%s) > 0 ? (%s)(%s) : 0)", hi, ut, hi);
-        lower_line(L, "for (%s %s = %s; %s < %s; %s += (%s)(%s)) {", ut, u, lo, u, uhi, u, ut, st);
-        lower_line(L, "    %s %s = (%s)%s;", ty, v, ty, u);
-    } else {
-        lower_line(L, "for (%s %s = %s; %s < %s; %s) {", ty, v, lo, v, hi, lower_loop_next(L, s, v, hi, st, 1));
-    }
+    const char *ty = lower_ty(L, s->lo)->dtype == TILEC_DT_I64 || lower_ty(L, s->hi)->dtype == TILEC_DT_I64 ? "long long" : "int";
+    lower_line(L, "for (%s %s = %s; %s < %s; %s) {", ty, v, lo, v, hi, lower_loop_next(L, s, v, hi, st, 1));
     L->ind++;
     L->depth++;
     tilec_type it = {.kind = TILEC_TY_VALUE, .dtype = ty[0] == 'l' ? TILEC_DT_I64 : TILEC_DT_I32};

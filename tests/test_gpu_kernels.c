@@ -1158,9 +1158,9 @@ Test(gpu, conv2d_f32_example, .timeout = 600)
  * again (the loop never ended). A 2 GiB guard region before the buffer
  * must stay zero, every byte of the buffer and of its tail must be set,
  * and the 64 bytes after it stay zero. 4 GiB of device memory. fill_u8
- * counts its variable unsigned (its start pid(0) * BLOCK >= 0), fill_u8_from
- * (start minimum(lo, 0) + pid(0) * BLOCK, lo = 0 here) takes the guarded
- * header (tests/gpu/loop_edge.tile; test_index64 loop_header checks which). */
+ * starts at pid(0) * BLOCK, fill_u8_from at minimum(lo, 0) + pid(0) * BLOCK
+ * (lo = 0 here: a start the compiler cannot prove >= 0), both guarded
+ * (tests/gpu/loop_edge.tile). */
 static void edge_fill(const char *kernel, int nargs)
 {
     const size_t guard = (size_t)1 << 31, after = 64;
@@ -1201,10 +1201,10 @@ Test(gpu, loop_edge_fill, .timeout = 60) { edge_fill("fill_u8", 3); }
 
 Test(gpu, loop_edge_fill_guarded, .timeout = 60) { edge_fill("fill_u8_from", 4); }
 
-/* The unsigned variable's bound may be negative (fill_u8_any: its grid is
- * 64 programs whatever n): no trip for n <= 0, as `o < n` gives, where
- * (unsigned)n would have filled about 4 GiB; n = 5000 fills 5000 bytes. A
- * 1 MiB buffer, zero before. */
+/* The loop's bound may be negative (fill_u8_any: its grid is 64 programs
+ * whatever n): no trip for n <= 0, as `o < n` gives, where a header
+ * comparing (unsigned)n would fill about 4 GiB; n = 5000 fills 5000 bytes.
+ * A 1 MiB buffer, zero before. */
 Test(gpu, loop_edge_negative_bound)
 {
     const size_t total = (size_t)1 << 20;

@@ -1146,8 +1146,7 @@ extern "C" __global__ void __launch_bounds__(128) sq_norms__f32_v0(const tl_list
         v_acc[tl_j] = ((float)0);
     }
     // examples/adamw_multi.tile:93
-    for (unsigned long long tl_u_v_o = 0; tl_u_v_o < (unsigned long long)(v_n); tl_u_v_o += (unsigned long long)(v_BLOCK)) {
-        long long v_o = (long long)tl_u_v_o;
+    for (long long v_o = 0; v_o < v_n; v_o = (unsigned long long)(v_n) - (unsigned long long)v_o > (unsigned long long)(v_BLOCK) ? v_o + (v_BLOCK) : (v_n)) {
         // examples/adamw_multi.tile:94
         // v_j: index tile computed where it is used
         // examples/adamw_multi.tile:95
@@ -1250,8 +1249,7 @@ extern "C" __global__ void __launch_bounds__(128) sq_norms__bf16_v0(const tl_lis
         v_acc[tl_j] = ((float)0);
     }
     // examples/adamw_multi.tile:93
-    for (unsigned long long tl_u_v_o = 0; tl_u_v_o < (unsigned long long)(v_n); tl_u_v_o += (unsigned long long)(v_BLOCK)) {
-        long long v_o = (long long)tl_u_v_o;
+    for (long long v_o = 0; v_o < v_n; v_o = (unsigned long long)(v_n) - (unsigned long long)v_o > (unsigned long long)(v_BLOCK) ? v_o + (v_BLOCK) : (v_n)) {
         // examples/adamw_multi.tile:94
         // v_j: index tile computed where it is used
         // examples/adamw_multi.tile:95
@@ -1362,8 +1360,7 @@ extern "C" __global__ void __launch_bounds__(128) sq_norms__f16_v0(const tl_list
         v_acc[tl_j] = ((float)0);
     }
     // examples/adamw_multi.tile:93
-    for (unsigned long long tl_u_v_o = 0; tl_u_v_o < (unsigned long long)(v_n); tl_u_v_o += (unsigned long long)(v_BLOCK)) {
-        long long v_o = (long long)tl_u_v_o;
+    for (long long v_o = 0; v_o < v_n; v_o = (unsigned long long)(v_n) - (unsigned long long)v_o > (unsigned long long)(v_BLOCK) ? v_o + (v_BLOCK) : (v_n)) {
         // examples/adamw_multi.tile:94
         // v_j: index tile computed where it is used
         // examples/adamw_multi.tile:95

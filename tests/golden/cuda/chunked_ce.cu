@@ -125,8 +125,7 @@ extern "C" __global__ void __launch_bounds__(128) gemm_strided_v0(float *v_a, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/chunked_ce.tile:20
-    for (unsigned tl_u_v_k = 0; tl_u_v_k < ((v_K) > 0 ? (unsigned)(v_K) : 0); tl_u_v_k += (unsigned)(v_BK)) {
-        int v_k = (int)tl_u_v_k;
+    for (int v_k = 0; v_k < v_K; v_k = (unsigned)(v_K) - (unsigned)v_k > (unsigned)(v_BK) ? v_k + (v_BK) : (v_K)) {
         // examples/chunked_ce.tile:21
         // v_rk: index tile computed where it is used
         // examples/chunked_ce.tile:22
@@ -289,8 +288,7 @@ extern "C" __global__ void __launch_bounds__(128) ce_rows_v0(float *v_logits, in
         v_mx[tl_j] = (-__int_as_float(0x7f800000));
     }
     // examples/chunked_ce.tile:48
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/chunked_ce.tile:49
         // v_c: index tile computed where it is used
         // examples/chunked_ce.tile:50
@@ -361,8 +359,7 @@ extern "C" __global__ void __launch_bounds__(128) ce_rows_v0(float *v_logits, in
         v_den[tl_j] = ((float)0);
     }
     // examples/chunked_ce.tile:54
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/chunked_ce.tile:55
         // v_c: index tile computed where it is used
         // examples/chunked_ce.tile:56
@@ -433,8 +430,7 @@ extern "C" __global__ void __launch_bounds__(128) ce_rows_v0(float *v_logits, in
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/chunked_ce.tile:60
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/chunked_ce.tile:61
         // v_c: index tile computed where it is used
         // examples/chunked_ce.tile:62

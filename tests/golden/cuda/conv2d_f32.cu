@@ -981,8 +981,7 @@ extern "C" __global__ void __launch_bounds__(128) conv2d_f32_strided_v0(float *v
         v_acc[tl_j] = ((float)0);
     }
     // examples/conv2d_f32.tile:59
-    for (unsigned tl_u_v_q0 = 0; tl_u_v_q0 < ((v_crs) > 0 ? (unsigned)(v_crs) : 0); tl_u_v_q0 += (unsigned)(v_BK)) {
-        int v_q0 = (int)tl_u_v_q0;
+    for (int v_q0 = 0; v_q0 < v_crs; v_q0 = (unsigned)(v_crs) - (unsigned)v_q0 > (unsigned)(v_BK) ? v_q0 + (v_BK) : (v_crs)) {
         // examples/conv2d_f32.tile:60
         // v_q: index tile computed where it is used
         // examples/conv2d_f32.tile:61

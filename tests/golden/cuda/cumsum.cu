@@ -120,8 +120,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v0(float *v_x, flo
     // examples/cumsum.tile:15
     float v_carry = 0.0f;
     // examples/cumsum.tile:16
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_C) > 0 ? (unsigned)(v_C) : 0); tl_u_v_c0 += (unsigned)((v_W * v_BW))) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 = (unsigned)(v_C) - (unsigned)v_c0 > (unsigned)((v_W * v_BW)) ? v_c0 + ((v_W * v_BW)) : (v_C)) {
         // examples/cumsum.tile:17
         // v_off: index tile computed where it is used
         // examples/cumsum.tile:18
@@ -400,8 +399,7 @@ extern "C" __global__ void __launch_bounds__(256) cumsum_rows_v1(float *v_x, flo
     // examples/cumsum.tile:15
     float v_carry = 0.0f;
     // examples/cumsum.tile:16
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_C) > 0 ? (unsigned)(v_C) : 0); tl_u_v_c0 += (unsigned)((v_W * v_BW))) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 = (unsigned)(v_C) - (unsigned)v_c0 > (unsigned)((v_W * v_BW)) ? v_c0 + ((v_W * v_BW)) : (v_C)) {
         // examples/cumsum.tile:17
         // v_off: index tile computed where it is used
         // examples/cumsum.tile:18
@@ -689,8 +687,7 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v2(float *v_x, flo
     // examples/cumsum.tile:15
     float v_carry = 0.0f;
     // examples/cumsum.tile:16
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_C) > 0 ? (unsigned)(v_C) : 0); tl_u_v_c0 += (unsigned)((v_W * v_BW))) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 = (unsigned)(v_C) - (unsigned)v_c0 > (unsigned)((v_W * v_BW)) ? v_c0 + ((v_W * v_BW)) : (v_C)) {
         // examples/cumsum.tile:17
         // v_off: index tile computed where it is used
         // examples/cumsum.tile:18
@@ -978,8 +975,7 @@ extern "C" __global__ void __launch_bounds__(128) cumsum_rows_v3(float *v_x, flo
     // examples/cumsum.tile:15
     float v_carry = 0.0f;
     // examples/cumsum.tile:16
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_C) > 0 ? (unsigned)(v_C) : 0); tl_u_v_c0 += (unsigned)((v_W * v_BW))) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_C; v_c0 = (unsigned)(v_C) - (unsigned)v_c0 > (unsigned)((v_W * v_BW)) ? v_c0 + ((v_W * v_BW)) : (v_C)) {
         // examples/cumsum.tile:17
         // v_off: index tile computed where it is used
         // examples/cumsum.tile:18

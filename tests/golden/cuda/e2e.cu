@@ -905,8 +905,7 @@ extern "C" __global__ void __launch_bounds__(256) colsum_v0(float *v_x, float *v
         v_acc[tl_j] = ((float)0);
     }
     // examples/e2e.tile:88
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_RB)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_RB) ? v_r0 + (v_RB) : (v_rows)) {
         // examples/e2e.tile:89
         // v_r: index tile computed where it is used
         // examples/e2e.tile:90

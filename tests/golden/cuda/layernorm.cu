@@ -293,8 +293,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:22
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:23
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:24
@@ -366,8 +365,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:30
@@ -439,8 +437,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_v0(float *v_x, float
         }
         const float v_rstd = rsqrtf(((tl_t10 / v_n) + v_eps));
         // examples/layernorm.tile:34
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:36
@@ -738,8 +735,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:22
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:23
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:24
@@ -811,8 +807,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:30
@@ -884,8 +879,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_v1(float *v_x, float
         }
         const float v_rstd = rsqrtf(((tl_t10 / v_n) + v_eps));
         // examples/layernorm.tile:34
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:36
@@ -1183,8 +1177,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:22
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:23
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:24
@@ -1256,8 +1249,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:30
@@ -1329,8 +1321,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_v2(float *v_x, float
         }
         const float v_rstd = rsqrtf(((tl_t10 / v_n) + v_eps));
         // examples/layernorm.tile:34
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm.tile:36

@@ -328,8 +328,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -417,8 +416,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -508,8 +506,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v0(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[(((tl_j >> 0) & 3) << 0)] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43
@@ -840,8 +837,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -929,8 +925,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -1020,8 +1015,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v1(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[(((tl_j >> 0) & 1) << 0)] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43
@@ -1352,8 +1346,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -1441,8 +1434,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -1532,8 +1524,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v2(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43
@@ -1864,8 +1855,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -1953,8 +1943,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -2044,8 +2033,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v3(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43
@@ -2408,8 +2396,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             v_acc[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:29
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:30
@@ -2513,8 +2500,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             v_sq[tl_j] = ((float)0);
         }
         // examples/layernorm_rows.tile:34
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:35
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:36
@@ -2620,8 +2606,7 @@ extern "C" __global__ void __launch_bounds__(128) layernorm_rows_v4(float *v_x, 
             v_rstd[tl_j] = rsqrtf(((tl_t8[0] / v_n) + v_eps));
         }
         // examples/layernorm_rows.tile:41
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/layernorm_rows.tile:42
             // v_c: index tile computed where it is used
             // examples/layernorm_rows.tile:43

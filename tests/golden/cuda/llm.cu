@@ -301,8 +301,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -389,8 +388,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v0(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -706,8 +704,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -794,8 +791,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v1(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1111,8 +1107,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -1199,8 +1194,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v2(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1516,8 +1510,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -1604,8 +1597,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f16_v3(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -1921,8 +1913,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2009,8 +2000,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f16_v4(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -2326,8 +2316,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2414,8 +2403,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f16_v5(__half *v_
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -2731,8 +2719,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -2819,8 +2806,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v0(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3136,8 +3122,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -3224,8 +3209,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v1(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3541,8 +3525,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -3629,8 +3612,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v2(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -3946,8 +3928,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4034,8 +4015,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__bf16_v3(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -4351,8 +4331,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4439,8 +4418,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__bf16_v4(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -4756,8 +4734,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -4844,8 +4821,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__bf16_v5(__nv_bflo
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5129,8 +5105,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5209,8 +5184,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v0(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5462,8 +5436,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5542,8 +5515,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v1(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -5795,8 +5767,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -5875,8 +5846,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v2(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6128,8 +6098,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6208,8 +6177,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_fwd__f32_v3(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6461,8 +6429,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6541,8 +6508,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_fwd__f32_v4(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -6794,8 +6760,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:39
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:40
             // v_c: index tile computed where it is used
             // examples/llm.tile:41
@@ -6874,8 +6839,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_fwd__f32_v5(float *v_x
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:46
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:47
             // v_c: index tile computed where it is used
             // examples/llm.tile:48
@@ -7322,8 +7286,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -7371,8 +7334,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -7510,8 +7472,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v0(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -8077,8 +8038,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -8126,8 +8086,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -8265,8 +8224,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v1(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -8832,8 +8790,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -8881,8 +8838,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -9020,8 +8976,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v2(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -9587,8 +9542,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -9636,8 +9590,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -9775,8 +9728,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f16_v3(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -10342,8 +10294,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -10391,8 +10342,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -10530,8 +10480,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f16_v4(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -11097,8 +11046,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -11146,8 +11094,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -11285,8 +11232,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f16_v5(__half *v_
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -11852,8 +11798,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -11901,8 +11846,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -12040,8 +11984,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v0(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -12607,8 +12550,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -12656,8 +12598,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -12795,8 +12736,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v1(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -13362,8 +13302,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -13411,8 +13350,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -13550,8 +13488,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v2(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -14117,8 +14054,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -14166,8 +14102,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -14305,8 +14240,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__bf16_v3(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -14872,8 +14806,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -14921,8 +14854,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -15060,8 +14992,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__bf16_v4(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -15627,8 +15558,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -15676,8 +15606,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -15815,8 +15744,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__bf16_v5(__nv_bflo
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -16326,8 +16254,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -16375,8 +16302,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -16490,8 +16416,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v0(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -16961,8 +16886,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -17010,8 +16934,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -17125,8 +17048,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v1(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -17596,8 +17518,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -17645,8 +17566,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -17760,8 +17680,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v2(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -18231,8 +18150,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -18280,8 +18198,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -18395,8 +18312,7 @@ extern "C" __global__ void __launch_bounds__(256) rmsnorm_bwd__f32_v3(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -18866,8 +18782,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -18915,8 +18830,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -19030,8 +18944,7 @@ extern "C" __global__ void __launch_bounds__(128) rmsnorm_bwd__f32_v4(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -19501,8 +19414,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
         }
     } else {
         // examples/llm.tile:99
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:100
             // v_c: index tile computed where it is used
             // examples/llm.tile:101
@@ -19550,8 +19462,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
                 v_acc[tl_j] = ((float)0);
             }
             // examples/llm.tile:107
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:108
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:109
@@ -19665,8 +19576,7 @@ extern "C" __global__ void __launch_bounds__(512) rmsnorm_bwd__f32_v5(float *v_d
             }
             const float v_k = (tl_t13 / v_n);
             // examples/llm.tile:114
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:115
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:116
@@ -20101,8 +20011,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -20182,8 +20091,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -20277,8 +20185,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f16_v0(__half *
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -20694,8 +20601,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -20775,8 +20681,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -20870,8 +20775,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f16_v1(__half *
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -21287,8 +21191,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -21368,8 +21271,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -21463,8 +21365,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__bf16_v0(__nv_bf
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -21880,8 +21781,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -21961,8 +21861,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -22056,8 +21955,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__bf16_v1(__nv_bf
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -22433,8 +22331,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -22506,8 +22403,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -22593,8 +22489,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_fwd__f32_v0(float *v
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -22930,8 +22825,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             v_acc[tl_j] = ((float)0);
         }
         // examples/llm.tile:151
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:152
             // v_c: index tile computed where it is used
             // examples/llm.tile:153
@@ -23003,8 +22897,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             v_sq[tl_j] = ((float)0);
         }
         // examples/llm.tile:157
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:158
             // v_c: index tile computed where it is used
             // examples/llm.tile:159
@@ -23090,8 +22983,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_fwd__f32_v1(float *v
             if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
         }
         // examples/llm.tile:165
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:166
             // v_c: index tile computed where it is used
             // examples/llm.tile:167
@@ -23551,8 +23443,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
         }
     } else {
         // examples/llm.tile:210
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -23639,8 +23530,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -23817,8 +23707,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f16_v0(__half *
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -24426,8 +24315,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
         }
     } else {
         // examples/llm.tile:210
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -24514,8 +24402,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -24692,8 +24579,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f16_v1(__half *
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -25301,8 +25187,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
         }
     } else {
         // examples/llm.tile:210
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -25389,8 +25274,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -25567,8 +25451,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__bf16_v0(__nv_bf
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -26176,8 +26059,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
         }
     } else {
         // examples/llm.tile:210
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -26264,8 +26146,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -26442,8 +26323,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__bf16_v1(__nv_bf
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -27011,8 +26891,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
         }
     } else {
         // examples/llm.tile:210
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -27099,8 +26978,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -27253,8 +27131,7 @@ extern "C" __global__ void __launch_bounds__(256) layernorm_bwd__f32_v0(float *v
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -27782,8 +27659,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
         }
     } else {
         // examples/llm.tile:210
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/llm.tile:211
             // v_c: index tile computed where it is used
             // examples/llm.tile:212
@@ -27870,8 +27746,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
                 v_a2[tl_j] = ((float)0);
             }
             // examples/llm.tile:221
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:222
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:223
@@ -28024,8 +27899,7 @@ extern "C" __global__ void __launch_bounds__(512) layernorm_bwd__f32_v1(float *v
             }
             const float v_k2 = (tl_t15 / v_n);
             // examples/llm.tile:230
-            for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-                int v_c0 = (int)tl_u_v_c0;
+            for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
                 // examples/llm.tile:231
                 // v_c: index tile computed where it is used
                 // examples/llm.tile:232
@@ -28260,8 +28134,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v0(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28384,8 +28257,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v1(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28508,8 +28380,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f16_v2(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28632,8 +28503,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f16_v3(float *v_p, __
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28756,8 +28626,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v0(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -28880,8 +28749,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v1(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29004,8 +28872,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__bf16_v2(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29128,8 +28995,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__bf16_v3(float *v_p, _
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29252,8 +29118,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v0(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29376,8 +29241,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v1(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29500,8 +29364,7 @@ extern "C" __global__ void __launch_bounds__(128) col_sum__f32_v2(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -29624,8 +29487,7 @@ extern "C" __global__ void __launch_bounds__(256) col_sum__f32_v3(float *v_p, fl
         v_acc[tl_j] = ((float)0);
     }
     // examples/llm.tile:255
-    for (unsigned tl_u_v_r0 = 0; tl_u_v_r0 < ((v_rows) > 0 ? (unsigned)(v_rows) : 0); tl_u_v_r0 += (unsigned)(v_BR)) {
-        int v_r0 = (int)tl_u_v_r0;
+    for (int v_r0 = 0; v_r0 < v_rows; v_r0 = (unsigned)(v_rows) - (unsigned)v_r0 > (unsigned)(v_BR) ? v_r0 + (v_BR) : (v_rows)) {
         // examples/llm.tile:256
         // v_r: index tile computed where it is used
         // examples/llm.tile:257
@@ -35178,8 +35040,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35319,8 +35180,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f16_v0(__half *v_x
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35442,8 +35302,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35583,8 +35442,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f16_v1(__half *v_
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35706,8 +35564,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -35847,8 +35704,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__bf16_v0(__nv_bfloa
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -35970,8 +35826,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -36111,8 +35966,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__bf16_v1(__nv_bflo
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -36234,8 +36088,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -36367,8 +36220,7 @@ extern "C" __global__ void __launch_bounds__(256) ce_fwd_bwd__f32_v0(float *v_x,
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348
@@ -36466,8 +36318,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         v_s[tl_j] = ((float)0);
     }
     // examples/llm.tile:336
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:337
         // v_c: index tile computed where it is used
         // examples/llm.tile:338
@@ -36599,8 +36450,7 @@ extern "C" __global__ void __launch_bounds__(1024) ce_fwd_bwd__f32_v1(float *v_x
         if (tl_tid < 1 && tl_m0) *tl_p = tl_v0;
     }
     // examples/llm.tile:346
-    for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_V) > 0 ? (unsigned)(v_V) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-        int v_c0 = (int)tl_u_v_c0;
+    for (int v_c0 = 0; v_c0 < v_V; v_c0 = (unsigned)(v_V) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_V)) {
         // examples/llm.tile:347
         // v_c: index tile computed where it is used
         // examples/llm.tile:348

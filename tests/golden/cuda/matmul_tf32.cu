@@ -127,8 +127,7 @@ extern "C" __global__ void __launch_bounds__(128) matmul_tf32_v0(float *v_a, flo
         v_acc[tl_j] = ((float)0);
     }
     // examples/matmul_tf32.tile:12
-    for (unsigned tl_u_v_k = 0; tl_u_v_k < ((v_K) > 0 ? (unsigned)(v_K) : 0); tl_u_v_k += (unsigned)(v_BK)) {
-        int v_k = (int)tl_u_v_k;
+    for (int v_k = 0; v_k < v_K; v_k = (unsigned)(v_K) - (unsigned)v_k > (unsigned)(v_BK) ? v_k + (v_BK) : (v_K)) {
         // examples/matmul_tf32.tile:13
         // v_rk: index tile computed where it is used
         // examples/matmul_tf32.tile:14

@@ -238,8 +238,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:19
             // v_c: index tile computed where it is used
             // examples/softmax.tile:20
@@ -310,8 +309,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax.tile:26
@@ -374,8 +372,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_v0(float *v_x, float *
             v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:30
             // v_c: index tile computed where it is used
             // examples/softmax.tile:31
@@ -568,8 +565,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:19
             // v_c: index tile computed where it is used
             // examples/softmax.tile:20
@@ -640,8 +636,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax.tile:26
@@ -704,8 +699,7 @@ extern "C" __global__ void __launch_bounds__(256) softmax_v1(float *v_x, float *
             v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:30
             // v_c: index tile computed where it is used
             // examples/softmax.tile:31
@@ -898,8 +892,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax.tile:18
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:19
             // v_c: index tile computed where it is used
             // examples/softmax.tile:20
@@ -970,8 +963,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax.tile:24
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax.tile:26
@@ -1034,8 +1026,7 @@ extern "C" __global__ void __launch_bounds__(512) softmax_v2(float *v_x, float *
             v_total = tl_a;
         }
         // examples/softmax.tile:29
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax.tile:30
             // v_c: index tile computed where it is used
             // examples/softmax.tile:31

@@ -271,8 +271,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_generic.tile:22
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:23
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:24
@@ -351,8 +350,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_generic.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:29
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:30
@@ -423,8 +421,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f16_v0(__half *v_
             v_total = tl_a;
         }
         // examples/softmax_generic.tile:33
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:34
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:35
@@ -680,8 +677,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_generic.tile:22
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:23
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:24
@@ -760,8 +756,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_generic.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:29
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:30
@@ -832,8 +827,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__bf16_v0(__nv_bflo
             v_total = tl_a;
         }
         // examples/softmax_generic.tile:33
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:34
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:35
@@ -1065,8 +1059,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_generic.tile:22
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:23
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:24
@@ -1137,8 +1130,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_generic.tile:28
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:29
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:30
@@ -1201,8 +1193,7 @@ extern "C" __global__ void __launch_bounds__(128) row_softmax__f32_v0(float *v_x
             v_total = tl_a;
         }
         // examples/softmax_generic.tile:33
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_generic.tile:34
             // v_c: index tile computed where it is used
             // examples/softmax_generic.tile:35

@@ -265,8 +265,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -354,8 +353,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -435,8 +433,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v0(float *v_x
             v_total[tl_j] = tl_t7[(((tl_j >> 0) & 3) << 0)];
         }
         // examples/softmax_rows.tile:35
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
@@ -658,8 +655,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -747,8 +743,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -828,8 +823,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v1(float *v_x
             v_total[tl_j] = tl_t7[(((tl_j >> 0) & 1) << 0)];
         }
         // examples/softmax_rows.tile:35
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
@@ -1051,8 +1045,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -1140,8 +1133,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -1221,8 +1213,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v2(float *v_x
             v_total[tl_j] = tl_t7[0];
         }
         // examples/softmax_rows.tile:35
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
@@ -1444,8 +1435,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -1533,8 +1523,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -1614,8 +1603,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v3(float *v_x
             v_total[tl_j] = tl_t7[0];
         }
         // examples/softmax_rows.tile:35
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
@@ -1869,8 +1857,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             v_mx[tl_j] = (-__int_as_float(0x7f800000));
         }
         // examples/softmax_rows.tile:24
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:25
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:26
@@ -1974,8 +1961,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             v_den[tl_j] = ((float)0);
         }
         // examples/softmax_rows.tile:30
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:31
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:32
@@ -2071,8 +2057,7 @@ extern "C" __global__ void __launch_bounds__(128) softmax_multirow_v4(float *v_x
             v_total[tl_j] = tl_t7[0];
         }
         // examples/softmax_rows.tile:35
-        for (unsigned tl_u_v_c0 = 0; tl_u_v_c0 < ((v_cols) > 0 ? (unsigned)(v_cols) : 0); tl_u_v_c0 += (unsigned)(v_BLOCK)) {
-            int v_c0 = (int)tl_u_v_c0;
+        for (int v_c0 = 0; v_c0 < v_cols; v_c0 = (unsigned)(v_cols) - (unsigned)v_c0 > (unsigned)(v_BLOCK) ? v_c0 + (v_BLOCK) : (v_cols)) {
             // examples/softmax_rows.tile:36
             // v_c: index tile computed where it is used
             // examples/softmax_rows.tile:37
