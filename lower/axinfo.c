@@ -808,6 +808,8 @@ static const tilec_expr *bcast_inner(const tilec_expr *e)
 
 int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow)
 {
+    int anyint = ptr == 2;
+    ptr = ptr == 1;
     for (int depth = 0; follow && e && depth < 32; depth++) {
         const tilec_expr *x = ptr ? NULL : int_cast_of(L, e);
         const tilec_expr *d = x ? x : def_of(L, e);
@@ -825,7 +827,8 @@ int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow)
             return -1;
         if (ptr != (p->type.kind == TILEC_TE_POINTER))
             return -1;
-        if (!ptr && p->type.dtype != TILEC_DT_I32 && p->type.dtype != TILEC_DT_I64)
+        char cls = tilec_dtype_class(p->type.dtype);
+        if (!ptr && (anyint ? cls != 's' && cls != 'u' : p->type.dtype != TILEC_DT_I32 && p->type.dtype != TILEC_DT_I64))
             return -1;
         /* the name must still be the parameter (no let shadows it) */
         val *v = lower_lookup(L, e->name);

@@ -694,9 +694,9 @@ const tilec_expr *lower_index_canon(lw *L, const tilec_expr *e);
  * indices of pa (either order, `B > I` too): the bounds' integer
  * parameters into bound[axis]; 0 when it is anything else. */
 int lower_mask_bounds(lw *L, const tilec_expr *m, const lower_ptraff *pa, int bound[2]);
-/* The index of parameter e (a pointer when ptr, else an i32 or i64) that
- * no let shadows and nothing assigns, followed through scalar lets and
- * casts when follow; -1 otherwise. */
+/* The index of parameter e (a pointer when ptr is 1, an i32 or i64 when
+ * 0, any integer when 2) that no let shadows and nothing assigns, followed
+ * through scalar lets and casts when follow; -1 otherwise. */
 int lower_param_of(lw *L, const tilec_expr *e, int ptr, int follow);
 /* How many times `name` is let in b and the blocks inside it. */
 int lower_lets_of(const tilec_block *b, const char *name);

@@ -832,7 +832,7 @@ static int trip_bound(lw *L, const tilec_expr *e, const char *self, int depth, i
     *per = 1;
     if (!e || depth > 16)
         return -1;
-    int p = lower_param_of(L, e, 0, 1);
+    int p = lower_param_of(L, e, 2, 1); /* a u32 or u64 too: the launch reads it whole (runtime/tma.c) */
     if (p >= 0)
         return p;
     e = lower_look(L, e);

@@ -245,6 +245,18 @@ static int64_t int_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t i)
     }
 }
 
+/* Whether a twin's dot loop bounded by integer argument i, advancing by
+ * kper, could wrap its int variable: the bound is past 2^31 - kper. A u64
+ * past 2^63 - 1 is (int_arg reads it as -1), and so is any u64 or u32
+ * where kper is past 2^31. */
+static int bound_wraps(const pkernel *pk, const tilec_rt_arg *args, uint32_t i, uint32_t kper)
+{
+    int64_t lim = (int64_t)INT32_MAX - kper + 1;
+    if (pk->d.kinds[i] == TILEC_RT_PARAM_U64)
+        return lim < 0 || args[i].u64 > (uint64_t)lim;
+    return int_arg(pk, args, i) > lim;
+}
+
 /* A map's rows, cols or stride: its constant (TILEC_TMA_CONST), or the
  * integer argument it names. */
 static int64_t extent_arg(const pkernel *pk, const tilec_rt_arg *args, uint32_t f)
@@ -489,12 +501,17 @@ int rt_tma_launch(const pkernel *pk, const uint32_t grid[3], const tilec_rt_arg 
      * to 11% on the conv rows, docs/lowering.md "Loop headers"): where its bound is within one step of 2^31
      * the variant's own kernel, whose loops cannot wrap, runs instead */
     const tilec_tma_meta *km = &t->meta;
-    int64_t kb = km->kper && km->kbound < pk->d.nparams ? int_arg(pk, args, km->kbound) : 0;
-    if (kb > (int64_t)INT32_MAX - km->kper + 1) {
-        if (t->log)
-            fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: its loop's bound %lld is within one "
+    if (km->kper && km->kbound < pk->d.nparams && bound_wraps(pk, args, km->kbound, km->kper)) {
+        if (t->log) {
+            char b[24];
+            if (pk->d.kinds[km->kbound] == TILEC_RT_PARAM_U64)
+                snprintf(b, sizeof b, "%llu", (unsigned long long)args[km->kbound].u64);
+            else
+                snprintf(b, sizeof b, "%lld", (long long)int_arg(pk, args, km->kbound));
+            fprintf(stderr, "tilec tma: %s variant %d: launched %s, not its twin: its loop's bound %s is within one "
                             "step (%u) of 2^31\n",
-                    pk->d.kernel, pk->d.variant, pk->d.name, (long long)kb, km->kper);
+                    pk->d.kernel, pk->d.variant, pk->d.name, b, km->kper);
+        }
         return 0;
     }
     if (!maps_for(t, pk, args, grid, maps, why, sizeof why)) {

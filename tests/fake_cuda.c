@@ -500,6 +500,10 @@ static const fake_kernel kernels[] = {
     {"tw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
     {"tw_v0_tma", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0},
     {"tw_v0_tma_1", 9, {8, 8, 8, 4, 4, 4, 128, 128, 128}, 1024, 0}, /* its one-tile twin (lower/wgpair.c) */
+    /* tw with its loop's bound a u64 parameter KB after K (tests/test_tma.c), and its twins */
+    {"uw_v0", 7, {8, 8, 8, 4, 4, 4, 8}, 1024, 0},
+    {"uw_v0_tma", 10, {8, 8, 8, 4, 4, 4, 8, 128, 128, 128}, 1024, 0},
+    {"uw_v0_tma_1", 10, {8, 8, 8, 4, 4, 4, 8, 128, 128, 128}, 1024, 0},
     {"gw_v0", 6, {8, 8, 8, 4, 4, 4}, 1024, 0},
     {"gw_v0_tma", 7, {8, 8, 8, 4, 4, 4, 128}, 1024, 0}, /* a gather twin: B's map alone (lower/wggather.c) */
     /* attention (q, k, v, o, S, bh, causal, scale) and its twin, K's and V's maps after them (lower/wgattn.c) */
@@ -828,6 +832,8 @@ static CUresult fake_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsign
         memcpy(&state.tma_args[2], params[8], 8);
         for (int i = 0; i < 3; i++) /* a persistent twin: the program's grid after the maps */
             memcpy(&state.tma_grid[i], params[9 + i], 4);
+    } else if (strncmp(k->name, "uw_v0_tma", 9) == 0) {
+        state.tma_launches++;
     } else if (strcmp(k->name, "gw_v0_tma") == 0) {
         state.tma_launches++;
         memcpy(&state.tma_args[0], params[6], 8);

@@ -55,6 +55,9 @@
  *     tma_args and the grid in tma_grid (tests/test_tma.c). cuTensorMapEncodeTiled records each map
  *     it makes in tma_maps (its first word is the map's base) and counts
  *     them in tma_encodes.
+ *   uw_v0(ptr a, ptr b, ptr c, i32 M, i32 N, i32 K, u64 KB) and its twins
+ *     uw_v0_tma, uw_v0_tma_1: tw's with its loop's bound KB; a launch of a
+ *     twin counts in tma_launches.
  *   cv_v0(ptr x, ptr w, ptr y, i32 N, H, W, C, K, stride, pad) and its
  *     twin cv_v0_tma (the same, x's im2col map): nothing computed; a launch
  *     of the twin (or of its one-tile twin cv_v0_tma_1, lower/target.c,

@@ -1458,18 +1458,22 @@ Test(gpu, conv2d_f32_example, .timeout = 600)
  * and the body stored 2 GiB before the buffer, then wrapped again and
  * again (the loop never ended). A 2 GiB guard region before the buffer
  * must stay zero, every byte of the buffer and of its tail must be set,
- * and the 64 bytes after it stay zero. 4 GiB of device memory. */
-Test(gpu, loop_edge_fill, .timeout = 60)
+ * and the 64 bytes after it stay zero. 4 GiB of device memory. fill_u8
+ * starts at pid(0) * BLOCK, fill_u8_from at minimum(lo, 0) + pid(0) * BLOCK
+ * (lo = 0 here: a start the compiler cannot prove >= 0), both guarded
+ * (tests/gpu/loop_edge.tile). */
+static void edge_fill(const char *kernel, int nargs)
 {
     const size_t guard = (size_t)1 << 31, after = 64;
     const int n = 2147483647 - 999; /* 2^31 - 1000 */
     gk g;
-    load_or_fail("tests/gpu/loop_edge.tile", "fill_u8", 0, &g);
+    load_or_fail("tests/gpu/loop_edge.tile", kernel, 0, &g);
     size_t total = guard + (size_t)n + 1000 + after; /* a multiple of 4 */
     uint64_t base = dev_alloc(total);
     CHECK_RT(tilec_rt_memset_d32(rt, base, 0, total / 4));
     uint64_t out = base + guard;
-    tilec_rt_arg args[3] = {{.ptr = out}, {.i32 = n}, {.i32 = 7}};
+    tilec_rt_arg args[4] = {{.ptr = out}, {.i32 = n}, {.i32 = 7}, {.i32 = 0}};
+    cr_assert_eq(g.code.nparams, (uint32_t)nargs, "%s: %u parameters", kernel, g.code.nparams);
     CHECK_RT(gk_launch(&g, args, NULL));
     CHECK_RT(tilec_rt_synchronize(rt));
     unsigned char *h = malloc(total);
@@ -1483,13 +1487,47 @@ Test(gpu, loop_edge_fill, .timeout = 60)
         bad_out += h[guard + i] != 7;
     for (size_t i = guard + (size_t)n; i < total; i++)
         bad_after += h[i] != 0;
-    cr_expect_eq(bad_guard, 0, "%zu bytes written before the buffer (the first at out - %zu): the loop variable wrapped",
+    cr_expect_eq(bad_guard, 0,
+                 "%s: %zu bytes written before the buffer (the first at out - %zu): the loop variable wrapped", kernel,
                  bad_guard, guard - first_guard);
-    cr_expect_eq(bad_out, 0, "%zu of the %d bytes not filled", bad_out, n);
-    cr_expect_eq(h[guard + (size_t)n - 1], 7, "the last byte is not filled");
-    cr_expect_eq(bad_after, 0, "%zu bytes written after the buffer", bad_after);
+    cr_expect_eq(bad_out, 0, "%s: %zu of the %d bytes not filled", kernel, bad_out, n);
+    cr_expect_eq(h[guard + (size_t)n - 1], 7, "%s: the last byte is not filled", kernel);
+    cr_expect_eq(bad_after, 0, "%s: %zu bytes written after the buffer", kernel, bad_after);
     free(h);
     tilec_rt_free(rt, base);
+    gk_free(&g);
+}
+
+Test(gpu, loop_edge_fill, .timeout = 60) { edge_fill("fill_u8", 3); }
+
+Test(gpu, loop_edge_fill_guarded, .timeout = 60) { edge_fill("fill_u8_from", 4); }
+
+/* The loop's bound may be negative (fill_u8_any: its grid is 64 programs
+ * whatever n): no trip for n <= 0, as `o < n` gives, where a header
+ * comparing (unsigned)n would fill about 4 GiB; n = 5000 fills 5000 bytes.
+ * A 1 MiB buffer, zero before. */
+Test(gpu, loop_edge_negative_bound)
+{
+    const size_t total = (size_t)1 << 20;
+    gk g;
+    load_or_fail("tests/gpu/loop_edge.tile", "fill_u8_any", 0, &g);
+    uint64_t out = dev_alloc(total);
+    unsigned char *h = malloc(total);
+    cr_assert(h);
+    const int ns[] = {-1000, -2147483647 - 1, 0, 5000};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        CHECK_RT(tilec_rt_memset_d32(rt, out, 0, total / 4));
+        tilec_rt_arg args[3] = {{.ptr = out}, {.i32 = ns[k]}, {.i32 = 7}};
+        CHECK_RT(gk_launch(&g, args, NULL));
+        CHECK_RT(tilec_rt_synchronize(rt));
+        CHECK_RT(tilec_rt_memcpy_dtoh(rt, h, out, total));
+        size_t want = ns[k] > 0 ? (size_t)ns[k] : 0, bad = 0;
+        for (size_t i = 0; i < total; i++)
+            bad += h[i] != (i < want ? 7 : 0);
+        cr_expect_eq(bad, 0, "n = %d: %zu bytes wrong of %zu", ns[k], bad, total);
+    }
+    free(h);
+    tilec_rt_free(rt, out);
     gk_free(&g);
 }
 

@@ -385,6 +385,58 @@ Test(tma, twin_yields_where_its_loop_could_wrap, .timeout = 120)
     env_free(&e);
 }
 
+/* ... and where the bound is a u64 argument past 2^63 - 1, which reads as
+ * -1 as a signed integer: the GEMM twin's loop `for k in 0 .. KB step BK`,
+ * KB: u64 (metadata kbound KB, kper 64; tests/fake_cuda.c's uw), yields
+ * past 2^31 - 64 whatever the u64's top bit, and the log prints the bound
+ * as given. */
+Test(tma, twin_yields_where_a_u64_bound_could_wrap, .timeout = 120)
+{
+    setenv("TILEC_LOGS", "tma", 1);
+    env e;
+    const char *edits[4] = {"K: i32)", "K: i32, KB: u64)", "for k in 0 .. K step", "for k in 0 .. KB step"};
+    env_build_edits(&e, NULL, "uw", MM_TILE_MASK, edits, 2);
+    cr_assert(tilec_program_has_twin(e.p, "uw", 0));
+    static const struct {
+        uint64_t kb;
+        int twin;
+        const char *shown;
+    } cases[] = {{4096, 1, NULL},
+                 {INT32_MAX - 63, 1, NULL},
+                 {INT32_MAX - 62, 0, "bound 2147483585 is"},
+                 {(uint64_t)1 << 63, 0, "bound 9223372036854775808 is"},
+                 {UINT64_MAX, 0, "bound 18446744073709551615 is"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_rt_arg args[7] = {{.ptr = e.a}, {.ptr = e.b},  {.ptr = e.c},          {.i32 = 256},
+                                {.i32 = 256}, {.i32 = 256}, {.u64 = cases[i].kb}};
+        char log[] = "/tmp/test_tma_stderr_XXXXXX";
+        int fd = mkstemp(log);
+        cr_assert_geq(fd, 0);
+        fflush(stderr);
+        int saved = dup(2);
+        dup2(fd, 2);
+        close(fd);
+        int before = fake->tma_launches;
+        tilec_rt_status st = tilec_program_launch(e.p, "uw", 0, args, 7, NULL);
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        size_t n;
+        char *text = read_file(log, &n);
+        unlink(log);
+        cr_assert_not_null(text);
+        cr_expect_eq(st, TILEC_RT_OK, "KB %llu: %s", (unsigned long long)cases[i].kb, tilec_rt_last_error(e.rt));
+        cr_expect_eq(fake->tma_launches, before + cases[i].twin, "KB %llu: %s", (unsigned long long)cases[i].kb, text);
+        if (cases[i].shown)
+            cr_expect(strstr(text, "not its twin: its loop's") && strstr(text, cases[i].shown) &&
+                          strstr(text, "within one step (64) of 2^31"),
+                      "KB %llu: %s", (unsigned long long)cases[i].kb, text);
+        free(text);
+    }
+    unsetenv("TILEC_LOGS");
+    env_free(&e);
+}
+
 /* A twin whose registers and shared memory fit twice on a multiprocessor
  * (lower/wgattn.c wga_blocks: the docs' BM = 64 attention) walks on every
  * resident slot: min(units, SMs x blocks a multiprocessor) blocks, as
