@@ -1218,6 +1218,9 @@ int lower_ix_loop_safe(const lw *L, const tilec_stmt *s, int wide);
  * st (mult loop steps at once): `v += st` where index64.c proves it cannot
  * wrap, else a step taken only while v + st stays below hi (docs/lowering.md,
  * "Loop headers"). */
+/* A loop whose start or end is a typed i64, u64 or u32 (which i32 does not
+ * hold) counts in long long (docs/language.md, "for"); int otherwise. */
+int lower_loop_wide(lw *L, const tilec_stmt *s);
 const char *lower_loop_next(lw *L, const tilec_stmt *s, const char *v, const char *hi, const char *st, int mult);
 
 /* ---- prelude.c ---- */

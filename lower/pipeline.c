@@ -721,7 +721,7 @@ void lower_cp_bounds(lw *L, const tilec_stmt *loop)
     lower_walk(L, loop->hi, NULL, 0, NULL, PREP);
     if (loop->step)
         lower_walk(L, loop->step, NULL, 0, NULL, PREP);
-    int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
+    int wide = lower_loop_wide(L, loop);
     lower_line(L, "typedef %s tl_ix; /* the loop variable's type */", wide ? "long long" : "int");
     L->cp_wraps = !lower_ix_loop_safe(L, loop, wide);
     int split = L->split && loop == L->split_loop;

@@ -486,7 +486,7 @@ int lower_ring_loop(lw *L, const tilec_stmt *loop)
     lower_bind_loop_scope(L, loop);
     lower_cp_prologue(L, rp.S, v, lower_ring_issue, &rp);
     lower_leave(L);
-    int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
+    int wide = lower_loop_wide(L, loop);
     lower_line(L, "int tl_it = 0;");
     lower_comment_loc(L, &loop->loc);
     lower_line(L, "for (tl_ix %s = tl_lo; %s < tl_hi; %s, ++tl_it) {", v, v, lower_loop_next(L, loop, v, "tl_hi", "tl_st", 1));

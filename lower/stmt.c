@@ -293,9 +293,19 @@ static void stmt_expr(lw *L, const tilec_stmt *s)
  * run-time step must be positive (docs/language.md, "for"); one that is
  * not is a large unsigned value, so the loop ends after its first trip
  * unless hi - v is larger still (v negative, hi positive). */
+int lower_loop_wide(lw *L, const tilec_stmt *s)
+{
+    for (int i = 0; i < 2; i++) {
+        tilec_dtype d = lower_ty(L, i ? s->hi : s->lo)->dtype;
+        if (d == TILEC_DT_I64 || d == TILEC_DT_U64 || d == TILEC_DT_U32)
+            return 1;
+    }
+    return 0;
+}
+
 const char *lower_loop_next(lw *L, const tilec_stmt *s, const char *v, const char *hi, const char *st, int mult)
 {
-    int wide = s && (lower_ty(L, s->lo)->dtype == TILEC_DT_I64 || lower_ty(L, s->hi)->dtype == TILEC_DT_I64);
+    int wide = s && lower_loop_wide(L, s);
     if (s && mult == 1 && lower_ix_loop_safe(L, s, wide))
         return lower_fmt(L, "%s += %s", v, st);
     /* a 64-bit step (num_programs(0) * BLOCK may pass 2^31) is compared whole */
@@ -330,7 +340,7 @@ static void stmt_for(lw *L, const tilec_stmt *s)
         lower_walk(L, s->step, NULL, 0, NULL, PREP);
     const char *lo = lower_walk(L, s->lo, NULL, 0, NULL, EMIT), *hi = lower_walk(L, s->hi, NULL, 0, NULL, EMIT);
     const char *st = s->step ? lower_walk(L, s->step, NULL, 0, NULL, EMIT) : "1";
-    const char *ty = lower_ty(L, s->lo)->dtype == TILEC_DT_I64 || lower_ty(L, s->hi)->dtype == TILEC_DT_I64 ? "long long" : "int";
+    const char *ty = lower_loop_wide(L, s) ? "long long" : "int";
     lower_line(L, "for (%s %s = %s; %s < %s; %s) {", ty, v, lo, v, hi, lower_loop_next(L, s, v, hi, st, 1));
     L->ind++;
     L->depth++;

@@ -871,7 +871,7 @@ int lower_wga_loop(lw *L, const tilec_stmt *loop, ring_plan *rp)
         L->tw.epi = L->out.n; /* from here on only the consumer warps run: their own named barrier */
         lower_line(L, "tl_setmaxnreg_inc<%d>();", w->creg);
     }
-    int wide = lower_ty(L, loop->lo)->dtype == TILEC_DT_I64 || lower_ty(L, loop->hi)->dtype == TILEC_DT_I64;
+    int wide = lower_loop_wide(L, loop);
     if (persist) {
         /* tl_it counts on over the block's tiles (the stages' phases); this tile's first */
         lower_line(L, "const int tl_it0 = tl_it;");

@@ -168,8 +168,8 @@ static void check_stmt(checker *ck, tilec_stmt *s)
                 chk_err(ck, chk_start_of(parts[i]), "the loop %s must be a scalar integer, got %s", names[i], chk_ty_str(ck, &t));
                 continue;
             }
-            if (i < 2 && tilec_dtype_size(t.dtype) == 8 && !t.weak)
-                lt.dtype = TILEC_DT_I64;
+            if (i < 2 && (tilec_dtype_size(t.dtype) == 8 || t.dtype == TILEC_DT_U32) && !t.weak)
+                lt.dtype = TILEC_DT_I64; /* i32 holds no u32 past 2^31 - 1 */
         }
         int64_t step;
         if (s->step && chk_known_int(ck, s->step, &step) && step <= 0)

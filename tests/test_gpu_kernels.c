@@ -1531,6 +1531,39 @@ Test(gpu, loop_edge_negative_bound)
     gk_free(&g);
 }
 
+/* A u32 bound past 2^31 - 1 (fill_u8_u32, n = 2^31 + 1000): every byte of
+ * the buffer filled, a 2 GiB guard before it and 64 bytes after it zero.
+ * With an int loop variable (before session 51) the bytes past 2^31 stayed
+ * 0 and the stores landed before the buffer. 4 GiB of device memory. */
+Test(gpu, loop_edge_u32_bound, .timeout = 60)
+{
+    const size_t guard = (size_t)1 << 31, after = 64, n = ((size_t)1 << 31) + 1000;
+    gk g;
+    load_or_fail("tests/gpu/loop_edge.tile", "fill_u8_u32", 0, &g);
+    size_t total = guard + n + after; /* a multiple of 4 */
+    uint64_t base = dev_alloc(total);
+    CHECK_RT(tilec_rt_memset_d32(rt, base, 0, total / 4));
+    tilec_rt_arg args[3] = {{.ptr = base + guard}, {.u32 = (uint32_t)n}, {.i32 = 7}};
+    CHECK_RT(gk_launch(&g, args, NULL));
+    CHECK_RT(tilec_rt_synchronize(rt));
+    unsigned char *h = malloc(total);
+    cr_assert(h);
+    CHECK_RT(tilec_rt_memcpy_dtoh(rt, h, base, total));
+    size_t bad_guard = 0, bad_out = 0, bad_after = 0;
+    for (size_t i = 0; i < guard; i++)
+        bad_guard += h[i] != 0;
+    for (size_t i = 0; i < n; i++)
+        bad_out += h[guard + i] != 7;
+    for (size_t i = guard + n; i < total; i++)
+        bad_after += h[i] != 0;
+    cr_expect_eq(bad_guard, 0, "%zu bytes written before the buffer: the loop variable wrapped", bad_guard);
+    cr_expect_eq(bad_out, 0, "%zu of the %zu bytes not filled", bad_out, n);
+    cr_expect_eq(bad_after, 0, "%zu bytes written after the buffer", bad_after);
+    free(h);
+    tilec_rt_free(rt, base);
+    gk_free(&g);
+}
+
 int main(int argc, char *argv[]) { return gpu_suite_main(argc, argv, "GPU kernel tests"); }
 
 /* sigmoid on the GPU within docs/language.md's bound of a double reference

@@ -183,6 +183,10 @@ static const loopcase loops[] = {
     {"for o in 0 .. 2147483646 step 2", "; v_o < 2147483646; v_o += 2) {"},
     {"for o in 0 .. minimum(n, 4096) step 4 * B", "v_o += ("},
     {"for o in 0 .. cast(n, i64) step 4 * B", "v_o += ("},
+    /* a u32 or u64 bound: the variable long long (an int held no u32 past 2^31 - 1, and the u64 guard compared
+     * (unsigned)(v_nw), its low 32 bits) */
+    {"for o in 0 .. nu step 4 * B", "long long v_o = 0; v_o < v_nu; v_o += ("},
+    {"for o in 0 .. nw step 4 * B", "long long v_o = 0; v_o < v_nw; v_o = (unsigned long long)(v_nw) - (unsigned long long)v_o > "},
 };
 
 ParameterizedTestParameters(index64, loop_header)
@@ -199,7 +203,7 @@ ParameterizedTest(size_t *ix, index64, loop_header)
     const loopcase *c = &loops[*ix];
     char src[1024];
     snprintf(src, sizeof src,
-             "kernel k(x: *f32, out: *f32, n: i32, stride: i32)\n"
+             "kernel k(x: *f32, out: *f32, n: i32, stride: i32, nu: u32, nw: u64)\n"
              "    grid (cdiv(n, 128))\n"
              "    hints { B = 128 }\n"
              "{\n"
@@ -214,6 +218,8 @@ ParameterizedTest(size_t *ix, index64, loop_header)
     cr_assert_eq(tilec_module_emit_cuda(ctx, m, membuf_sink(&cu)), TILEC_OK, "%s", c->loop);
     const char *hdr = strstr(cu.s, " v_o = ");
     cr_assert(hdr, "%s: no loop", c->loop);
+    while (hdr > cu.s && hdr[-1] != '\n') /* the whole line: the variable's type too */
+        hdr--;
     const char *eol = strchr(hdr, '\n');
     cr_expect(strstr(hdr, c->want) && strstr(hdr, c->want) < eol, "%s: the header is not `%s`:\n%.*s", c->loop,
               c->want, (int)(eol - hdr), hdr);
