@@ -206,6 +206,58 @@ int lower_block_dots(const tilec_block *b)
     return n;
 }
 
+/* The elements of type t (a scalar: 1). */
+static int64_t ty_numel(const tilec_type *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dims[i] > 0 ? t->dims[i] : 1;
+    return n;
+}
+
+/* Each float tile division of e whose divisor is not a literal and has
+ * at most an eighth of the quotient's values (a row broadcast, `acc /
+ * l[:, None]`, or a scalar): every element is an IEEE division, where one
+ * reciprocal per divisor value and a multiply would do, at another
+ * rounding. Told in kernels with dot loops (attention's epilogue: 4-9% at
+ * S = 1024, bench/results/merged_s51.md), where it is the block's tail;
+ * a memory-bound row kernel's divisions hide under its loads. */
+static void div_remarks(lw *L, const tilec_expr *e, strbuf *out, int depth)
+{
+    if (!e || depth > 64)
+        return;
+    if (e->kind == TILEC_EX_BINARY && e->op == TILEC_OP_DIV && e->nargs == 2) {
+        const tilec_type *q = lower_ty(L, e), *d = lower_ty(L, e->args[1]);
+        const tilec_expr *dv = lower_look(L, e->args[1]);
+        int64_t nq = ty_numel(q), nd = ty_numel(d);
+        if (q->rank && !q->ptr && tilec_dtype_class(q->dtype) == 'f' && dv->kind != TILEC_EX_FLOAT &&
+            dv->kind != TILEC_EX_INT && nq >= 8 * nd)
+            sb_printf(out,
+                      "line %u:%u: `%s`: an IEEE division for each of its %lld elements, the divisor's %lld value%s "
+                      "each used %lld times; the dividend times the divisor's reciprocal (`x * (1.0 / l)[:, None]`) "
+                      "divides once a value (within 1.5 ulp of the quotient, not 0.5)\n",
+                      e->loc.line, e->loc.col, lower_expr_text(L, e), (long long)nq, (long long)nd, nd == 1 ? "" : "s",
+                      (long long)(nq / nd));
+    }
+    for (uint32_t i = 0; i < e->nargs; i++)
+        div_remarks(L, e->args[i], out, depth + 1);
+}
+
+static void div_remarks_block(lw *L, const tilec_block *b, strbuf *out)
+{
+    for (uint32_t i = 0; i < b->nstmts; i++) {
+        const tilec_stmt *s = b->stmts[i];
+        if (s->kind == TILEC_ST_DOC)
+            continue;
+        div_remarks(L, s->value, out, 0);
+        div_remarks(L, s->lo, out, 0);
+        div_remarks(L, s->hi, out, 0);
+        div_remarks(L, s->step, out, 0);
+        div_remarks_block(L, &s->body, out);
+        div_remarks_block(L, &s->orelse, out);
+    }
+}
+
 void lower_remarks_render(lw *L, int twin, strbuf *out)
 {
     lower_launch_order_remark(L, out);
@@ -228,4 +280,6 @@ void lower_remarks_render(lw *L, int twin, strbuf *out)
     }
     render_mem(L, twin, out);
     lower_exp_remarks(L, out);
+    if (L->nrem)
+        div_remarks_block(L, &L->k->body, out);
 }

@@ -136,6 +136,55 @@ Test(remarks, pipelined_operands_name_their_ring_and_the_twin)
     free(text);
 }
 
+/* A float division whose divisor repeats along an axis, in a kernel with a
+ * dot loop: attention's `acc / l_i[:, None]` (tests/attn_forms, written
+ * from the docs) is an IEEE division an element; the remark names the
+ * reciprocal form. The example's `acc * (1.0 / l_i)[:, None]`
+ * (examples/attention.tile) and fa_d64_lets' `1.0 / row_sum` get none,
+ * nor does a row kernel's `e / sum(e, 1)[:, None]` (examples/softmax_rows.tile:
+ * no dot loop). */
+static const char *kernel_remarks(tilec_ctx *ctx, const char *file, const char *kernel, tilec_kernel_code *code,
+                                  tilec_module **m, char **text)
+{
+    *text = read_file(file, NULL);
+    cr_assert_not_null(*text, "%s", file);
+    *m = parse_src(ctx, file, *text);
+    const tilec_kernel *k = tilec_module_find_kernel(*m, kernel);
+    cr_assert_not_null(k, "%s: %s", file, kernel);
+    cr_assert_eq(tilec_lower_kernel(ctx, *m, k, 0, code), TILEC_OK, "%s: %s", file, kernel);
+    return code->remarks;
+}
+
+Test(remarks, a_division_by_a_row_broadcast_names_the_reciprocal)
+{
+    static const struct {
+        const char *file, *kernel, *want;
+    } cases[] = {
+        {"tests/attn_forms/fa_d64_plain.tile", "fa_d64_plain",
+         "line 38:66: `acc / l_i[:, None]`: an IEEE division for each of its 8192 elements, the divisor's 128 values each "
+         "used 64 times; the dividend times the divisor's reciprocal (`x * (1.0 / l)[:, None]`) divides once a value "
+         "(within 1.5 ulp of the quotient, not 0.5)\n"},
+        {"examples/attention.tile", "attention_d64", NULL},
+        {"tests/attn_forms/fa_d64_lets.tile", "fa_d64_lets", NULL},
+        {"examples/softmax_rows.tile", "softmax_multirow", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tilec_ctx *ctx = tilec_ctx_new();
+        tilec_kernel_code code;
+        tilec_module *m;
+        char *text;
+        const char *r = kernel_remarks(ctx, cases[i].file, cases[i].kernel, &code, &m, &text);
+        if (cases[i].want)
+            cr_expect(strstr(r, cases[i].want), "%s: want\n%s\nin\n%s", cases[i].kernel, cases[i].want, r);
+        else
+            cr_expect(!strstr(r, "an IEEE division"), "%s: no division remark wanted:\n%s", cases[i].kernel, r);
+        tilec_kernel_code_free(&code);
+        tilec_module_free(m);
+        tilec_ctx_free(ctx);
+        free(text);
+    }
+}
+
 /* TILEC_LOGS=remarks: the same lines on stderr when the kernel is
  * compiled, at FILE:LINE:COL as a compiler's remarks are. */
 Test(remarks, the_log_prints_the_same_lines, .init = cr_redirect_stderr)

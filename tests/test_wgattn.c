@@ -346,7 +346,7 @@ Test(wgattn, bf16_twin)
     static const char *const edits[] = {
         "kernel attention_d64(q: *f16, k: *f16, v: *f16, o: *f16,", "kernel attention_d64(q: *bf16, k: *bf16, v: *bf16, o: *bf16,",
         "dot(cast(p, f16), tv)", "dot(cast(p, bf16), tv)",
-        "cast(acc / l_i[:, None], f16)", "cast(acc / l_i[:, None], bf16)",
+        "cast(acc * (1.0 / l_i)[:, None], f16)", "cast(acc * (1.0 / l_i)[:, None], bf16)",
     };
     tilec_kernel_code code;
     lower_edited(edits, 3, &code);

@@ -678,9 +678,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v0(__half *v_q, 
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)])));
         const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)])));
         const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -1270,9 +1270,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v0_tma(__half
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -1862,9 +1862,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v1(__half *v_q, 
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)])));
         const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)])));
         const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -2454,9 +2454,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v1_tma(__half
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -3046,9 +3046,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v2(__half *v_q, 
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -3682,9 +3682,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d64_v2_tma(__half
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -4275,9 +4275,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d64_v3(__half *v_q, 
         const int tl_i0 = (tl_warp / 1) * 32 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0 | ((tl_j >> 5) & 1) << 1)])));
         const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0 | (((tl_j + 1) >> 5) & 1) << 1)])));
         const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -4931,9 +4931,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d64_v3_tma(__half
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 32) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 64 + ((tl_j >> 2) % 8) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -5526,9 +5526,9 @@ extern "C" __global__ void __launch_bounds__(128) attention_d128_v0(__half *v_q,
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -6158,9 +6158,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) attention_d128_v0_tma(__hal
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -6751,9 +6751,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v1(__half *v_q,
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -7383,9 +7383,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v1_tma(__hal
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -7976,9 +7976,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v2(__half *v_q,
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -8608,9 +8608,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v2_tma(__hal
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -9201,9 +9201,9 @@ extern "C" __global__ void __launch_bounds__(256) attention_d128_v3(__half *v_q,
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((((int)gridDim.x - 1 - (int)blockIdx.x) * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
@@ -9827,9 +9827,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) attention_d128_v3_tma(__hal
         const int tl_i0 = (tl_warp / 1) * 16 + (tl_j / 64) * 16 + (tl_lane >> 2) + ((tl_j >> 1) & 1) * 8;
         const int tl_i1 = (tl_warp % 1) * 128 + ((tl_j >> 2) % 16) * 8 + (tl_lane & 3) * 2 + (tl_j & 1);
         __half *tl_p = (((v_o + v_base) + (((long long)(((tl_pid0 * v_BM) + tl_i0))) * ((long long)(v_D)))) + tl_i1);
-        const __half tl_v0 = __float2half_rn((v_acc[tl_j] / v_l_i[(((tl_j >> 1) & 1) << 0)]));
+        const __half tl_v0 = __float2half_rn((v_acc[tl_j] * (1.0f / v_l_i[(((tl_j >> 1) & 1) << 0)])));
         const bool tl_m0 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
-        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)]));
+        const __half tl_v1 = __float2half_rn((v_acc[tl_j + 1] * (1.0f / v_l_i[((((tl_j + 1) >> 1) & 1) << 0)])));
         const bool tl_m1 = (((tl_pid0 * v_BM) + tl_i0) < v_S);
         if (tl_m1 && ((unsigned long long)tl_p & 3) == 0) {
             unsigned int tl_vec;
