@@ -270,8 +270,9 @@ Test(tma, attention_k_and_v_by_constant_extent_maps, .timeout = 120)
     env_free(&e);
 }
 
-/* Run launch_at with stderr going to a file; return what was written. */
-static char *stderr_of(env *e, tilec_rt_arg *args)
+/* Launch kernel's variant 0 with its nargs args, stderr going to a file;
+ * return what was written. */
+static char *stderr_of_launch(env *e, const char *kernel, tilec_rt_arg *args, uint32_t nargs)
 {
     char log[] = "/tmp/test_tma_stderr_XXXXXX";
     int fd = mkstemp(log);
@@ -280,7 +281,7 @@ static char *stderr_of(env *e, tilec_rt_arg *args)
     int saved = dup(2);
     dup2(fd, 2);
     close(fd);
-    tilec_rt_status st = tilec_program_launch(e->p, "at", 0, args, 8, NULL);
+    tilec_rt_status st = tilec_program_launch(e->p, kernel, 0, args, nargs, NULL);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -291,6 +292,9 @@ static char *stderr_of(env *e, tilec_rt_arg *args)
     cr_assert_not_null(text);
     return text;
 }
+
+/* launch_at's: tests/aot_attn.tile's `at` with its 8 arguments. */
+static char *stderr_of(env *e, tilec_rt_arg *args) { return stderr_of_launch(e, "at", args, 8); }
 
 /* Build tests/aot_attn.tile's `at` on the fake device (with TILEC_LOGS=tma,
  * read as the twin is resolved), BN set to `bn` ("64": as written), the
@@ -409,23 +413,8 @@ Test(tma, twin_yields_where_a_u64_bound_could_wrap, .timeout = 120)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tilec_rt_arg args[7] = {{.ptr = e.a}, {.ptr = e.b},  {.ptr = e.c},          {.i32 = 256},
                                 {.i32 = 256}, {.i32 = 256}, {.u64 = cases[i].kb}};
-        char log[] = "/tmp/test_tma_stderr_XXXXXX";
-        int fd = mkstemp(log);
-        cr_assert_geq(fd, 0);
-        fflush(stderr);
-        int saved = dup(2);
-        dup2(fd, 2);
-        close(fd);
         int before = fake->tma_launches;
-        tilec_rt_status st = tilec_program_launch(e.p, "uw", 0, args, 7, NULL);
-        fflush(stderr);
-        dup2(saved, 2);
-        close(saved);
-        size_t n;
-        char *text = read_file(log, &n);
-        unlink(log);
-        cr_assert_not_null(text);
-        cr_expect_eq(st, TILEC_RT_OK, "KB %llu: %s", (unsigned long long)cases[i].kb, tilec_rt_last_error(e.rt));
+        char *text = stderr_of_launch(&e, "uw", args, 7); /* the launch asserted TILEC_RT_OK */
         cr_expect_eq(fake->tma_launches, before + cases[i].twin, "KB %llu: %s", (unsigned long long)cases[i].kb, text);
         if (cases[i].shown)
             cr_expect(strstr(text, "not its twin: its loop's") && strstr(text, cases[i].shown) &&
